@@ -1,0 +1,41 @@
+# Set-up and everyday tasks. Only Python 3.10+ is needed: everything else goes into .venv.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench fuzz lint fixtures clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	touch $(STAMP)
+
+## Relabel a bundled speculative-decoding fixture and print the summary.
+demo: $(STAMP)
+	mkdir -p build
+	$(BIN)/spanfix relabel fixtures/eagle-stock.trace.json.gz -o build/eagle-stock.trace.relabeled.json.gz
+	$(BIN)/spanfix stats fixtures/eagle-stock.trace.json.gz
+
+## Install the test dependencies and run the whole suite.
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+## Speed and memory side by side with the naive scripts (see bench/README section in README.md).
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+## Bounded fuzz run of the reader over mutated real traces.
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzz_reader.py
+
+lint: $(STAMP)
+	$(BIN)/python -m pip install --quiet ruff
+	$(BIN)/ruff check spanfix tests bench fixtures
+
+## Regenerate the bundled fixtures and their golden outputs.
+fixtures: $(STAMP)
+	$(BIN)/python fixtures/generate.py
+
+clean:
+	rm -rf $(VENV) build .pytest_cache

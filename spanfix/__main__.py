@@ -1,0 +1,3 @@
+from spanfix.cli import main
+
+main()

@@ -1,0 +1,274 @@
+"""Decide, for every step span, whether the draft or the target model runner emitted it.
+
+Each kind of evidence gives an opinion or stays silent; the verdict is the opinions' common answer,
+named after the strongest one. Silence everywhere, or opinions that disagree, make the span
+ambiguous: a wrong label is worse than none. Evidence, strongest first (docs/step-spans.md, 4):
+thread/process metadata, call stack, stage span, mode, order within a scheduler iteration.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Hashable, Iterable
+
+from .algorithms import ALGORITHMS, EAGLE_V2, SPECULATIVE, AlgorithmGuess, algorithm_from_server_args
+from .index import Span, StepSpan, TraceIndex, Track
+from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES
+
+DRAFT, TARGET, WORKER, AMBIGUOUS, ALREADY_NEW, UNKNOWN_MODE = (
+    "draft", "target", "worker", "ambiguous", "already new", "unknown mode")
+
+# Evidence labels, strongest first; the verdict names the strongest that spoke.
+METADATA, USER_RULE, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATION = (
+    "thread name", "user rule", "call stack", "stage span", "mode", "iteration order", "no speculation")
+STRENGTH = [USER_RULE, METADATA, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATION]
+
+_RUNNER_FORWARD = re.compile(r"model_executor/model_runner\.py\(\d+\): forward$")
+_TARGET_CALLER = re.compile(r"managers/tp_worker\.py\(\d+\): forward_batch_generation$")
+_DRAFT_CALLER = re.compile(r"/speculative/|/dspark_components/")
+_EXTEND_LIKE = frozenset({"EXTEND", "MIXED"})
+# Distinctive worker files: seeing one in a frame names the algorithm.
+# Only worker modules count: speculative/spec_info.py's is_dflash() runs in every trace.
+_WORKER_FILES = [(re.compile(pattern), name) for pattern, name in [
+    (r"/frozen_kv\w*worker\w*\.py\(", "frozen-kv"), (r"/multi_layer_eagle\w*worker\w*\.py\(", "mtp"),
+    (r"/dflash\w*worker\w*\.py\(", "dflash"), (r"/dspark_components/|/dspark\w*worker\w*\.py\(", "dspark")]]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    role: str  # draft, target, worker, ambiguous, already new, unknown mode
+    evidence: str = ""  # the strongest evidence that decided it
+    detail: str = ""  # for ambiguous spans: what was missing or what disagreed
+
+    @property
+    def conflict(self) -> bool:
+        return self.role == AMBIGUOUS and self.detail.startswith("evidence disagrees")
+
+
+@dataclass(slots=True)
+class DraftRules:
+    """The user's own ways to name the draft worker's tracks (--draft-thread and friends)."""
+
+    thread_patterns: list[re.Pattern] = field(default_factory=list)
+    process_patterns: list[re.Pattern] = field(default_factory=list)
+    pids: set[str] = field(default_factory=set)
+    tids: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class Attribution:
+    verdicts: list[Verdict]  # aligned with index.steps
+    algorithm: AlgorithmGuess
+    draft_tracks: set[Track]
+
+    def by_evidence(self) -> Counter:
+        return Counter(v.evidence for v in self.verdicts if v.role in (DRAFT, TARGET, WORKER))
+
+
+def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: str | None = None,
+              server_args: dict | None = None) -> Attribution:
+    rules = rules or DraftRules()
+    draft_tracks, user_tracks = _draft_tracks(index, rules)
+    iterations = _steps_by_iteration(index.steps)
+    guess = _guess_algorithm(index, iterations, draft_tracks, algorithm, server_args)
+    draft_pids = {pid for pid, _ in draft_tracks}
+    verdicts = []
+    for step in index.steps:
+        opinions = list(_opinions(step, guess, draft_tracks, user_tracks, draft_pids, iterations))
+        verdicts.append(_decide(step, opinions, guess))
+    return Attribution(verdicts, guess, draft_tracks)
+
+
+def _draft_tracks(index: TraceIndex, rules: DraftRules) -> tuple[set[Track], set[Track]]:
+    """Tracks that metadata (or the user's rules) names as the draft worker's."""
+    tracks = set(index.tracks) | set(index.names.thread_names)
+    by_metadata, by_user = set(), set()
+    for track in tracks:
+        pid, tid = track
+        threads = index.names.thread_names.get(track, [])
+        processes = [*index.names.process_names.get(pid, []), *index.names.process_labels.get(pid, [])]
+        if any("draft" in name.lower() for name in [*threads, *processes]):
+            by_metadata.add(track)
+        if (str(pid) in rules.pids or str(tid) in rules.tids
+                or any(p.search(name) for p in rules.thread_patterns for name in threads)
+                or any(p.search(name) for p in rules.process_patterns for name in processes)):
+            by_user.add(track)
+    return by_metadata | by_user, by_user
+
+
+def _steps_by_iteration(steps: list[StepSpan]) -> dict[Span, list[StepSpan]]:
+    grouped: dict[Span, list[StepSpan]] = defaultdict(list)
+    for step in steps:
+        iteration = next((a for a in step.span.ancestors() if a.kind == "iteration"), None)
+        if iteration is not None:
+            grouped[iteration].append(step)
+    for members in grouped.values():
+        members.sort(key=lambda s: s.span.start)
+    return grouped
+
+
+def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], draft_tracks: set[Track],
+                     stated: str | None, server_args: dict | None) -> AlgorithmGuess:
+    guess = AlgorithmGuess()
+    if stated:
+        guess.narrow({stated}, f"--algorithm {stated}")
+    if server_args:
+        named = algorithm_from_server_args(server_args)
+        if named:
+            guess.narrow({named}, f"server_args.json: speculative_algorithm={server_args.get('speculative_algorithm')}"
+                         + (" with multi-layer EAGLE" if named == "mtp" else ""))
+        steps = server_args.get("speculative_num_steps")
+        guess.num_steps = steps if isinstance(steps, int) else None
+
+    modes = Counter(step.step.mode for step in index.steps)
+    frames = {span.name for spans in index.spans.values() for span in spans if span.kind == "frame"}
+    stages = any(span.kind == "stage" for spans in index.spans.values() for span in spans)
+    for marker, name in _WORKER_FILES:
+        if any(marker.search(frame) for frame in frames):
+            guess.narrow({name}, f"python frames of the {name} worker")
+    if modes["DRAFT_LOOP"]:
+        guess.narrow({"frozen-kv"}, "DRAFT_LOOP spans")
+    if modes["DRAFT_EXTEND"]:
+        guess.narrow({"eagle-v1"}, "DRAFT_EXTEND spans (EAGLE v1)")
+    if modes["DRAFT_EXTEND_V2"]:
+        guess.narrow(EAGLE_V2 | {"mtp"}, "DRAFT_EXTEND_V2 spans")
+    if stages:
+        guess.narrow(EAGLE_V2 | {"frozen-kv"}, "draft/draft_extend stage spans")
+    if modes["TARGET_VERIFY"] or modes["VERIFY"] or modes["DRAFT"] or draft_tracks:
+        guess.narrow(SPECULATIVE, "verify or draft steps")
+        if modes["DECODE"] and modes["TARGET_VERIFY"]:
+            guess.narrow(EAGLE_V2 | {"eagle-v1", "frozen-kv"}, "DECODE steps beside TARGET_VERIFY")
+    elif modes["DECODE"] and not stages and not modes["DRAFT_EXTEND_V2"] and not modes["DRAFT_LOOP"]:
+        guess.narrow({"none"}, "DECODE steps and no verify step")
+    verify_counts = Counter()
+    for members in iterations.values():
+        verifies = [s for s in members if s.step.mode == "TARGET_VERIFY"]
+        if len(verifies) == 2 and verifies[0].step.bs == verifies[1].step.bs:
+            verify_counts["pair"] += 1
+        elif len(verifies) == 1:
+            verify_counts["single"] += 1
+    if verify_counts["pair"] and not verify_counts["single"]:
+        guess.narrow({"dflash", "dspark"}, "two TARGET_VERIFY of equal bs per iteration")
+    elif verify_counts["single"] and not verify_counts["pair"]:
+        guess.narrow(SPECULATIVE - {"dflash", "dspark"}, "one TARGET_VERIFY per iteration")
+    elif verify_counts["single"] and verify_counts["pair"]:
+        guess.conflicts.append("some iterations hold one TARGET_VERIFY, others two")
+    return guess
+
+
+def _opinions(step: StepSpan, guess: AlgorithmGuess, draft_tracks: set[Track], user_tracks: set[Track],
+              draft_pids: set[Hashable], iterations: dict[Span, list[StepSpan]]) -> Iterable[tuple[str, str]]:
+    track = step.track
+    if track in draft_tracks:
+        yield DRAFT, USER_RULE if track in user_tracks else METADATA
+    elif track[0] in draft_pids:
+        yield TARGET, METADATA
+    stack = _call_stack(step)
+    if stack:
+        yield stack, CALL_STACK
+    if any(a.kind == "stage" for a in step.span.ancestors()):
+        yield DRAFT, STAGE_SPAN
+    by_mode = _mode(step, guess)
+    if by_mode:
+        yield by_mode, NO_SPECULATION if guess.fact("speculative") is False else MODE
+    by_order = _iteration_order(step, guess, iterations)
+    if by_order:
+        yield by_order, ITERATION_ORDER
+
+
+def _call_stack(step: StepSpan) -> str | None:
+    frames = [a for a in step.span.ancestors() if a.kind == "frame"]
+    if not frames:
+        return None
+    for position, frame in enumerate(frames):
+        if _RUNNER_FORWARD.search(frame.name):
+            caller = frames[position + 1].name if position + 1 < len(frames) else ""
+            if _TARGET_CALLER.search(caller):
+                return TARGET
+            if _DRAFT_CALLER.search(caller):
+                return DRAFT
+            return None
+    # Python stacks are on, yet no ModelRunner.forward around it: the worker's own graph span.
+    return WORKER if step.step.mode in ("DRAFT_LOOP", "DRAFT_EXTEND_V2") else None
+
+
+def _mode(step: StepSpan, guess: AlgorithmGuess) -> str | None:
+    mode = step.step.mode
+    speculative = guess.fact("speculative")
+    if speculative is False:
+        return TARGET
+    if mode in WORKER_MODES:
+        return WORKER
+    if mode in ("DECODE", "DRAFT_EXTEND") and speculative:
+        return DRAFT  # the target never decodes while speculating
+    if mode == "DRAFT_EXTEND_V2" and guess.fact("worker_extend_span") is False:
+        return DRAFT
+    if mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is False:
+        return TARGET
+    if mode in _EXTEND_LIKE and guess.fact("draft_extends") is False:
+        return TARGET
+    return None
+
+
+def _iteration_order(step: StepSpan, guess: AlgorithmGuess, iterations: dict[Span, list[StepSpan]]) -> str | None:
+    iteration = next((a for a in step.span.ancestors() if a.kind == "iteration"), None)
+    if iteration is None:
+        return None
+    members = iterations[iteration]
+    mode = step.step.mode
+    if mode == "TARGET_VERIFY" and guess.fact("draft_verifies"):
+        verifies = [s for s in members if s.step.mode == "TARGET_VERIFY"]
+        if len(verifies) == 2 and verifies[0].step.bs == verifies[1].step.bs:
+            return DRAFT if step is verifies[0] else TARGET
+        return None
+    if mode in _EXTEND_LIKE:
+        extends = [s for s in members if s.step.mode in _EXTEND_LIKE]
+        first = extends[0]
+        if step is first:
+            return TARGET
+        same_batch = step.step.bs == first.step.bs and step.step.toks == first.step.toks
+        return DRAFT if same_batch and guess.fact("speculative") else None
+    if mode == "DRAFT_EXTEND_V2" and guess.fact("worker_extend_span"):
+        count = sum(1 for s in members if s.step.mode == "DRAFT_EXTEND_V2")
+        if count > 1:
+            return DRAFT  # eager multi-layer EAGLE: one runner step per draft step
+        if count == 1 and guess.candidates == {"mtp"} and (guess.num_steps or 0) > 1:
+            return WORKER  # graph mode: one worker span where eager would have num_steps
+    return None
+
+
+def _decide(step: StepSpan, opinions: list[tuple[str, str]], guess: AlgorithmGuess) -> Verdict:
+    mode = step.step.mode
+    if mode in NEW_STAGES:
+        return Verdict(ALREADY_NEW, "already new naming")
+    if mode not in RUNNER_MODES and mode not in WORKER_MODES:
+        return Verdict(UNKNOWN_MODE, detail=f"mode {mode} is not one SGLang writes")
+    if not opinions:
+        return Verdict(AMBIGUOUS, detail=_missing(step, guess))
+    roles = {role for role, _ in opinions}
+    sides = {DRAFT if role == WORKER else role for role in roles}
+    if len(sides) > 1:
+        said = "; ".join(f"{evidence} says {role}" for role, evidence in opinions)
+        return Verdict(AMBIGUOUS, detail=f"evidence disagrees: {said}")
+    role = WORKER if WORKER in roles else roles.pop()
+    evidence = min((e for r, e in opinions if r == role), key=STRENGTH.index)
+    if role == WORKER and mode not in WORKER_MODES and mode != "DRAFT_EXTEND_V2":
+        return Verdict(AMBIGUOUS, detail=f"a {mode} span outside ModelRunner.forward")
+    return Verdict(role, evidence)
+
+
+def _missing(step: StepSpan, guess: AlgorithmGuess) -> str:
+    mode = step.step.mode
+    lacking = ["no draft-named track, call stack or stage span"]
+    if guess.label == "unknown":
+        lacking.append("algorithm unknown (pass --algorithm or keep server_args.json beside the trace)")
+    if not any(a.kind == "iteration" for a in step.span.ancestors()):
+        lacking.append("no scheduler.run_batch iteration")
+    if mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is None:
+        lacking.append("cannot tell whether the draft also runs TARGET_VERIFY (DFLASH/DSpark)")
+    return f"{mode}: " + ", ".join(lacking)
+
+
+__all__ = ["ALGORITHMS", "Attribution", "DraftRules", "Verdict", "attribute"]

@@ -1,0 +1,46 @@
+"""Options shared by every command that attributes spans."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import click
+
+from ..algorithms import ALGORITHMS
+from ..attribute import DraftRules
+from ..relabel import RelabelOptions
+
+_ATTRIBUTION_OPTIONS = [
+    click.option("--algorithm", type=click.Choice(sorted(ALGORITHMS)), default=None,
+                 help="The speculative algorithm, when the trace cannot show it (server_args.json beside "
+                      "the trace is read automatically)."),
+    click.option("--draft-thread", "draft_threads", multiple=True, metavar="REGEX",
+                 help="Tracks whose thread_name matches are the draft worker's (repeatable)."),
+    click.option("--draft-process", "draft_processes", multiple=True, metavar="REGEX",
+                 help="Processes whose process_name or process_labels match are the draft worker's."),
+    click.option("--draft-pid", "draft_pids", multiple=True, metavar="PID", help="This pid is the draft worker's."),
+    click.option("--draft-tid", "draft_tids", multiple=True, metavar="TID", help="This tid is the draft worker's."),
+    click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N",
+                 help="Refuse traces larger than N bytes uncompressed (default 64 GiB)."),
+]
+
+
+def attribution_options(command: Callable) -> Callable:
+    for option in reversed(_ATTRIBUTION_OPTIONS):
+        command = option(command)
+    return command
+
+
+def _patterns(values: tuple[str, ...], flag: str) -> list[re.Pattern]:
+    try:
+        return [re.compile(value, re.IGNORECASE) for value in values]
+    except re.error as exc:
+        raise click.BadParameter(f"not a regular expression: {exc}", param_hint=flag) from None
+
+
+def relabel_options(algorithm, draft_threads, draft_processes, draft_pids, draft_tids, max_bytes,
+                    **extra) -> RelabelOptions:
+    rules = DraftRules(_patterns(draft_threads, "--draft-thread"), _patterns(draft_processes, "--draft-process"),
+                       set(draft_pids), set(draft_tids))
+    return RelabelOptions(rules=rules, algorithm=algorithm, max_bytes=max_bytes, **extra)

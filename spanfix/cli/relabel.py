@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ..patch import OutputError
+from ..reader import STDIN, TraceError
+from ..relabel import default_output, dumps_results, relabel_file
+from ..render.relabel import relabel_summary
+from .options import attribution_options, relabel_options
+
+EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 1, 2
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("-o", "--output", metavar="PATH",
+              help="Output file (one input), folder (several), or - for standard output. "
+                   "Default: beside the input, with .relabeled before .json.")
+@click.option("--in-place", is_flag=True, help="Replace each input (atomically). Only then is an input touched.")
+@click.option("--dry-run", is_flag=True, help="Work out and report the renames; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on standard output.")
+@click.option("--strict", is_flag=True, help="Exit 1 when any step span stays ambiguous.")
+@click.option("--verify-only", is_flag=True, help="Rename TARGET_VERIFY spans only; leave every other span alone.")
+@click.option("--annotate", is_flag=True,
+              help='Also add args["spanfix"] = {"was": OLD, "by": EVIDENCE} to renamed events (not byte-faithful).')
+@attribution_options
+def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, annotate, **attribution):
+    """Rewrite step spans to SGLang's newer DRAFT / VERIFY naming.
+
+    Each INPUT (.json or .json.gz, or - for standard input) is read, every step span is
+    attributed to the draft or the target model, and a relabelled copy is written. Every byte
+    outside the renamed names is kept. Spans without enough evidence are left as they are and
+    reported as ambiguous.
+
+    \b
+    Examples:
+      spanfix relabel run-TP-0.trace.json.gz          # -> run-TP-0.trace.relabeled.json.gz
+      spanfix relabel traces/*.json.gz -o relabeled/  # several files into a folder
+      spanfix relabel --dry-run --strict trace.json   # CI: fail when anything is ambiguous
+    """
+    if in_place and output:
+        raise click.UsageError("--in-place and --output exclude each other")
+    if in_place and STDIN in inputs:
+        raise click.UsageError("--in-place cannot replace standard input")
+    if output and len(inputs) > 1 and output != STDIN and not Path(output).is_dir():
+        raise click.UsageError(f"with several inputs, --output must be an existing folder (got {output})")
+    options = relabel_options(verify_only=verify_only, annotate=annotate, **attribution)
+    console = Console(stderr=True)
+    results, failed = [], False
+    for source in inputs:
+        target = output
+        if output and Path(output).is_dir():
+            target = str(Path(output) / Path(default_output(source)).name)
+        try:
+            result = relabel_file(source, target, options, dry_run=dry_run, in_place=in_place)
+        except (TraceError, OutputError) as exc:
+            click.echo(f"spanfix: error: {exc}", err=True)
+            failed = True
+            continue
+        results.append(result)
+        if not as_json:
+            console.print(relabel_summary(result))
+    if as_json:
+        sys.stdout.buffer.write(dumps_results(results) + b"\n")
+    if failed:
+        sys.exit(EXIT_BAD_INPUT)
+    if strict and any(r.ambiguous for r in results):
+        sys.exit(EXIT_CHECK_FAILED)

@@ -1,0 +1,215 @@
+"""Index a decoded trace: tracks and their names, step spans, their GPU copies, and what encloses them.
+
+Only the spans that can say something about a step span are indexed (step spans, stage spans,
+scheduler iterations, SGLang's own python frames), so the index stays small next to the trace.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Hashable
+
+from .naming import StepName, parse_step_name
+from .reader import Event, Trace
+
+Track = tuple[Hashable, Hashable]  # (pid, tid); either may be an int or a string
+
+GPU_CATEGORY = "gpu_user_annotation"
+STAGE_SPANS = frozenset({"draft", "draft_extend"})
+ITERATION_SPAN = "scheduler.run_batch"
+# python_function frames worth keeping: SGLang's model runner, workers and scheduler.
+_SGLANG_FRAME = re.compile(
+    r"(?:model_executor/model_runner\.py|managers/tp_worker\.py|managers/scheduler\.py|speculative/|"
+    r"dspark_components/|eagle_worker|draft)[^/]*\(\d+\)"
+)
+
+
+@dataclass(eq=False, slots=True)
+class Span:
+    """A duration on one track: an X event, or a B/E pair."""
+
+    kind: str  # "step", "stage", "iteration", "frame"
+    name: str
+    track: Track
+    start: float
+    end: float
+    events: tuple[int, ...]  # the event indexes that carry this span's name (B and E for pairs)
+    external_id: Any = None
+    parent: Span | None = None  # the innermost indexed span that fully contains this one
+
+    def ancestors(self):
+        span = self.parent
+        while span is not None:
+            yield span
+            span = span.parent
+
+
+@dataclass(eq=False, slots=True)
+class StepSpan:
+    span: Span
+    step: StepName
+    gpu_events: list[int] = field(default_factory=list)  # gpu_user_annotation copies
+
+    @property
+    def name(self) -> str:
+        return self.span.name
+
+    @property
+    def track(self) -> Track:
+        return self.span.track
+
+
+@dataclass(slots=True)
+class TrackNames:
+    thread_names: dict[Track, list[str]] = field(default_factory=lambda: defaultdict(list))
+    process_names: dict[Hashable, list[str]] = field(default_factory=lambda: defaultdict(list))
+    process_labels: dict[Hashable, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def names_of(self, track: Track) -> list[str]:
+        pid = track[0]
+        return [*self.thread_names.get(track, ()), *self.process_names.get(pid, ()),
+                *self.process_labels.get(pid, ())]
+
+
+@dataclass(slots=True)
+class TraceIndex:
+    names: TrackNames
+    steps: list[StepSpan]  # CPU-side step spans, in start order per track
+    gpu_orphans: list[Span]  # GPU step annotations with no CPU span of the same External id
+    spans: dict[Track, list[Span]]  # every indexed span per track, sorted by start then longest first
+    overlaps: int  # spans that partially overlap another on their track (not nested, not disjoint)
+    unmatched: int  # B without E or E without B
+    skipped: int  # step-named events without usable timestamps
+    tracks: set[Track] = field(default_factory=set)
+
+    @property
+    def pids(self) -> set[Hashable]:
+        return {pid for pid, _ in self.tracks}
+
+
+def build_index(trace: Trace) -> TraceIndex:
+    names = TrackNames()
+    spans: dict[Track, list[Span]] = defaultdict(list)
+    gpu_spans: list[Span] = []
+    open_begins: dict[Track, list[tuple[int, Event]]] = defaultdict(list)
+    tracks: set[Track] = set()
+    unmatched = skipped = 0
+
+    for index, event in enumerate(trace.events):
+        ph = event.ph
+        track = (_hashable(event.pid), _hashable(event.tid))
+        if ph == "M":
+            _read_metadata(event, track, names)
+            continue
+        tracks.add(track)
+        if ph == "B":
+            open_begins[track].append((index, event))
+            continue
+        if ph == "E":
+            if not open_begins[track]:
+                unmatched += 1
+                continue
+            begin_index, begin = open_begins[track].pop()
+            kind = _kind_of(begin)
+            if kind is None:
+                continue
+            carriers = (begin_index, index) if parse_step_name(event.name) else (begin_index,)
+            span = _make_span(kind, begin, track, begin.ts, event.ts, carriers)
+        elif ph == "X":
+            kind = _kind_of(event)
+            if kind is None:
+                continue
+            ts, dur = event.ts, event.dur if event.dur is not None else 0
+            span = _make_span(kind, event, track, ts, ts + dur if _is_number(ts) and _is_number(dur) else None,
+                              (index,))
+        else:
+            continue
+        if span is None:
+            skipped += kind == "step"
+        elif span.kind == "step" and event.cat == GPU_CATEGORY:
+            gpu_spans.append(span)
+        else:
+            spans[track].append(span)
+    unmatched += sum(len(begins) for begins in open_begins.values())
+
+    overlaps = sum(_nest(track_spans) for track_spans in spans.values())
+    steps = [StepSpan(span, parse_step_name(span.name)) for track_spans in spans.values()
+             for span in track_spans if span.kind == "step"]
+    by_external_id = {step.span.external_id: step for step in steps if step.span.external_id is not None}
+    orphans = []
+    for gpu in gpu_spans:
+        owner = by_external_id.get(gpu.external_id)
+        if owner is not None and owner.name == gpu.name:
+            owner.gpu_events.extend(gpu.events)
+        else:
+            orphans.append(gpu)
+    return TraceIndex(names, steps, orphans, dict(spans), overlaps, unmatched, skipped, tracks)
+
+
+def _hashable(value: Any) -> Hashable:
+    return value if isinstance(value, Hashable) else repr(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _read_metadata(event: Event, track: Track, names: TrackNames) -> None:
+    args = event.args
+    if args is None:
+        return
+    if event.name == "thread_name" and isinstance(args.name, str):
+        names.thread_names[track].append(args.name)
+    elif event.name == "process_name" and isinstance(args.name, str):
+        names.process_names[track[0]].append(args.name)
+    elif event.name == "process_labels" and isinstance(args.labels, str):
+        names.process_labels[track[0]].append(args.labels)
+
+
+def _kind_of(event: Event) -> str | None:
+    name = event.name
+    if not isinstance(name, str):
+        return None
+    if name.startswith("step[") and parse_step_name(name) is not None:
+        return "step"
+    if event.cat == "python_function":
+        return "frame" if _SGLANG_FRAME.search(name) else None
+    if name in STAGE_SPANS:
+        return "stage"
+    if name == ITERATION_SPAN:
+        return "iteration"
+    return None
+
+
+def _make_span(kind: str, event: Event, track: Track, start: Any, end: Any, carriers: tuple[int, ...]) -> Span | None:
+    if not (_is_number(start) and _is_number(end)) or end < start:
+        return None
+    external_id = event.args.external_id if event.args is not None else None
+    return Span(kind, event.name, track, float(start), float(end), carriers, _hashable(external_id))
+
+
+def _nest(track_spans: list[Span]) -> int:
+    """Sort one track's spans and give each its innermost fully enclosing span; count partial overlaps."""
+    track_spans.sort(key=lambda s: (s.start, -s.end))
+    stack: list[Span] = []
+    overlaps = 0
+    for span in track_spans:
+        while stack and stack[-1].end <= span.start + _slack(span.start):
+            stack.pop()
+        # Partially overlapping spans are not nested: look further out for a span that contains this one.
+        depth = len(stack)
+        while depth and stack[depth - 1].end + _slack(span.end) < span.end:
+            depth -= 1
+        if depth < len(stack):
+            overlaps += 1
+        span.parent = stack[depth - 1] if depth else None
+        stack.append(span)
+    return overlaps
+
+
+def _slack(value: float) -> float:
+    # Epoch-microsecond timestamps lose their last digits in a float: allow a few ulps.
+    return 4 * math.ulp(value)

@@ -1,0 +1,86 @@
+"""SGLang's step-span naming rule, as pure functions.
+
+A step span is named ``step[MODE bs=N ...]``. Newer SGLang replaces MODE by ``DRAFT`` when the
+span was emitted by a draft model runner, by ``VERIFY`` for the target's TARGET_VERIFY, and keeps
+it otherwise; everything after MODE is kept byte for byte. See docs/step-spans.md section 2.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# The ForwardMode names that ModelRunner.forward writes.
+RUNNER_MODES = frozenset({
+    "EXTEND", "DECODE", "MIXED", "IDLE", "TARGET_VERIFY", "DRAFT_EXTEND_V2", "DRAFT_EXTEND",
+    "SPLIT_PREFILL", "DLLM_EXTEND", "PREBUILT",
+})
+# Stage words of the newer naming: a span that already carries one is never renamed again.
+NEW_STAGES = frozenset({"DRAFT", "VERIFY"})
+# Written by speculative workers outside ModelRunner.forward; the newer naming leaves them alone.
+WORKER_MODES = frozenset({"DRAFT_LOOP"})
+KNOWN_MODES = RUNNER_MODES | NEW_STAGES | WORKER_MODES
+
+# MODE is the first token after "step["; the rest (" bs=.. toks=.. suffix") is kept untouched.
+_STEP = re.compile(r"step\[([^\s\]]+)(.*)\]", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class StepName:
+    mode: str  # upper-cased, so that nightly lower-case names are recognised
+    rest: str  # everything between MODE and the closing bracket, leading space included
+    fields: dict[str, str]
+
+    @property
+    def bs(self) -> int | None:
+        return _int_or_none(self.fields.get("bs"))
+
+    @property
+    def toks(self) -> int | None:
+        return _int_or_none(self.fields.get("toks"))
+
+    @property
+    def known(self) -> bool:
+        return self.mode in KNOWN_MODES
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def parse_step_name(name: object) -> StepName | None:
+    """``step[MODE ...]`` -> StepName; anything else -> None. Suffix keys are read by key, not position."""
+    if not isinstance(name, str):
+        return None
+    match = _STEP.fullmatch(name)
+    if match is None:
+        return None
+    rest = match.group(2)
+    fields = dict(token.split("=", 1) for token in rest.split() if "=" in token)
+    return StepName(mode=match.group(1).upper(), rest=rest, fields=fields)
+
+
+def new_stage(mode: str, *, is_draft: bool) -> str:
+    """The stage word newer SGLang writes for a ModelRunner.forward span of this MODE."""
+    mode = mode.upper()
+    if mode in NEW_STAGES or mode in WORKER_MODES or mode not in RUNNER_MODES:
+        return mode
+    if is_draft:
+        return "DRAFT"
+    if mode == "TARGET_VERIFY":
+        return "VERIFY"
+    return mode
+
+
+def relabel_step_name(name: str, *, is_draft: bool) -> str:
+    """SGLang's newer ``build_step_span_name`` applied to an old span name; idempotent."""
+    step = parse_step_name(name)
+    if step is None:
+        return name
+    stage = new_stage(step.mode, is_draft=is_draft)
+    if stage == step.mode:
+        return name
+    return f"step[{stage}{step.rest}]"

@@ -1,0 +1,90 @@
+"""Writing a relabelled trace: the input bytes with a few name spans replaced, written atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator
+
+GZIP_LEVEL = 1  # relabelled traces are intermediate files: favour speed over size
+
+
+@dataclass(frozen=True, slots=True)
+class Patch:
+    """Replace data[start:end] by text."""
+
+    start: int
+    end: int
+    text: bytes
+
+
+def patched_chunks(data: bytes | bytearray, patches: Iterable[Patch]) -> Iterator[memoryview | bytes]:
+    """The output as a sequence of chunks: views of the unchanged input between the patches."""
+    view = memoryview(data)
+    position = 0
+    for patch in sorted(patches, key=lambda p: p.start):
+        yield view[position:patch.start]
+        yield patch.text
+        position = patch.end
+    yield view[position:]
+
+
+class OutputError(Exception):
+    """The output could not be written; str() is one line."""
+
+
+def write_output(target: str, chunks: Iterable[memoryview | bytes], *, gzip: bool) -> None:
+    """Write chunks to target ("-" for stdout) all or nothing: a temporary file, then a rename."""
+    if target == "-":
+        _write_stream(sys.stdout.buffer, chunks, gzip=gzip)
+        sys.stdout.buffer.flush()
+        return
+    path = Path(target)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise OutputError(f"{target}: output folder {folder} does not exist")
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".spanfix-tmp", dir=folder)
+    except OSError as exc:
+        raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            _write_stream(stream, chunks, gzip=gzip)
+            stream.flush()
+            os.fsync(stream.fileno())
+        _keep_mode(path, temporary)
+        os.replace(temporary, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(exc, OSError):
+            raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from None
+        raise
+
+
+def _keep_mode(path: Path, temporary: str) -> None:
+    """mkstemp creates 0600 files; a replaced input keeps its mode, a new file gets the usual one."""
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    os.chmod(temporary, mode)
+
+
+def _write_stream(stream: BinaryIO, chunks: Iterable[memoryview | bytes], *, gzip: bool) -> None:
+    if not gzip:
+        for chunk in chunks:
+            stream.write(chunk)
+        return
+    # A raw gzip stream with mtime 0, so the same input always gives the same output bytes.
+    deflater = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
+    for chunk in chunks:
+        stream.write(deflater.compress(chunk))
+    stream.write(deflater.flush())

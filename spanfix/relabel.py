@@ -1,0 +1,251 @@
+"""relabel: read -> index -> attribute -> patch the names, and say what changed and why."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from .attribute import AMBIGUOUS, DRAFT, TARGET, UNKNOWN_MODE, Attribution, DraftRules, attribute
+from .index import StepSpan, TraceIndex, build_index
+from .naming import new_stage, parse_step_name
+from .patch import Patch, patched_chunks, write_output
+from .reader import STDIN, NameSlot, Trace, TraceError, read_trace
+from .algorithms import read_server_args
+
+
+@dataclass(slots=True)
+class RelabelOptions:
+    rules: DraftRules = field(default_factory=DraftRules)
+    algorithm: str | None = None
+    verify_only: bool = False  # rename TARGET_VERIFY spans only
+    annotate: bool = False  # add args["spanfix"] = {"was": ..., "by": ...} to renamed events
+    max_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    old: str  # old stage word (MODE)
+    new: str
+    evidence: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class AmbiguousSpan:
+    name: str
+    track: tuple
+    start_us: float
+    detail: str
+    enclosing: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class RelabelResult:
+    input: str
+    output: str | None  # None when nothing was written (dry run)
+    changed: int  # step spans renamed (their GPU copies are renamed with them)
+    gpu_copies: int  # GPU annotations renamed along with their CPU span
+    changes: list[Change]
+    ambiguous: list[AmbiguousSpan]
+    left_alone: Counter  # spans kept as they are, by reason
+    algorithm: str
+    algorithm_reasons: list[str]
+    conflicts: list[str]  # evidence about the algorithm that disagreed
+    warnings: list[str]
+
+    def to_json(self) -> dict:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "changed": self.changed,
+            "gpu_copies": self.gpu_copies,
+            "ambiguous": len(self.ambiguous),
+            "changes": [{"from": c.old, "to": c.new, "count": c.count, "evidence": c.evidence} for c in self.changes],
+            "left_alone": dict(sorted(self.left_alone.items())),
+            "algorithm": self.algorithm,
+            "algorithm_reasons": self.algorithm_reasons,
+            "conflicts": self.conflicts,
+            "ambiguous_spans": [
+                {"name": a.name, "track": list(a.track), "ts": a.start_us, "why": a.detail, "enclosing": list(a.enclosing)}
+                for a in self.ambiguous
+            ],
+            "warnings": self.warnings,
+        }
+
+
+def default_output(source: str) -> str:
+    """a.trace.json.gz -> a.trace.relabeled.json.gz; names without .json get .relabeled before .gz or at the end."""
+    if source == STDIN:
+        return STDIN
+    path = Path(source)
+    name = path.name
+    cut = name.rfind(".json")
+    if cut < 0:
+        cut = len(name) - 3 if name.endswith(".gz") else len(name)
+    return str(path.with_name(name[:cut] + ".relabeled" + name[cut:]))
+
+
+def analyse(trace: Trace, options: RelabelOptions) -> tuple[TraceIndex, Attribution, list[str]]:
+    """Index and attribute one trace (shared by relabel, inspect and stats)."""
+    server_args, problem = read_server_args(trace.source)
+    index = build_index(trace)
+    attribution = attribute(index, rules=options.rules, algorithm=options.algorithm, server_args=server_args)
+    return index, attribution, [problem] if problem else []
+
+
+def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dry_run: bool = False,
+                 in_place: bool = False) -> RelabelResult:
+    trace = read_trace(source, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
+    index, attribution, warnings = analyse(trace, options)
+    patches, result = plan(trace, index, attribution, options)
+    result.warnings.extend(warnings)
+    target = source if in_place else (output or default_output(source))
+    if not in_place and target != STDIN and source != STDIN and _same_file(source, target):
+        raise TraceError(f"{source}: output would overwrite the input; pass --in-place to replace it")
+    if dry_run or (in_place and not patches):
+        return result
+    if patches or trace.compressed is None or target == STDIN:
+        gzip = trace.gzipped if target == source or output is None else target.endswith(".gz")
+        write_output(target, patched_chunks(trace.data, patches), gzip=gzip and target != STDIN)
+    else:
+        write_output(target, [trace.compressed], gzip=False)  # unchanged: the very same file
+    result.output = target
+    return result
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: RelabelOptions
+         ) -> tuple[list[Patch], RelabelResult]:
+    """The byte patches that rename the spans, and the summary of what and why."""
+    slots = {slot.event: slot for slot in trace.step_slots}
+    patches: list[Patch] = []
+    changes: Counter = Counter()
+    ambiguous: list[AmbiguousSpan] = []
+    left_alone: Counter = Counter()
+    changed = gpu_copies = 0
+    for step, verdict in zip(index.steps, attribution.verdicts):
+        mode = step.step.mode
+        if options.verify_only and mode != "TARGET_VERIFY":
+            left_alone["not TARGET_VERIFY (--verify-only)"] += 1
+            continue
+        if verdict.role == AMBIGUOUS:
+            ambiguous.append(_ambiguous(step, verdict.detail))
+            continue
+        if verdict.role not in (DRAFT, TARGET):
+            left_alone[verdict.role if verdict.role != UNKNOWN_MODE else "not understood"] += 1
+            continue
+        stage = new_stage(mode, is_draft=verdict.role == DRAFT)
+        if stage == mode:
+            left_alone[f"{verdict.role}, name kept"] += 1
+            continue
+        events = [*step.span.events, *step.gpu_events]
+        step_patches = [_rename(trace.data, slots[e], step.name, stage) for e in events]
+        if options.annotate:
+            step_patches += [p for e in events if (p := _annotation(trace.data, slots[e], verdict.evidence))]
+        patches += step_patches
+        changes[(mode, stage, verdict.evidence)] += 1
+        changed += 1
+        gpu_copies += len(step.gpu_events)
+    for orphan in index.gpu_orphans:
+        ambiguous.append(AmbiguousSpan(orphan.name, orphan.track, orphan.start,
+                                       "GPU annotation without a CPU span of the same External id", ()))
+    guess = attribution.algorithm
+    result = RelabelResult(
+        input=trace.source, output=None, changed=changed, gpu_copies=gpu_copies,
+        changes=[Change(old, new, evidence, count) for (old, new, evidence), count in sorted(changes.items())],
+        ambiguous=ambiguous, left_alone=left_alone, algorithm=guess.label, algorithm_reasons=list(guess.reasons),
+        conflicts=list(guess.conflicts), warnings=_index_warnings(index))
+    return patches, result
+
+
+def _ambiguous(step: StepSpan, detail: str) -> AmbiguousSpan:
+    enclosing = tuple(a.name for a in step.span.ancestors())
+    return AmbiguousSpan(step.name, step.track, step.span.start, detail, enclosing)
+
+
+def _index_warnings(index: TraceIndex) -> list[str]:
+    warnings = []
+    if index.overlaps:
+        warnings.append(f"{index.overlaps} spans partially overlap another on their track (treated as not nested)")
+    if index.unmatched:
+        warnings.append(f"{index.unmatched} B/E events without a partner (skipped)")
+    if index.skipped:
+        warnings.append(f"{index.skipped} step spans without usable timestamps (skipped)")
+    return warnings
+
+
+_PLAIN_MODE = re.compile(rb"step\[[^\s\]\\]+(?=[\s\]])")
+
+
+def _rename(data: bytes | bytearray, slot: NameSlot, name: str, stage: str) -> Patch:
+    """Replace only the MODE word, so whatever follows keeps its exact bytes; a name whose start is
+    written with escapes is rewritten whole."""
+    plain = _PLAIN_MODE.match(data, slot.start, slot.end)
+    if plain is not None:
+        return Patch(slot.start + 5, plain.end(), stage.encode())
+    step = parse_step_name(name)
+    return Patch(slot.start, slot.end, orjson.dumps(f"step[{stage}{step.rest}]")[1:-1])
+
+
+_ARGS_OPEN = re.compile(rb'"args"\s*:\s*\{\s*(\}?)')
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]')
+
+
+def _annotation(data: bytes | bytearray, slot: NameSlot, evidence: str) -> Patch | None:
+    """Insert "spanfix": {...} into the event's own args (or give it args); None if the event's
+    bytes are not laid out as expected, in which case the event is left unannotated."""
+    was = bytes(data[slot.start:slot.end]).decode("utf-8", "replace")
+    note = orjson.dumps({"spanfix": {"was": was, "by": evidence}})[1:-1]
+    start = _event_start(data, slot.start - 1)
+    depth, seen_name, args = 0, False, None
+    for match in _TOKEN.finditer(data, start + 1):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+        elif token in (b"}", b"]"):
+            if depth:
+                depth -= 1
+                continue
+            if token != b"}" or not seen_name:
+                return None
+            if args is not None:
+                position, empty = args
+                return Patch(position, position, note if empty else note + b", ")
+            return Patch(match.start(), match.start(), b', "args": {' + note + b"}")
+        elif depth == 0:
+            if match.start() == slot.start - 1:
+                seen_name = True
+            elif token == b'"args"' and args is None and (opened := _ARGS_OPEN.match(data, match.start())):
+                args = opened.start(1), bool(opened.group(1))
+    return None
+
+
+def _event_start(data: bytes | bytearray, position: int) -> int:
+    """The brace that likely opens the event around position; _annotation checks the guess by
+    tokenizing forward from it, since a brace inside a string could mislead this backward scan."""
+    depth = 0
+    cursor = position
+    while cursor > 0:
+        cursor -= 1
+        char = data[cursor]
+        if char == 0x7D:  # }
+            depth += 1
+        elif char == 0x7B:  # {
+            if depth == 0:
+                return cursor
+            depth -= 1
+    return 0
+
+
+def dumps_results(results: list[RelabelResult]) -> bytes:
+    return orjson.dumps({"files": [r.to_json() for r in results]}, option=orjson.OPT_INDENT_2)

@@ -1,0 +1,73 @@
+import gzip
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+SHARED_TRACES = Path(os.environ.get("SPANFIX_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
+
+
+def real_traces() -> list[Path]:
+    if not SHARED_TRACES.is_dir():
+        return []
+    return sorted(p for p in SHARED_TRACES.rglob("*") if p.is_file() and (p.suffix in (".json", ".gz")))
+
+
+needs_real_traces = pytest.mark.skipif(not SHARED_TRACES.is_dir(),
+                                       reason=f"real traces folder {SHARED_TRACES} is absent")
+
+
+def trace_bytes(events: list[dict], form: str = "object", separators=(", ", ": ")) -> bytes:
+    """Kineto-like text: one event per line, so tests can predict the exact output bytes."""
+    body = ",\n".join(json.dumps(e, separators=separators) for e in events)
+    if form == "object":
+        return ('{"schemaVersion": 1, "traceEvents": [\n' + body + '\n], "traceName": "t"}\n').encode()
+    if form == "array":
+        return ("[\n" + body + "\n]\n").encode()
+    return ("[\n" + body + ",\n").encode()  # array without its closing bracket
+
+
+def write_trace(path: Path, events: list[dict], form: str = "object", gz: bool = False) -> Path:
+    data = trace_bytes(events, form)
+    path.write_bytes(gzip.compress(data, mtime=0) if gz else data)
+    return path
+
+
+def read_plain(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def span(name, ts, dur, pid=1, tid=1, cat="user_annotation", ext=None, **args):
+    event = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
+    if ext is not None:
+        args["External id"] = ext
+    if args:
+        event["args"] = {k.replace("_", " "): v for k, v in args.items()}
+    return event
+
+
+def thread_name(pid, tid, name):
+    return {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": 0, "args": {"name": name}}
+
+
+def process_name(pid, name):
+    return {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "ts": 0, "args": {"name": name}}
+
+
+@pytest.fixture
+def draft_thread_events():
+    """Target on thread 1, draft worker on thread 2 named as such; GPU copies on device 0 stream 7."""
+    return [
+        span("step[EXTEND bs=2 toks=20]", 0, 10, tid=1, ext=1),
+        span("step[EXTEND bs=2 toks=20]", 11, 3, tid=2, ext=2),
+        span("step[DECODE bs=2]", 20, 2, tid=2, ext=3),
+        span("step[TARGET_VERIFY bs=2]", 25, 8, tid=1, ext=4),
+        span("step[TARGET_VERIFY bs=2]", 25, 8, pid=0, tid=7, cat="gpu_user_annotation", ext=4),
+        span("step[DRAFT_EXTEND_V2 bs=2]", 35, 2, tid=2, ext=5),
+        thread_name(1, 1, "thread 1 (sglang::schedul)"),
+        thread_name(1, 2, "thread 2 (draft worker)"),
+    ]

@@ -1,0 +1,29 @@
+"""The real captures in ../shared/traces: none holds speculative spans, so relabel must leave each
+byte-identical, and nothing may fail on them."""
+
+import pytest
+
+from conftest import needs_real_traces, real_traces
+from spanfix.relabel import RelabelOptions, relabel_file
+
+
+@needs_real_traces
+@pytest.mark.parametrize("path", real_traces(), ids=lambda p: p.name)
+def test_relabel_leaves_real_traces_identical(tmp_path, path):
+    out = tmp_path / "out"
+    result = relabel_file(str(path), str(out), RelabelOptions())
+    assert result.changed == 0
+    assert out.read_bytes() == path.read_bytes()
+
+
+@needs_real_traces
+def test_real_sglang_extend_is_attributed_to_the_target_by_call_stack():
+    from spanfix.index import build_index
+    from spanfix.attribute import attribute
+    from spanfix.reader import read_trace
+    from conftest import SHARED_TRACES
+    trace = read_trace(str(SHARED_TRACES / "sglang" / "qwen3-8b-prefilldecode.trace.json.gz"))
+    index = build_index(trace)
+    verdicts = attribute(index).verdicts
+    assert [(s.name, v.role, v.evidence) for s, v in zip(index.steps, verdicts)] == [
+        ("step[EXTEND bs=15 toks=15360]", "target", "call stack")]
