@@ -32,6 +32,7 @@ class Args(msgspec.Struct, gc=False):
     external_id: Any = msgspec.field(name="External id", default=None)
     python_id: Any = msgspec.field(name="Python id", default=None)
     python_parent_id: Any = msgspec.field(name="Python parent id", default=None)
+    correlation: Any = None  # links a cuda_runtime launch to its kernel
     name: Any = None  # process_name / thread_name metadata
     labels: Any = None  # process_labels metadata
 
