@@ -64,6 +64,8 @@ class AlgorithmGuess:
     def label(self) -> str:
         if self.candidates == frozenset(ALGORITHMS):
             return "unknown"
+        if self.candidates == SPECULATIVE:
+            return "speculative, algorithm unknown"
         if self.candidates <= EAGLE_V2 and len(self.candidates) > 1:
             return "eagle (v2)"
         return _names(self.candidates)
@@ -73,23 +75,25 @@ def _names(candidates: frozenset[str]) -> str:
     return " or ".join(sorted(candidates))
 
 
-def algorithm_from_server_args(args: dict) -> str | None:
-    """Map server_args.json to one of ALGORITHMS; None when it does not say."""
+def algorithms_from_server_args(args: dict) -> frozenset[str] | None:
+    """The algorithms server_args.json allows; None when it does not say. It names EAGLE the same
+    way before and after the v2 workers, so EAGLE-family names leave EAGLE v1 possible too."""
     if "speculative_algorithm" not in args:
         return None
     value = args.get("speculative_algorithm")
     if value in (None, "", "NONE", "none"):
-        return "none"
+        return frozenset({"none"})
     text = str(value).upper()
     if "FROZEN" in text:
-        return "frozen-kv"
+        return frozenset({"frozen-kv"})
     if "DFLASH" in text:
-        return "dflash"
+        return frozenset({"dflash"})
     if "DSPARK" in text:
-        return "dspark"
-    if args.get("enable_multi_layer_eagle"):
-        return "mtp"
-    return {"EAGLE": "eagle", "EAGLE3": "eagle3", "NEXTN": "nextn", "MTP": "mtp"}.get(text)
+        return frozenset({"dspark"})
+    if args.get("enable_multi_layer_eagle") or text == "MTP":
+        return frozenset({"mtp"})
+    named = {"EAGLE": "eagle", "EAGLE3": "eagle3", "NEXTN": "nextn"}.get(text)
+    return frozenset({named, "eagle-v1"}) if named else None
 
 
 def read_server_args(trace_path: str) -> tuple[dict | None, str | None]:

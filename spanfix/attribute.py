@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Hashable, Iterable
 
-from .algorithms import ALGORITHMS, EAGLE_V2, SPECULATIVE, AlgorithmGuess, algorithm_from_server_args
+from .algorithms import ALGORITHMS, EAGLE_V2, SPECULATIVE, AlgorithmGuess, algorithms_from_server_args
 from .index import Span, StepSpan, TraceIndex, Track
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES
 
@@ -115,10 +115,10 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
     if stated:
         guess.narrow({stated}, f"--algorithm {stated}")
     if server_args:
-        named = algorithm_from_server_args(server_args)
+        named = algorithms_from_server_args(server_args)
         if named:
-            guess.narrow({named}, f"server_args.json: speculative_algorithm={server_args.get('speculative_algorithm')}"
-                         + (" with multi-layer EAGLE" if named == "mtp" else ""))
+            guess.narrow(named, f"server_args.json: speculative_algorithm={server_args.get('speculative_algorithm')}"
+                         + (" with multi-layer EAGLE" if named == {"mtp"} else ""))
         steps = server_args.get("speculative_num_steps")
         guess.num_steps = steps if isinstance(steps, int) else None
 
@@ -230,10 +230,10 @@ def _iteration_order(step: StepSpan, guess: AlgorithmGuess, iterations: dict[Spa
             return TARGET
         same_batch = step.step.bs == first.step.bs and step.step.toks == first.step.toks
         return DRAFT if same_batch and guess.fact("speculative") else None
-    if mode == "DRAFT_EXTEND_V2" and guess.fact("worker_extend_span"):
+    if mode == "DRAFT_EXTEND_V2" and guess.fact("worker_extend_span") is not False:
         count = sum(1 for s in members if s.step.mode == "DRAFT_EXTEND_V2")
         if count > 1:
-            return DRAFT  # eager multi-layer EAGLE: one runner step per draft step
+            return DRAFT  # the worker's graph span comes once per iteration: these are runner steps
         if count == 1 and guess.candidates == {"mtp"} and (guess.num_steps or 0) > 1:
             return WORKER  # graph mode: one worker span where eager would have num_steps
     return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
+from .inspect import inspect
 from .relabel import relabel
 
 
@@ -28,3 +29,4 @@ def main() -> None:
 
 
 main.add_command(relabel)
+main.add_command(inspect)

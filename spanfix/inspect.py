@@ -1,0 +1,75 @@
+"""inspect: what spanfix sees in a trace, for a person deciding whether to trust its labels."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+
+from .attribute import AMBIGUOUS
+from .reader import read_trace
+from .relabel import AmbiguousSpan, RelabelOptions, analyse
+
+
+@dataclass(frozen=True, slots=True)
+class TrackReport:
+    pid: object
+    tid: object
+    names: tuple[str, ...]  # thread, process and label names from the M events
+    draft: bool  # named as the draft worker's by metadata or a user rule
+    steps_by_mode: dict[str, int]
+
+
+@dataclass(slots=True)
+class InspectReport:
+    input: str
+    events: int
+    form: str
+    gzipped: bool
+    tracks: list[TrackReport]
+    algorithm: str
+    algorithm_reasons: list[str]
+    conflicts: list[str]
+    decided_by: dict[str, int]  # evidence -> spans it decided
+    roles: dict[str, int]  # draft / target / worker / ambiguous / ...
+    ambiguous: list[AmbiguousSpan]
+    gpu_copies: int
+    gpu_orphans: int
+    overlaps: int
+    unmatched: int
+    warnings: list[str]
+
+    def to_json(self) -> dict:
+        return {
+            "input": self.input, "events": self.events, "form": self.form, "gzipped": self.gzipped,
+            "tracks": [{"pid": t.pid, "tid": t.tid, "names": list(t.names), "draft": t.draft,
+                        "steps_by_mode": t.steps_by_mode} for t in self.tracks],
+            "algorithm": self.algorithm, "algorithm_reasons": self.algorithm_reasons, "conflicts": self.conflicts,
+            "decided_by": self.decided_by, "roles": self.roles,
+            "ambiguous": [{"name": a.name, "track": list(a.track), "ts": a.start_us, "why": a.detail,
+                           "enclosing": list(a.enclosing)} for a in self.ambiguous],
+            "gpu_copies": self.gpu_copies, "gpu_orphans": self.gpu_orphans, "overlaps": self.overlaps,
+            "unmatched": self.unmatched, "warnings": self.warnings,
+        }
+
+
+def inspect_trace(source: str, options: RelabelOptions) -> InspectReport:
+    trace = read_trace(source, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
+    index, attribution, warnings = analyse(trace, options)
+    modes: dict[tuple, Counter] = defaultdict(Counter)
+    for step in index.steps:
+        modes[step.track][step.step.mode] += 1
+    tracks = [
+        TrackReport(pid, tid, tuple(index.names.names_of((pid, tid))), (pid, tid) in attribution.draft_tracks,
+                    dict(sorted(modes[(pid, tid)].items())))
+        for pid, tid in sorted(modes, key=lambda t: (str(t[0]), str(t[1])))
+    ]
+    ambiguous = [AmbiguousSpan(s.name, s.track, s.span.start, v.detail, tuple(a.name for a in s.span.ancestors()))
+                 for s, v in zip(index.steps, attribution.verdicts) if v.role == AMBIGUOUS]
+    guess = attribution.algorithm
+    return InspectReport(
+        input=source, events=len(trace.events), form=trace.form, gzipped=trace.gzipped, tracks=tracks,
+        algorithm=guess.label, algorithm_reasons=list(guess.reasons), conflicts=list(guess.conflicts),
+        decided_by=dict(attribution.by_evidence().most_common()),
+        roles=dict(Counter(v.role for v in attribution.verdicts).most_common()),
+        ambiguous=ambiguous, gpu_copies=sum(len(s.gpu_events) for s in index.steps),
+        gpu_orphans=len(index.gpu_orphans), overlaps=index.overlaps, unmatched=index.unmatched, warnings=warnings)
