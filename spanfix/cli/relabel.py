@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Iterator
 
 import click
 from rich.console import Console
@@ -11,6 +14,7 @@ from ..reader import STDIN, TraceError
 from ..relabel import default_output, dumps_results, relabel_file
 from ..render.relabel import relabel_summary
 from .options import attribution_options, relabel_options
+from .progress import file_progress
 
 EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 1, 2
 
@@ -27,8 +31,10 @@ EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 1, 2
 @click.option("--verify-only", is_flag=True, help="Rename TARGET_VERIFY spans only; leave every other span alone.")
 @click.option("--annotate", is_flag=True,
               help='Also add args["spanfix"] = {"was": OLD, "by": EVIDENCE} to renamed events (not byte-faithful).')
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="cores",
+              help="Files processed in parallel.")
 @attribution_options
-def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, annotate, **attribution):
+def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, annotate, jobs, **attribution):
     """Rewrite step spans to SGLang's newer DRAFT / VERIFY naming.
 
     Each INPUT (.json or .json.gz, or - for standard input) is read, every step span is
@@ -50,23 +56,46 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
         raise click.UsageError(f"with several inputs, --output must be an existing folder (got {output})")
     options = relabel_options(verify_only=verify_only, annotate=annotate, **attribution)
     console = Console(stderr=True)
+    jobs_of = [(source, _target(source, output), options, dry_run, in_place) for source in inputs]
     results, failed = [], False
-    for source in inputs:
-        target = output
-        if output and Path(output).is_dir():
-            target = str(Path(output) / Path(default_output(source)).name)
-        try:
-            result = relabel_file(source, target, options, dry_run=dry_run, in_place=in_place)
-        except (TraceError, OutputError) as exc:
-            click.echo(f"spanfix: error: {exc}", err=True)
-            failed = True
-            continue
-        results.append(result)
-        if not as_json:
-            console.print(relabel_summary(result))
+    with file_progress(list(inputs), machine_output=as_json) as progress:
+        for source, outcome in _run(jobs_of, jobs):
+            progress.done(source)
+            if isinstance(outcome, Exception):
+                click.echo(f"spanfix: error: {outcome}", err=True)
+                failed = True
+                continue
+            results.append(outcome)
+            if not as_json:
+                console.print(relabel_summary(outcome))
     if as_json:
         sys.stdout.buffer.write(dumps_results(results) + b"\n")
     if failed:
         sys.exit(EXIT_BAD_INPUT)
     if strict and any(r.ambiguous for r in results):
         sys.exit(EXIT_CHECK_FAILED)
+
+
+def _target(source: str, output: str | None) -> str | None:
+    if output and Path(output).is_dir():
+        return str(Path(output) / Path(default_output(source)).name)
+    return output
+
+
+def _relabel_one(source, target, options, dry_run, in_place):
+    try:
+        return relabel_file(source, target, options, dry_run=dry_run, in_place=in_place)
+    except (TraceError, OutputError) as exc:
+        return exc
+
+
+def _run(jobs_of: list[tuple], jobs: int) -> Iterator[tuple[str, object]]:
+    """Results in input order; files are spread over processes when there are several."""
+    if jobs == 1 or len(jobs_of) == 1 or STDIN in [job[0] for job in jobs_of]:
+        for job in jobs_of:
+            yield job[0], _relabel_one(*job)
+        return
+    with ProcessPoolExecutor(max_workers=min(jobs, len(jobs_of))) as pool:
+        futures = [pool.submit(_relabel_one, *job) for job in jobs_of]
+        for job, future in zip(jobs_of, futures):
+            yield job[0], future.result()

@@ -1,0 +1,163 @@
+"""make bench: spanfix beside the scripts a user would write and the floor, in one run.
+
+Generates an SGLang-shaped EAGLE trace with python stacks (default ~250 MB uncompressed), then
+times each command several times in a fresh process, reporting the median wall time and the
+peak RSS of that process (os.wait4 gives each child's own rusage). Writes bench/out/results.json.
+
+    python bench/run.py                    # default trace, 3 repetitions
+    python bench/run.py --size-mb 1000     # the 1 GB run
+    python bench/run.py --growth           # time per MB at 50 MB, 250 MB and 1 GB
+    python bench/run.py --quick            # 20 MB, 1 repetition: a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable
+MB = 1_000_000
+
+
+@dataclass
+class Measure:
+    name: str
+    seconds: float  # median wall time
+    peak_rss_mb: float  # largest peak RSS over the repetitions
+    runs: list[float]
+    input_mb: float
+
+
+def run_once(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float]:
+    start = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE if stdout is None else subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    elapsed = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0,):
+        raise SystemExit(f"bench: command failed ({os.waitstatus_to_exitcode(status)}): {' '.join(argv)}")
+    return elapsed, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
+
+
+def measure(name: str, argv: list[str], reps: int, input_mb: float) -> Measure:
+    runs, peaks = [], []
+    for _ in range(reps):
+        seconds, peak = run_once(argv)
+        runs.append(seconds)
+        peaks.append(peak)
+    result = Measure(name, statistics.median(runs), max(peaks), runs, input_mb)
+    print(f"  {name:<34} {result.seconds:8.2f} s  {result.peak_rss_mb:8.0f} MB", file=sys.stderr, flush=True)
+    return result
+
+
+def make_trace(out: Path, size_mb: int) -> tuple[Path, Path]:
+    plain, packed = out / f"trace-{size_mb}mb.json", out / f"trace-{size_mb}mb.json.gz"
+    if not plain.exists():
+        from spanfix.synth import SynthSpec, stream_large
+        print(f"generating {plain} ...", file=sys.stderr, flush=True)
+        stream_large(SynthSpec(algorithm="eagle", cuda_graph=False, python_stacks=True, detailed=True),
+                     plain, size_mb * MB, gzip=False)
+    if not packed.exists():
+        subprocess.run(f"gzip -1 -c {plain} > {packed}", shell=True, check=True)
+    return plain, packed
+
+
+def spanfix(*args: str) -> list[str]:
+    return [PY, "-m", "spanfix", *args]
+
+
+def main_bench(out: Path, size_mb: int, reps: int) -> dict:
+    plain, packed = make_trace(out, size_mb)
+    size = plain.stat().st_size / MB
+    o = str(out / "o")
+    print(f"trace: {plain.name} {size:.0f} MB ({packed.stat().st_size / MB:.0f} MB gzip)", file=sys.stderr)
+    rows = [
+        measure("floor (read, regex, write)", [PY, str(HERE / "floor.py"), str(plain), o + ".json"], reps, size),
+        measure("gzip -dc | gzip -1", ["sh", "-c", f"gzip -dc {packed} | gzip -1 > {o}.json.gz"], reps, size),
+        measure("spanfix relabel .json", spanfix("relabel", str(plain), "-o", o + ".json"), reps, size),
+        measure("spanfix relabel .json.gz", spanfix("relabel", str(packed), "-o", o + ".json.gz"), reps, size),
+        measure("spanfix stats .json", spanfix("stats", str(plain), "--format", "json"), reps, size),
+        measure("spanfix stats .json.gz", spanfix("stats", str(packed), "--format", "json"), reps, size),
+        measure("naive orjson script", [PY, str(HERE / "naive_orjson.py"), str(plain), o + ".json"], reps, size),
+        measure("naive json script", [PY, str(HERE / "naive_json.py"), str(plain), o + ".json"], 1, size),
+    ]
+    by = {r.name: r for r in rows}
+    floor, gz = by["floor (read, regex, write)"], by["gzip -dc | gzip -1"]
+    ratios = {
+        "relabel_json_vs_floor": by["spanfix relabel .json"].seconds / floor.seconds,
+        "relabel_gz_vs_gzip_pipeline": by["spanfix relabel .json.gz"].seconds / gz.seconds,
+        "stats_json_vs_floor": by["spanfix stats .json"].seconds / floor.seconds,
+        "naive_json_vs_relabel": by["naive json script"].seconds / by["spanfix relabel .json"].seconds,
+        "naive_orjson_vs_relabel": by["naive orjson script"].seconds / by["spanfix relabel .json"].seconds,
+        "relabel_peak_rss_vs_size": by["spanfix relabel .json"].peak_rss_mb / size,
+        "relabel_gz_peak_rss_vs_size": by["spanfix relabel .json.gz"].peak_rss_mb / size,
+        "stats_peak_rss_vs_size": by["spanfix stats .json"].peak_rss_mb / size,
+        "naive_orjson_peak_rss_vs_size": by["naive orjson script"].peak_rss_mb / size,
+    }
+    return {"size_mb": size, "rows": [asdict(r) for r in rows], "ratios": ratios}
+
+
+def growth(out: Path, reps: int) -> list[dict]:
+    points = []
+    for size_mb in (50, 250, 1000):
+        plain, _ = make_trace(out, size_mb)
+        size = plain.stat().st_size / MB
+        row = measure(f"relabel {size_mb} MB", spanfix("relabel", str(plain), "-o", str(out / "g.json")), reps, size)
+        points.append({"size_mb": size, "seconds": row.seconds, "seconds_per_mb": row.seconds / size,
+                       "peak_rss_mb": row.peak_rss_mb})
+    return points
+
+
+def many_files(out: Path, reps: int) -> dict:
+    plain, _ = make_trace(out, 30)
+    folder = out / "many"
+    folder.mkdir(exist_ok=True)
+    files = []
+    for number in range(8):
+        target = folder / f"run-TP-{number}.trace.json"
+        if not target.exists():
+            shutil.copyfile(plain, target)
+        files.append(str(target))
+    (out / "many-out").mkdir(exist_ok=True)
+    serial = measure("8 files, -j 1", spanfix("relabel", "-j", "1", *files, "-o", str(out / "many-out")), reps, 240)
+    parallel = measure(f"8 files, -j {os.cpu_count()}",
+                       spanfix("relabel", "-j", str(os.cpu_count()), *files, "-o", str(out / "many-out")), reps, 240)
+    return {"serial_s": serial.seconds, "parallel_s": parallel.seconds, "jobs": os.cpu_count(),
+            "speedup": serial.seconds / parallel.seconds}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size-mb", type=int, default=250)
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--growth", action="store_true", help="also time 50 MB, 250 MB and 1 GB")
+    parser.add_argument("--quick", action="store_true", help="20 MB, one repetition")
+    parser.add_argument("--out", type=Path, default=HERE / "out")
+    args = parser.parse_args()
+    if args.quick:
+        args.size_mb, args.reps = 20, 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    machine = {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
+               "cores": os.cpu_count(), "system": platform.platform()}
+    results = {"machine": machine, "main": main_bench(args.out, args.size_mb, args.reps),
+               "many_files": many_files(args.out, args.reps)}
+    if args.growth:
+        results["growth"] = growth(args.out, max(1, args.reps - 1))
+    (args.out / "results.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps(results["main"]["ratios"], indent=2))
+    print(json.dumps(results["many_files"], indent=2))
+    if "growth" in results:
+        print(json.dumps(results["growth"], indent=2))
+
+
+if __name__ == "__main__":
+    main()
