@@ -5,8 +5,10 @@ from __future__ import annotations
 import click
 
 from .. import __version__
+from .check import check
 from .inspect import inspect
 from .relabel import relabel
+from .stats import stats
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -29,4 +31,6 @@ def main() -> None:
 
 
 main.add_command(relabel)
+main.add_command(stats)
+main.add_command(check)
 main.add_command(inspect)

@@ -1,0 +1,270 @@
+"""check: can a captured trace be trusted, and does its per-stage timing hold its budgets?
+
+Every rule comes out as an Outcome, held or broken, with the figure it measured; the caller turns
+them into a report and an exit code. Rules:
+  trust       per input: no step span stays ambiguous (unless allowed), no evidence conflicts, and
+              with require_new_names no span still carries an old name;
+  budget      `STAGE[.CLOCK].STAT OP VALUE[UNIT]` against the stats of all inputs together;
+  regression  per stage row (and decode iteration) present in the baseline: the mean may grow by at
+              most max_regression percent.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .attribute import Attribution
+from .index import TraceIndex
+from .naming import parse_step_name
+from .reader import Trace, TraceError
+from .relabel import RelabelOptions, plan
+from .stats import (
+    AMBIGUOUS_STAGE,
+    CLOCKS,
+    CPU,
+    PARTS,
+    STATISTICS,
+    StatsResult,
+    TraceMeasures,
+    aggregate,
+    compare,
+    format_us,
+    load,
+    load_baseline,
+    measure,
+)
+
+TRUST, BUDGET, REGRESSION = "trust", "budget", "regression"
+ITERATION = "iteration"
+DEFAULT_MAX_REGRESSION = 10.0  # percent
+# Modes that the newer naming never writes: seeing one means the trace was not relabelled.
+OLD_ONLY_MODES = frozenset({"TARGET_VERIFY", "DRAFT_EXTEND"})
+
+OPERATORS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq}
+UNITS = {"": 1.0, "us": 1.0, "ms": 1_000.0, "s": 1_000_000.0}
+PART_STATISTICS = ("total", "mean", "share")
+BUDGET_GRAMMAR = ("STAGE[.CLOCK].STAT OP VALUE[UNIT], e.g. VERIFY.p90<=12ms, VERIFY.gpu.mean<800us, "
+                  "DRAFT.share<=0.35, DECODE.count>=100, iteration.mean<=40ms, iteration.draft.share<=0.5 "
+                  f"(CLOCK: {'|'.join(CLOCKS)}; STAT: {'|'.join((*STATISTICS, 'share'))}; "
+                  f"OP: {'|'.join(OPERATORS)}; UNIT: us|ms|s, times only)")
+
+_BUDGET = re.compile(r"\s*(?P<stage>[A-Za-z_][A-Za-z0-9_]*)(?:\.(?P<middle>[A-Za-z_]+))?\.(?P<stat>[A-Za-z0-9]+)"
+                     r"\s*(?P<op><=|>=|==|<|>)\s*(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z]*)\s*")
+
+
+class BudgetError(ValueError):
+    """A budget that does not parse; str() says what was expected."""
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    text: str  # as the user wrote it: the rule's name
+    stage: str  # a stage word (upper case), "ambiguous" or "iteration"
+    clock: str  # cpu or gpu; decode iterations are measured on the host clock only
+    part: str | None  # iteration parts: draft, verify, draft_extend, other
+    statistic: str  # count, total, mean, p50, p90, p99, max, share
+    op: str
+    limit: float  # in microseconds for times
+
+    @property
+    def is_time(self) -> bool:
+        return self.statistic not in ("count", "share")
+
+
+def parse_budget(text: str) -> Budget:
+    match = _BUDGET.fullmatch(text)
+    if match is None:
+        raise BudgetError(f"{text!r}: expected {BUDGET_GRAMMAR}")
+    stage, middle, statistic = match["stage"], match["middle"], match["stat"].lower()
+    unit = match["unit"].lower()
+    clock, part = CPU, None
+    if stage.lower() == ITERATION:
+        stage = ITERATION
+        if middle is not None:
+            part = middle.lower()
+            if part not in PARTS:
+                raise BudgetError(f"{text!r}: a decode iteration's parts are {', '.join(PARTS)}, not {middle!r}")
+        allowed = PART_STATISTICS if part else STATISTICS
+    else:
+        stage = AMBIGUOUS_STAGE if stage.lower() == AMBIGUOUS_STAGE else stage.upper()
+        if middle is not None:
+            clock = middle.lower()
+            if clock not in CLOCKS:
+                raise BudgetError(f"{text!r}: the clock is {' or '.join(CLOCKS)}, not {middle!r}")
+        allowed = (*STATISTICS, "share")
+    if statistic not in allowed:
+        raise BudgetError(f"{text!r}: {statistic!r} is not a statistic of {stage}{'.' + part if part else ''}; "
+                          f"expected one of {', '.join(allowed)}")
+    if unit not in UNITS:
+        raise BudgetError(f"{text!r}: unknown unit {match['unit']!r}; expected us, ms or s")
+    budget = Budget(text, stage, clock, part, statistic, match["op"], float(match["number"]) * UNITS[unit])
+    if unit and not budget.is_time:
+        raise BudgetError(f"{text!r}: {statistic} takes a plain number"
+                          + (" (a fraction from 0 to 1)" if statistic == "share" else ""))
+    return budget
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    rule: str
+    kind: str  # trust, budget or regression
+    held: bool
+    value: float | None  # the measured figure (microseconds for times); None when nothing was measured
+    figure: str  # the same figure for people
+    detail: str = ""  # why it broke, or what was allowed
+    input: str | None = None  # the input a trust rule is about
+
+
+@dataclass(slots=True)
+class CheckReport:
+    outcomes: list[Outcome]
+    stats: StatsResult
+    errors: list[str] = field(default_factory=list)  # inputs that could not be used, one line each
+
+    @property
+    def broken(self) -> list[Outcome]:
+        return [outcome for outcome in self.outcomes if not outcome.held]
+
+    @property
+    def passed(self) -> bool:
+        return not self.broken and not self.errors
+
+    def to_json(self) -> dict:
+        return {
+            "passed": self.passed,
+            "broken": len(self.broken),
+            "rules": [{"rule": o.rule, "kind": o.kind, "held": o.held, "value": o.value, "figure": o.figure,
+                       "detail": o.detail, "input": o.input} for o in self.outcomes],
+            "errors": self.errors,
+            "stats": self.stats.to_json(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOptions:
+    budgets: tuple[Budget, ...] = ()
+    baseline: str | None = None
+    max_regression: float = DEFAULT_MAX_REGRESSION
+    allow_ambiguous: bool = False
+    require_new_names: bool = False
+
+
+def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptions) -> CheckReport:
+    measures: list[TraceMeasures] = []
+    outcomes: list[Outcome] = []
+    errors: list[str] = []
+    for source in sources:
+        try:
+            trace, index, attribution, warnings = load(source, options)
+        except TraceError as exc:
+            errors.append(str(exc))
+            continue
+        measures.append(measure(trace, index, attribution, warnings))
+        outcomes += trust_outcomes(trace, index, attribution, options, check)
+    stats = aggregate(measures)
+    if check.baseline:
+        try:
+            stats = compare(stats, load_baseline(check.baseline, options, stats.by))
+        except TraceError as exc:
+            errors.append(f"baseline {exc}")
+        outcomes += regression_outcomes(stats, check.max_regression)
+    outcomes += [budget_outcome(budget, stats) for budget in check.budgets]
+    return CheckReport(outcomes, stats, errors)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Trust
+
+
+def trust_outcomes(trace: Trace, index: TraceIndex, attribution: Attribution, options: RelabelOptions,
+                   check: CheckOptions) -> list[Outcome]:
+    """The relabel summary (the same one `relabel --strict` judges) read as rules about one input."""
+    _, summary = plan(trace, index, attribution, options)
+    source = trace.source
+    ambiguous = summary.ambiguous
+    first = f"{ambiguous[0].name} at {ambiguous[0].start_us:.3f} us: {ambiguous[0].detail}" if ambiguous else ""
+    why = _first_of(len(ambiguous), first)
+    if ambiguous and check.allow_ambiguous:
+        why = "allowed by --allow-ambiguous; " + why
+    outcomes = [Outcome("no ambiguous step spans", TRUST, not ambiguous or check.allow_ambiguous, len(ambiguous),
+                        f"{len(ambiguous)} ambiguous", why, source)]
+    conflicts = [v.detail for v in attribution.verdicts if v.conflict] + summary.conflicts
+    outcomes.append(Outcome("no conflicting evidence", TRUST, not conflicts, len(conflicts),
+                            f"{len(conflicts)} conflicts", _first_of(len(conflicts), conflicts[0] if conflicts else ""),
+                            source))
+    if check.require_new_names:
+        # Spans relabel would rename, and ambiguous ones whose mode the newer naming never writes.
+        old: Counter = Counter()
+        for change in summary.changes:  # one entry per kind of evidence: several may share a rename
+            old[f"{change.old} -> {change.new}"] += change.count
+        for span in ambiguous:
+            mode = parse_step_name(span.name).mode
+            if mode in OLD_ONLY_MODES:
+                old[f"{mode} (ambiguous)"] += 1
+        count = sum(old.values())
+        renames = ", ".join(f"{what} x{n}" for what, n in sorted(old.items()))
+        outcomes.append(Outcome("new step names only", TRUST, not count, count, f"{count} old names",
+                                f"{renames}; run spanfix relabel" if count else "", source))
+    return outcomes
+
+
+def _first_of(count: int, first: str) -> str:
+    return "" if not count else first + (f" (and {count - 1} more)" if count > 1 else "")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Budgets and regressions
+
+
+def budget_outcome(budget: Budget, stats: StatsResult) -> Outcome:
+    value, missing = measured(budget, stats)
+    if value is None:
+        return Outcome(budget.text, BUDGET, False, None, "not measured", missing)
+    held = OPERATORS[budget.op](value, budget.limit)
+    return Outcome(budget.text, BUDGET, held, value, _figure(budget, value))
+
+
+def measured(budget: Budget, stats: StatsResult) -> tuple[float | None, str]:
+    """The figure a budget speaks of, or None and why there is none. Counts, totals and shares of
+    what never ran are zero; a mean or percentile of nothing is not measured, so its budget breaks."""
+    zero = 0.0 if budget.statistic in ("count", "total", "share") else None
+    if budget.stage == ITERATION:
+        found = stats.iterations[0] if stats.iterations else None
+        if found is None:
+            return zero, "no decode iterations (scheduler.run_batch or draft stage spans with a VERIFY step)"
+        if budget.part is None:
+            return found.summary.statistic(budget.statistic), ""
+        return {"total": found.parts[budget.part], "mean": found.part_mean(budget.part),
+                "share": found.part_share(budget.part)}[budget.statistic], ""
+    row = next((row for row in stats.rows if stats.stage_of(row) == budget.stage
+                and row.clock == budget.clock), None)
+    if row is None:
+        return zero, f"no {budget.stage} step spans on the {budget.clock} clock"
+    return (row.share if budget.statistic == "share" else row.summary.statistic(budget.statistic)), ""
+
+
+def _figure(budget: Budget, value: float) -> str:
+    if budget.statistic == "share":
+        return f"{value:.3f}"
+    if budget.statistic == "count":
+        return f"{value:.0f}"
+    return format_us(value)
+
+
+def regression_outcomes(stats: StatsResult, max_regression: float) -> list[Outcome]:
+    compared = [(f"{stats.stage_of(row)}.{row.clock}.mean", row.summary.mean_us, row.baseline)
+                for row in stats.rows]
+    compared += [("iteration.mean", it.summary.mean_us, it.baseline) for it in stats.iterations]
+    outcomes = []
+    for subject, mean, change in compared:
+        if change is None or change.change_pct is None:
+            continue  # nothing to compare with
+        outcomes.append(Outcome(f"{subject} within +{max_regression:g}% of baseline", REGRESSION,
+                                change.change_pct <= max_regression, change.change_pct,
+                                f"{format_us(mean)} vs {format_us(change.baseline_mean_us)} ({change.change_pct:+.1f}%)"))
+    return outcomes

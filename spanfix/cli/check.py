@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+import orjson
+
+from ..check import DEFAULT_MAX_REGRESSION, BudgetError, CheckOptions, parse_budget, run_check
+from ..render.check import check_junit, check_markdown, check_text, github_annotations
+from .options import attribution_options, relabel_options
+from .relabel import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from .stats import report_errors
+
+
+def _budgets(ctx, param, values):
+    try:
+        return tuple(parse_budget(value) for value in values)
+    except BudgetError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("--budget", "budgets", multiple=True, callback=_budgets, metavar="EXPR",
+              help="A rule on the stats of all inputs together, e.g. VERIFY.p90<=12ms, VERIFY.gpu.mean<800us, "
+                   "DRAFT.share<=0.35, DECODE.count>=100, iteration.mean<=40ms (repeatable).")
+@click.option("--baseline", metavar="FILE",
+              help="A trace or a saved `spanfix stats --format json` result; every stage's mean is compared with it.")
+@click.option("--max-regression", type=click.FloatRange(min=0), default=None, metavar="PCT",
+              help=f"How much a mean may grow over the baseline, in percent (default {DEFAULT_MAX_REGRESSION:g}).")
+@click.option("--allow-ambiguous", is_flag=True, help="Do not fail on step spans that stay ambiguous.")
+@click.option("--require-new-names", is_flag=True,
+              help="Fail when a span still carries an old name (guards traces from newer SGLang).")
+@click.option("--format", "output_format", type=click.Choice(["text", "json", "markdown", "junit"]), default="text",
+              show_default=True, help="text for people, json for machines, markdown for a job summary, junit XML.")
+@attribution_options
+def check(inputs, budgets, baseline, max_regression, allow_ambiguous, require_new_names, output_format,
+          **attribution):
+    """Gate CI on captured traces: exit 1 when one cannot be trusted or its timing broke a rule.
+
+    Fails when a step span stays ambiguous (unless --allow-ambiguous), when evidence conflicts,
+    when old names remain (with --require-new-names), when a --budget is broken, or when a
+    stage's mean grew over the --baseline by more than --max-regression percent. Budgets read
+    STAGE[.CLOCK].STAT OP VALUE[UNIT]; the clock is cpu (host) unless it says gpu. On GitHub
+    Actions, broken rules are also written as ::error:: annotations (on standard error).
+
+    \b
+    Examples:
+      spanfix check trace.json.gz
+      spanfix check traces/*.json.gz --budget 'VERIFY.p90<=12ms' --budget 'DRAFT.share<=0.35'
+      spanfix check new.json.gz --baseline stats.json --max-regression 5 --format junit > check.xml
+
+    Exit codes: 0 every rule holds, 1 a rule is broken, 2 bad input or usage.
+    """
+    if max_regression is not None and not baseline:
+        raise click.UsageError("--max-regression needs --baseline")
+    options = CheckOptions(budgets, baseline, DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
+                           allow_ambiguous, require_new_names)
+    report = run_check(inputs, relabel_options(**attribution), options)
+    report_errors(report.errors)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        for line in github_annotations(report):
+            click.echo(line, err=True)
+    if output_format == "json":
+        sys.stdout.buffer.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+    else:
+        render = {"text": check_text, "markdown": check_markdown, "junit": check_junit}[output_format]
+        click.echo(render(report), nl=False)
+    if report.errors:
+        sys.exit(EXIT_BAD_INPUT)
+    if report.broken:
+        sys.exit(EXIT_CHECK_FAILED)

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import sys
+
+import click
+import orjson
+from rich.console import Console
+
+from ..reader import TraceError
+from ..render.stats import stats_csv, stats_markdown, stats_table
+from ..stats import GROUP_KEYS, aggregate, compare, load_baseline, measure_files
+from .options import attribution_options, relabel_options
+from .relabel import EXIT_BAD_INPUT
+
+
+def report_errors(errors: list[str]) -> None:
+    for error in errors:
+        click.echo(f"spanfix: error: {error}", err=True)
+
+
+@click.command()
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option("--by", "by", multiple=True, type=click.Choice(GROUP_KEYS),
+              help="Split the rows further (repeatable, combinable): file, rank (-TP-<r> in the file name or a "
+                   "merged trace's [TP..] pids), stage (always), name, bs.")
+@click.option("--baseline", metavar="OTHER",
+              help="A trace, or a saved `spanfix stats --format json` result, to compare the mean of every row with.")
+@click.option("--format", "output_format", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
+              show_default=True, help="table for people; json (documented in the README), csv, markdown for CI summaries.")
+@attribution_options
+def stats(inputs, by, baseline, output_format, **attribution):
+    """Per-stage timing of step spans: where a speculative step spends its time.
+
+    Every INPUT (old or new naming; nothing is written) is attributed like relabel does, and
+    its step spans are summed per stage of the newer naming, on the host (CPU span) and on
+    the device (GPU annotation, or the kernels the step launched where that is missing).
+    Several inputs make one table. Speculative traces also get the split of a decode
+    iteration into draft, verify, draft_extend and other.
+
+    \b
+    Examples:
+      spanfix stats run-TP-0.trace.json.gz
+      spanfix stats traces/*.json.gz --by rank --by bs
+      spanfix stats new.json.gz --baseline old.json.gz --format markdown >> "$GITHUB_STEP_SUMMARY"
+      spanfix stats traces/*.json.gz --format json > stats.json   # a baseline for later runs
+    """
+    options = relabel_options(**attribution)
+    measures, errors = measure_files(inputs, options)
+    result = aggregate(measures, by)
+    if baseline:
+        try:
+            result = compare(result, load_baseline(baseline, options, by))
+        except TraceError as exc:
+            errors.append(f"baseline {exc}")
+    report_errors(errors)
+    if measures:
+        if output_format == "json":
+            sys.stdout.buffer.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        elif output_format == "csv":
+            click.echo(stats_csv(result), nl=False)
+        elif output_format == "markdown":
+            click.echo(stats_markdown(result), nl=False)
+        else:
+            # A file or a pipe has no width of its own: do not squeeze the table into 80 columns.
+            console = Console(width=None if sys.stdout.isatty() else 200)
+            console.print(stats_table(result, bars=console.is_terminal))
+    if errors:
+        sys.exit(EXIT_BAD_INPUT)

@@ -1,0 +1,229 @@
+"""check: every failure reason exits 1 naming its rule, a passing trace exits 0, bad budgets and inputs
+exit 2, and every format parses back."""
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from click.testing import CliRunner
+from conftest import span, thread_name, write_trace
+
+from spanfix.check import BudgetError, parse_budget
+from spanfix.cli import main
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], env=env)
+
+
+VERIFY_NAME = "step[TARGET_VERIFY bs=2]"
+
+
+def _events(names=("step[TARGET_VERIFY bs=2]", "step[DECODE bs=2]"), scale=1):
+    """Target thread 1: verifies of 10..100 us (p90 90 us). Draft worker thread 2: three DECODE of 10 us.
+    Two scheduler iterations hold a verify each."""
+    verify, decode = names
+    events = [thread_name(1, 1, "thread 1 (sglang::schedul)"), thread_name(1, 2, "thread 2 (draft worker)")]
+    events += [span(verify, 1000 * i, 10 * i * scale) for i in range(1, 11)]
+    events += [span(decode, 1000 * i + 500, 10, tid=2) for i in range(1, 4)]
+    events += [span("scheduler.run_batch", 990, 200), span("scheduler.run_batch", 1990, 200)]
+    return events
+
+
+@pytest.fixture
+def old(tmp_path):
+    return write_trace(tmp_path / "old.json", _events())
+
+
+@pytest.fixture
+def new(tmp_path):
+    return write_trace(tmp_path / "new.json", _events(("step[VERIFY bs=2]", "step[DRAFT bs=2]")))
+
+
+def test_a_trustworthy_trace_passes(old):
+    result = run("check", old)
+    assert result.exit_code == 0, result.output
+    assert "spanfix check passed: all 2 rules hold" in result.stdout
+    assert "held    no ambiguous step spans" in result.stdout
+
+
+def test_ambiguous_span_fails_unless_allowed(tmp_path):
+    path = write_trace(tmp_path / "t.json", [span(VERIFY_NAME, 0, 1)])
+    result = run("check", path)
+    assert result.exit_code == 1
+    assert f"BROKEN  no ambiguous step spans [{path}]" in result.stdout and "1 ambiguous" in result.stdout
+    allowed = run("check", path, "--allow-ambiguous")
+    assert allowed.exit_code == 0 and "allowed by --allow-ambiguous" in allowed.stdout
+
+
+def test_conflicting_evidence_fails_even_when_ambiguity_is_allowed(tmp_path):
+    # Thread 1 shares a process with a draft-named thread, so metadata says target; the draft stage span says draft.
+    path = write_trace(tmp_path / "t.json", [
+        thread_name(1, 2, "draft worker"), span("draft", 0, 20), span("step[DECODE bs=2]", 5, 10)])
+    result = run("check", path, "--allow-ambiguous")
+    assert result.exit_code == 1
+    assert "BROKEN  no conflicting evidence" in result.stdout and "evidence disagrees" in result.stdout
+
+
+def test_old_names_fail_only_when_new_names_are_required(old, new):
+    assert run("check", old).exit_code == 0
+    result = run("check", old, "--require-new-names")
+    assert result.exit_code == 1
+    assert "BROKEN  new step names only" in result.stdout and "13 old names" in result.stdout
+    assert "TARGET_VERIFY -> VERIFY x10" in result.stdout
+    assert run("check", new, "--require-new-names").exit_code == 0
+
+
+@pytest.mark.parametrize("budget, held, figure", [
+    ("VERIFY.p90<=90us", True, "90.0 us"),
+    ("VERIFY.p90<90us", False, "90.0 us"),
+    ("VERIFY.p90<=0.09ms", True, "90.0 us"),
+    ("verify.max<=1s", True, "100.0 us"),
+    ("VERIFY.total==550", True, "550.0 us"),
+    ("VERIFY.share>=0.94", True, "0.948"),
+    ("DRAFT.share<=0.06", True, "0.052"),
+    ("DRAFT.count>=3", True, "3"),
+    ("DRAFT.count>3", False, "3"),
+    ("DECODE.count>=100", False, "0"),  # a stage that never ran counts zero
+    ("ambiguous.count==0", True, "0"),
+    ("DRAFT.count>=1000000", False, "3"),
+    ("iteration.count==2", True, "2"),
+    ("iteration.mean<=40ms", True, "200.0 us"),
+    ("iteration.verify.mean<=15us", True, "15.0 us"),  # verifies of 10 and 20 us
+    ("iteration.verify.share>0.1", False, "0.075"),
+])
+def test_budgets(old, budget, held, figure):
+    result = run("check", old, "--budget", budget, "--format", "json")
+    assert result.exit_code == (0 if held else 1), result.output
+    rule = json.loads(result.stdout)["rules"][-1]
+    assert (rule["rule"], rule["kind"], rule["held"], rule["figure"]) == (budget, "budget", held, figure)
+
+
+def test_a_budget_on_nothing_measured_breaks(old):
+    result = run("check", old, "--budget", "DECODE.p90<=1ms", "--budget", "VERIFY.gpu.mean<=1ms")
+    assert result.exit_code == 1
+    assert "no DECODE step spans on the cpu clock" in result.stdout
+    assert "no VERIFY step spans on the gpu clock" in result.stdout
+
+
+def test_gpu_clock_budget(tmp_path):
+    events = _events()
+    events[2] = span(VERIFY_NAME, 1000, 10, ext=7)  # the first verify, now with a GPU copy of 30 us
+    path = write_trace(tmp_path / "t.json", events + [
+        span(VERIFY_NAME, 1002, 30, pid=0, tid=7, cat="gpu_user_annotation", ext=7)])
+    assert run("check", path, "--budget", "VERIFY.gpu.max<=30us").exit_code == 0
+    result = run("check", path, "--budget", "VERIFY.gpu.max<30us")
+    assert result.exit_code == 1 and "BROKEN  VERIFY.gpu.max<30us" in result.stdout
+
+
+@pytest.mark.parametrize("budget, message", [
+    ("VERIFY<=12ms", "expected STAGE[.CLOCK].STAT OP VALUE[UNIT]"),
+    ("VERIFY.p90 12ms", "expected STAGE[.CLOCK].STAT OP VALUE[UNIT]"),
+    ("VERIFY.p95<=12ms", "'p95' is not a statistic"),
+    ("VERIFY.tpu.p90<=12ms", "the clock is cpu or gpu"),
+    ("VERIFY.p90<=12kb", "unknown unit 'kb'"),
+    ("DRAFT.share<=35ms", "share takes a plain number"),
+    ("DECODE.count>=100us", "count takes a plain number"),
+    ("iteration.share<=0.5", "'share' is not a statistic of iteration"),
+    ("iteration.think.mean<=1ms", "a decode iteration's parts are draft, verify, draft_extend, other"),
+    ("iteration.draft.p90<=1ms", "'p90' is not a statistic of iteration.draft"),
+])
+def test_malformed_budgets_are_usage_errors(old, budget, message):
+    with pytest.raises(BudgetError, match=message.replace("[", r"\[").replace(".", r"\.")):
+        parse_budget(budget)
+    result = run("check", old, "--budget", budget)
+    assert result.exit_code == 2 and message in result.stderr and "--budget" in result.stderr
+
+
+def test_budget_grammar():
+    budget = parse_budget(" VERIFY.gpu.p90 <= 1.5ms ")
+    assert (budget.stage, budget.clock, budget.part, budget.statistic, budget.op, budget.limit) == (
+        "VERIFY", "gpu", None, "p90", "<=", 1500)
+    assert parse_budget("Iteration.Draft_Extend.share<.2").part == "draft_extend"
+    assert parse_budget("ambiguous.count==0").stage == "ambiguous"
+    assert parse_budget("VERIFY.mean<=2s").limit == 2_000_000 and parse_budget("VERIFY.mean<=7").limit == 7
+
+
+def test_regression_against_baseline(old, tmp_path):
+    faster = write_trace(tmp_path / "base.json", _events(scale=0.5))  # the baseline's verifies took half as long
+    result = run("check", old, "--baseline", faster)
+    assert result.exit_code == 1
+    assert "BROKEN  VERIFY.cpu.mean within +10% of baseline" in result.stdout and "(+100.0%)" in result.stdout
+    assert "held    DRAFT.cpu.mean within +10% of baseline" in result.stdout
+    assert run("check", old, "--baseline", faster, "--max-regression", "100").exit_code == 0
+    assert run("check", faster, "--baseline", old, "--max-regression", "0").exit_code == 0  # faster is fine
+
+
+def test_regression_against_a_saved_result(old, tmp_path):
+    saved = tmp_path / "stats.json"
+    saved.write_text(run("stats", old, "--format", "json").stdout)
+    result = run("check", old, "--baseline", saved, "--max-regression", "0")
+    assert result.exit_code == 0 and "VERIFY.cpu.mean within +0% of baseline" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["missing.json"], "missing.json: no such file"),
+    (["{old}", "--baseline", "missing.json"], "baseline missing.json: no such file"),
+    (["{old}", "--max-regression", "5"], "--max-regression needs --baseline"),
+    (["{old}", "--max-regression", "-1", "--baseline", "{old}"], "--max-regression"),
+    (["{old}", "--format", "xml"], "--format"),
+])
+def test_bad_input_and_usage_exit_2(old, args, message):
+    result = run("check", *[a.format(old=old) for a in args])
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_junit_has_one_case_per_rule(old):
+    result = run("check", old, "--budget", "VERIFY.p90<=1ms", "--budget", "DRAFT.share<=0.01", "--format", "junit")
+    assert result.exit_code == 1
+    root = ET.fromstring(result.stdout)
+    suite = root.find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "1")
+    cases = {case.get("name"): case for case in suite.iter("testcase")}
+    assert set(cases) == {f"no ambiguous step spans [{old}]", f"no conflicting evidence [{old}]",
+                          "VERIFY.p90<=1ms", "DRAFT.share<=0.01"}
+    failure = cases["DRAFT.share<=0.01"].find("failure")
+    assert failure is not None and failure.get("message") == "DRAFT.share<=0.01: 0.052"
+    assert cases["VERIFY.p90<=1ms"].find("failure") is None
+    assert cases["VERIFY.p90<=1ms"].get("classname") == "spanfix.budget"
+
+
+def test_junit_reports_unreadable_inputs(old, tmp_path):
+    result = run("check", old, tmp_path / "gone.json", "--format", "junit")
+    assert result.exit_code == 2
+    errors = ET.fromstring(result.stdout).find("testsuite").findall("testcase/error")
+    assert len(errors) == 1 and "gone.json: no such file" in errors[0].get("message")
+
+
+def test_json_and_markdown(old):
+    result = run("check", old, "--budget", "DRAFT.count>3", "--format", "json")
+    data = json.loads(result.stdout)
+    assert (data["passed"], data["broken"], data["errors"]) == (False, 1, [])
+    assert data["rules"][-1] == {"rule": "DRAFT.count>3", "kind": "budget", "held": False, "value": 3,
+                                 "figure": "3", "detail": "", "input": None}
+    assert any(row["stage"] == "VERIFY" for row in data["stats"]["stages"])
+    markdown = run("check", old, "--budget", "DRAFT.count>3", "--format", "markdown").stdout
+    lines = markdown.splitlines()
+    assert lines[0] == "### ❌ spanfix check FAILED: 1 of 3 rules broken"
+    assert "| result | rule | input | measured | detail |" in lines
+    assert "| ❌ broken | `DRAFT.count>3` |  | 3 |  |" in lines
+
+
+def test_github_annotations_for_broken_rules(old):
+    env = {"GITHUB_ACTIONS": "true"}
+    result = run("check", old, "--budget", "DRAFT.count>3", "--budget", "DRAFT.count>=3", "--format", "json", env=env)
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == ["::error title=spanfix check::DRAFT.count>3: 3"]
+    json.loads(result.stdout)  # annotations never mix into machine output
+    assert "::error" not in run("check", old, "--budget", "DRAFT.count>3").stderr  # only on GitHub Actions
+
+
+def test_old_names_are_counted_across_kinds_of_evidence(tmp_path):
+    # Ten verifies decided by thread name (pid 1) and one by call stack (pid 5): one rename, two kinds of evidence.
+    frames = [span("/sglang/srt/managers/tp_worker.py(445): forward_batch_generation", 0, 100, pid=5,
+                   cat="python_function"),
+              span("/sglang/srt/model_executor/model_runner.py(3123): forward", 10, 80, pid=5, cat="python_function")]
+    path = write_trace(tmp_path / "t.json", _events() + frames + [span(VERIFY_NAME, 20, 40, pid=5)])
+    result = run("check", path, "--require-new-names")
+    assert result.exit_code == 1
+    assert "14 old names" in result.stdout and "TARGET_VERIFY -> VERIFY x11" in result.stdout
