@@ -100,15 +100,22 @@ def build_index(trace: Trace) -> TraceIndex:
 
     for index, event in enumerate(trace.events):
         ph = event.ph
-        track = (_hashable(event.pid), _hashable(event.tid))
-        if ph == "M":
-            _read_metadata(event, track, names)
+        if ph == "X":
+            kind = _kind_of(event)
+            if kind is None:
+                continue
+            ts, dur = event.ts, event.dur if event.dur is not None else 0
+            track = _track(event)
+            span = _make_span(kind, event, track, ts, ts + dur if _is_number(ts) and _is_number(dur) else None,
+                              (index,))
+        elif ph == "M":
+            _read_metadata(event, _track(event), names)
             continue
-        tracks.add(track)
-        if ph == "B":
-            open_begins[track].append((index, event))
+        elif ph == "B":
+            open_begins[_track(event)].append((index, event))
             continue
-        if ph == "E":
+        elif ph == "E":
+            track = _track(event)
             if not open_begins[track]:
                 unmatched += 1
                 continue
@@ -118,15 +125,9 @@ def build_index(trace: Trace) -> TraceIndex:
                 continue
             carriers = (begin_index, index) if parse_step_name(event.name) else (begin_index,)
             span = _make_span(kind, begin, track, begin.ts, event.ts, carriers)
-        elif ph == "X":
-            kind = _kind_of(event)
-            if kind is None:
-                continue
-            ts, dur = event.ts, event.dur if event.dur is not None else 0
-            span = _make_span(kind, event, track, ts, ts + dur if _is_number(ts) and _is_number(dur) else None,
-                              (index,))
         else:
             continue
+        tracks.add(track)
         if span is None:
             skipped += kind == "step"
         elif span.kind == "step" and event.cat == GPU_CATEGORY:
@@ -149,8 +150,15 @@ def build_index(trace: Trace) -> TraceIndex:
     return TraceIndex(names, steps, orphans, dict(spans), overlaps, unmatched, skipped, tracks)
 
 
+_PLAIN = frozenset({int, str, float, bool, type(None)})
+
+
 def _hashable(value: Any) -> Hashable:
-    return value if isinstance(value, Hashable) else repr(value)
+    return value if value.__class__ in _PLAIN else repr(value)
+
+
+def _track(event: Event) -> Track:
+    return _hashable(event.pid), _hashable(event.tid)
 
 
 def _is_number(value: Any) -> bool:

@@ -7,9 +7,10 @@ import os
 import sys
 import tempfile
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO
 
 GZIP_LEVEL = 1  # relabelled traces are intermediate files: favour speed over size
 
@@ -41,13 +42,10 @@ class OutputError(Exception):
 def write_output(target: str, chunks: Iterable[memoryview | bytes], *, gzip: bool) -> None:
     """Write chunks to target ("-" for stdout) all or nothing: a temporary file, then a rename."""
     if target == "-":
-        _write_stream(sys.stdout.buffer, chunks, gzip=gzip)
-        sys.stdout.buffer.flush()
+        _write_to_stdout(chunks, gzip=gzip)
         return
     path = Path(target)
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise OutputError(f"{target}: output folder {folder} does not exist")
+    folder = output_folder(target)
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".spanfix-tmp", dir=folder)
     except OSError as exc:
@@ -67,6 +65,32 @@ def write_output(target: str, chunks: Iterable[memoryview | bytes], *, gzip: boo
         raise
 
 
+def output_folder(target: str) -> Path:
+    """The existing folder target goes into; OutputError when there is none. Callers may check
+    this before long work, so that a mistyped -o fails at once."""
+    folder = Path(target).parent
+    if not folder.is_dir():
+        problem = "is not a folder" if folder.exists() else "does not exist"
+        raise OutputError(f"{target}: output folder {folder} {problem}")
+    return folder
+
+
+def _write_to_stdout(chunks: Iterable[memoryview | bytes], *, gzip: bool) -> None:
+    try:
+        _write_stream(sys.stdout.buffer, chunks, gzip=gzip)
+        sys.stdout.buffer.flush()
+    except OSError as exc:
+        if isinstance(exc, BrokenPipeError):
+            # The reader went away (say `| head`). Point stdout at /dev/null so that Python's own
+            # flush at exit does not fail a second time with a traceback.
+            with contextlib.suppress(OSError):
+                stdout = sys.stdout.fileno()
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, stdout)
+                os.close(devnull)
+        raise OutputError(f"standard output: cannot write: {exc.strerror or exc}") from None
+
+
 def _keep_mode(path: Path, temporary: str) -> None:
     """mkstemp creates 0600 files; a replaced input keeps its mode, a new file gets the usual one."""
     try:
@@ -80,11 +104,9 @@ def _keep_mode(path: Path, temporary: str) -> None:
 
 def _write_stream(stream: BinaryIO, chunks: Iterable[memoryview | bytes], *, gzip: bool) -> None:
     if not gzip:
-        for chunk in chunks:
-            stream.write(chunk)
+        stream.writelines(chunks)
         return
     # A raw gzip stream with mtime 0, so the same input always gives the same output bytes.
     deflater = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
-    for chunk in chunks:
-        stream.write(deflater.compress(chunk))
+    stream.writelines(deflater.compress(chunk) for chunk in chunks)
     stream.write(deflater.flush())

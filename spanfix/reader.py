@@ -5,23 +5,35 @@ trace. It decodes the events once (msgspec, into small structs holding only the 
 reads) and separately finds the byte offsets of the step-span name strings with one regular
 expression. The two views are cross-checked name by name; when they disagree (escaped names,
 duplicate keys, a "name" key nested in args) an exact tokenizer takes over.
+
+Odd input that real profilers write is read, not refused, and each oddity becomes a warning on the
+Trace: a byte-order mark, invalid UTF-8 or raw control characters (read leniently; their bytes are
+kept), values spanfix cannot use (a name that is not a string, a timestamp beyond 64 bits: that
+field is dropped, the event kept). Input that is not a trace at all raises TraceError. Both lenient
+paths are slow paths taken only after the fast decode has failed.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import os
 import re
+import stat
 import sys
 import zlib
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, BinaryIO
 
 import msgspec
 
 GZIP_MAGIC = b"\x1f\x8b"
+UTF8_BOM = b"\xef\xbb\xbf"
 DEFAULT_MAX_BYTES = 64 * 2**30  # uncompressed; guards against gzip bombs, not against real traces
 STDIN = "-"
+_CHUNK = 2**20  # read size for pipes and devices, whose length is unknown until they end
 
 
 class TraceError(Exception):
@@ -37,38 +49,41 @@ class Args(msgspec.Struct, gc=False):
     labels: Any = None  # process_labels metadata
 
 
+# A timestamp or duration: an integer that fits 64 bits, a float or (odd, but harmless) a string.
+# Wider integers occur in old traces; as times they mean nothing and float() of the widest raises,
+# so the decoder rejects them here, in C, and the slow path drops them.
+_Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+_Stamp = _Int64 | float | str | None
+
+
 class Event(msgspec.Struct, gc=False):
     """One trace event, reduced to the fields spanfix reads. Unknown fields are skipped unparsed."""
 
-    name: Any = None
+    name: str | None = None
     ph: Any = None
     cat: Any = None
     pid: Any = None
     tid: Any = None
-    ts: Any = None
-    dur: Any = None
+    ts: _Stamp = None
+    dur: _Stamp = None
     args: Args | None = None
-
-
-class _LooseEvent(msgspec.Struct, gc=False):
-    """Fallback for traces whose args are not objects: args read as anything, then ignored."""
-
-    name: Any = None
-    ph: Any = None
-    cat: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
-    args: Any = None
 
 
 class _ObjectForm(msgspec.Struct):
     traceEvents: list[Event]
 
 
-class _LooseObjectForm(msgspec.Struct):
-    traceEvents: list[_LooseEvent]
+class _RawObjectForm(msgspec.Struct):
+    traceEvents: list[msgspec.Raw]
+
+
+_DECODERS = {"object": msgspec.json.Decoder(_ObjectForm), "array": msgspec.json.Decoder(list[Event])}
+_RAW_DECODERS = {"object": msgspec.json.Decoder(_RawObjectForm), "array": msgspec.json.Decoder(list[msgspec.Raw])}
+_EVENT = msgspec.json.Decoder(Event)
+_EVENT_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_FIELD_DECODERS = {f.encode_name: (f.name, msgspec.json.Decoder(f.type)) for f in msgspec.structs.fields(Event)}
+_UNUSABLE = {"name": "not a string", "ts": "not a number within 64 bits", "dur": "not a number within 64 bits",
+             "args": "not an object"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +103,7 @@ class Trace:
     form: str  # "object", "array" or "array-unterminated"
     events: list[Event]
     step_slots: list[NameSlot]  # one per event whose name starts with "step[", in event order
+    warnings: list[str] = field(default_factory=list)  # odd input read leniently, one line each
 
     @property
     def gzipped(self) -> bool:
@@ -97,20 +113,24 @@ class Trace:
 def read_trace(source: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Trace:
     source = str(source)
     data, compressed = read_document_bytes(source, max_bytes=max_bytes)
-    form, parse_buffer = container_form(source, data)
-    events = decode_events(source, parse_buffer, form)
+    form, parse_buffer, warnings = container_form(source, data)
+    events, decode_warnings = decode_events(source, parse_buffer, form)
     del parse_buffer
-    return Trace(source, data, compressed, form, events, locate_step_names(data, events, form))
-
+    slots = locate_step_names(source, data, events, form)
+    return Trace(source, data, compressed, form, events, slots, warnings + decode_warnings)
 
 
 def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes | bytearray, bytes | None]:
     """The uncompressed bytes of a trace file (or stdin) and, when it was gzipped, the file's own bytes."""
     try:
         if source == STDIN:
-            raw = sys.stdin.buffer.read()
+            # A terminal would wait for typing that never comes: that is a mistake, not a trace.
+            if sys.stdin is None or sys.stdin.isatty():
+                raise TraceError(f"{source}: nothing piped into standard input")
+            raw = _read_all(sys.stdin.buffer, source, max_bytes)
         else:
-            raw = Path(source).read_bytes()
+            with open(source, "rb") as stream:
+                raw = _read_all(stream, source, max_bytes)
     except IsADirectoryError:
         raise TraceError(f"{source}: is a directory, not a trace file") from None
     except FileNotFoundError:
@@ -122,13 +142,32 @@ def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> t
     if not raw:
         raise TraceError(f"{source}: empty input" + (" on standard input" if source == STDIN else ""))
     if raw[:2] != GZIP_MAGIC:
-        if len(raw) > max_bytes:
-            raise TraceError(f"{source}: larger than --max-bytes ({max_bytes} bytes)")
         return raw, None
-    return gunzip(source, raw, max_bytes=max_bytes), raw
+    return gunzip(source, raw, max_bytes=max_bytes), bytes(raw)
 
 
-def gunzip(source: str, raw: bytes, *, max_bytes: int) -> bytearray:
+def _read_all(stream: BinaryIO, source: str, max_bytes: int) -> bytes | bytearray:
+    """The whole stream, refusing more than max_bytes before reading it: a regular file by its size,
+    a pipe or device (which may never end) by counting as it goes. A gzip file larger than the
+    limit is refused too: its content would be larger still."""
+    too_large = TraceError(f"{source}: larger than --max-bytes ({max_bytes} bytes)")
+    try:
+        info = os.fstat(stream.fileno())
+    except OSError:  # also io.UnsupportedOperation: an in-memory stream, as in tests
+        info = None
+    if info is not None and stat.S_ISREG(info.st_mode):
+        if info.st_size > max_bytes:
+            raise too_large
+        return stream.read()
+    data = bytearray()
+    while chunk := stream.read(_CHUNK):
+        data += chunk
+        if len(data) > max_bytes:
+            raise too_large
+    return data
+
+
+def gunzip(source: str, raw: bytes | bytearray, *, max_bytes: int) -> bytearray:
     """Decompress every gzip member, refusing output beyond max_bytes before it is produced."""
     out = bytearray()
     pending = raw
@@ -151,50 +190,142 @@ def gunzip(source: str, raw: bytes, *, max_bytes: int) -> bytearray:
     return out
 
 
+_LEADING_WS = re.compile(rb"[ \t\r\n]*")
 _WS = b" \t\r\n"
 
 
-def container_form(source: str, data: bytes | bytearray) -> tuple[str, bytes | bytearray | memoryview]:
-    """Which of the trace container forms this is, and the bytes to hand to the JSON decoder."""
-    start = len(data) - len(data.lstrip(_WS))
-    if data[:3] == b"\xef\xbb\xbf":
-        raise TraceError(f"{source}: starts with a byte-order mark; JSON traces must not")
-    first = data[start:start + 1]
+def container_form(source: str, data: bytes | bytearray) -> tuple[str, bytes | bytearray, list[str]]:
+    """Which of the trace container forms this is, the bytes to hand to the JSON decoder (the same
+    length as data, plus a closing bracket for the unterminated array) and what was odd about it."""
+    warnings = []
+    buffer = data
+    if data[:3] == UTF8_BOM:
+        # JSON (RFC 8259) lets a parser ignore a byte-order mark, and browsers' trace viewers do.
+        # Blanking it keeps byte positions in error messages true; the output keeps it.
+        buffer = b"   " + data[3:]
+        warnings.append("starts with a UTF-8 byte-order mark (ignored; kept in the output)")
+    start = _LEADING_WS.match(buffer).end()
+    first = buffer[start:start + 1]
+    if not first:
+        raise TraceError(f"{source}: no JSON in it (empty or only whitespace)")
     if first == b"{":
-        return "object", data
+        return "object", buffer, warnings
     if first != b"[":
         raise TraceError(f"{source}: not a trace: expected a JSON object or array, found "
                          f"{first.decode('latin-1')!r} at byte {start}")
-    body = data.rstrip(_WS)
-    if body.endswith(b"]"):
-        return "array", data
+    end = len(buffer)
+    while buffer[end - 1] in _WS:  # stops at the "[" at the latest
+        end -= 1
+    if buffer[end - 1] == 0x5D:  # ]
+        return "array", buffer, warnings
     # The Trace Event Format lets a writer stop without closing the array, often after a comma.
-    if body.endswith(b","):
-        body = body[:-1]
-    return "array-unterminated", bytes(body) + b"]"
+    if buffer[end - 1] == 0x2C:  # ,
+        end -= 1
+    return "array-unterminated", b"".join((memoryview(buffer)[:end], b"]")), warnings
 
 
-def decode_events(source: str, buffer: bytes | bytearray | memoryview, form: str) -> list[Event]:
-    strict, loose = (_ObjectForm, _LooseObjectForm) if form == "object" else (list[Event], list[_LooseEvent])
+def decode_events(source: str, buffer: bytes | bytearray, form: str) -> tuple[list[Event], list[str]]:
+    """The events, and a warning for each kind of oddity read leniently."""
+    kind = "object" if form == "object" else "array"
     try:
-        decoded = msgspec.json.decode(buffer, type=strict)
-    except msgspec.ValidationError:
         try:
-            decoded = msgspec.json.decode(buffer, type=loose)
+            decoded = _DECODERS[kind].decode(buffer)
+            return decoded.traceEvents if kind == "object" else decoded, []
+        except msgspec.ValidationError:
+            pass  # valid JSON with odd values somewhere: read event by event below
+        try:
+            raw_events = _RAW_DECODERS[kind].decode(buffer)
         except msgspec.ValidationError as exc:
             raise TraceError(f"{source}: not a trace: {_clean(exc)}") from None
-        except msgspec.DecodeError as exc:
-            raise TraceError(f"{source}: not valid JSON: {_clean(exc)}") from None
-        decoded = _tighten(decoded, form)
+        return _decode_one_by_one(source, raw_events.traceEvents if kind == "object" else raw_events)
     except msgspec.DecodeError as exc:
-        raise TraceError(f"{source}: not valid JSON: {_clean(exc)}") from None
-    return decoded.traceEvents if form == "object" else decoded
+        if not _needs_repair(exc, buffer):
+            raise _json_error(source, exc, buffer, form) from None
+        # else: valid JSON but for bytes JSON forbids; read a repaired copy (below)
+    except RecursionError:
+        raise TraceError(f"{source}: not a trace: JSON nested too deeply to read") from None
+    events, warnings = decode_events(source, _repair(buffer), form)
+    return events, ["holds invalid UTF-8 or raw control characters (read leniently; their bytes are kept)",
+                    *warnings]
 
 
-def _tighten(decoded: Any, form: str) -> list[Event] | _ObjectForm:
-    loose = decoded.traceEvents if form == "object" else decoded
-    events = [Event(e.name, e.ph, e.cat, e.pid, e.tid, e.ts, e.dur, None) for e in loose]
-    return _ObjectForm(events) if form == "object" else events
+def _decode_one_by_one(source: str, raw_events: list[msgspec.Raw]) -> tuple[list[Event], list[str]]:
+    """Slow path: an event whose field spanfix cannot use keeps its other fields; that field is
+    dropped and counted. An event that is not an object at all means this is not a trace."""
+    events = []
+    dropped: Counter = Counter()
+    for number, raw in enumerate(raw_events):
+        try:
+            events.append(_EVENT.decode(raw))
+            continue
+        except msgspec.ValidationError:
+            pass
+        try:
+            fields = _EVENT_FIELDS.decode(raw)
+        except msgspec.ValidationError:
+            raise TraceError(f"{source}: not a trace: event {number} is {_json_kind(raw)}, not an object") from None
+        values = {}
+        for key, value in fields.items():
+            if key in _FIELD_DECODERS:
+                attribute, decoder = _FIELD_DECODERS[key]
+                try:
+                    values[attribute] = decoder.decode(value)
+                except msgspec.ValidationError:
+                    dropped[key] += 1
+        events.append(Event(**values))
+    if not dropped:
+        return events, []
+    odd = ", ".join(f"{key} x{count} ({_UNUSABLE.get(key, 'out of range')})" for key, count in sorted(dropped.items()))
+    return events, [f"ignored values spanfix cannot use, keeping their events: {odd}"]
+
+
+def _json_kind(raw: msgspec.Raw) -> str:
+    first = memoryview(raw)[:1].tobytes()
+    return {b"[": "an array", b'"': "a string", b"t": "a boolean", b"f": "a boolean", b"n": "null"}.get(first, "a number")
+
+
+# Same-length stand-ins, so that byte positions in the repaired copy are those of the file.
+codecs.register_error("spanfix-same-length", lambda error: ("?" * (error.end - error.start), error.end))
+_CONTROLS_TO_SPACES = bytes.maketrans(bytes(range(32)), b" " * 32)
+_AT_BYTE = re.compile(r"\s*\(byte (\d+)\)$")
+
+
+def _needs_repair(exc: msgspec.DecodeError, buffer: bytes | bytearray) -> bool:
+    """Did the decoder stop at invalid UTF-8 or a control character, rather than at broken JSON?"""
+    text = str(exc)
+    if "UTF-8" in text:
+        return True
+    at = _AT_BYTE.search(text)
+    if at is None:
+        return False
+    position = int(at.group(1))
+    if "invalid character" in text:  # msgspec points at the byte: raw in a string, or stray
+        return position < len(buffer) and buffer[position] < 0x20
+    # Zero padding after the document (a writer that preallocated its file); msgspec points past it.
+    return "trailing characters" in text and buffer[position - 1] < 0x20 and buffer[position - 1] not in _WS
+
+
+def _repair(buffer: bytes | bytearray) -> bytes:
+    """A copy the strict decoder accepts: invalid UTF-8 bytes become "?" and control characters
+    spaces (outside strings they were whitespace or stray; inside, JSON forbids them raw)."""
+    return str(buffer, "utf-8", "spanfix-same-length").encode().translate(_CONTROLS_TO_SPACES)
+
+
+def _json_error(source: str, exc: msgspec.DecodeError, buffer: bytes | bytearray, form: str) -> TraceError:
+    text = _clean(exc)
+    at = _AT_BYTE.search(text)
+    # For an unterminated array the decoder sees the "]" spanfix appended: failing there means the
+    # file stops inside an event.
+    cut_in_event = form == "array-unterminated" and at is not None and int(at.group(1)) >= len(buffer) - 1
+    if text == "Input data was truncated" or cut_in_event:
+        return TraceError(f"{source}: not valid JSON: it ends inside a value (truncated?)")
+    if at is None:
+        return TraceError(f"{source}: not valid JSON: {text}")
+    position = int(at.group(1))
+    # msgspec points at or just past the offending byte: show a little on both sides.
+    near = bytes(buffer[max(0, position - 12):position + 12])
+    problem = text[:at.start()].removeprefix("JSON is malformed: ")
+    return TraceError(f"{source}: not valid JSON: {problem} at byte {position}, near {near!r}")
 
 
 def _clean(exc: Exception) -> str:
@@ -210,7 +341,7 @@ def is_step_name(name: Any) -> bool:
 _STEP_NAME_VALUE = re.compile(rb'"name"\s*:\s*"((?:step\[|[^"\\]{0,4}\\)(?:[^"\\]|\\.)*)"', re.DOTALL)
 
 
-def locate_step_names(data: bytes | bytearray, events: list[Event], form: str) -> list[NameSlot]:
+def locate_step_names(source: str, data: bytes | bytearray, events: list[Event], form: str) -> list[NameSlot]:
     """Fast path: the regex's step names, in file order, must be exactly the events' step names.
     Any difference (a nested "name" key, a duplicate key) hands over to the exact tokenizer."""
     wanted = [(i, e.name) for i, e in enumerate(events) if is_step_name(e.name)]
@@ -223,7 +354,10 @@ def locate_step_names(data: bytes | bytearray, events: list[Event], form: str) -
         _string_content(data, start, end) == name for (start, end), (_, name) in zip(found, wanted)
     ):
         return [NameSlot(i, start, end) for (start, end), (i, _) in zip(found, wanted)]
-    return _locate_exactly(data, {i for i, _ in wanted}, form)
+    slots = _locate_exactly(data, {i for i, _ in wanted}, form)
+    if len(slots) != len(wanted):  # relabelling could not patch those names: refuse rather than guess
+        raise TraceError(f"{source}: cannot find the bytes of {len(wanted) - len(slots)} step-span names")
+    return slots
 
 
 def _string_content(data: bytes | bytearray, start: int, end: int) -> str:
@@ -260,6 +394,9 @@ def _locate_exactly(data: bytes | bytearray, wanted: set[int], form: str) -> lis
                                             or (len(stack) == 1 and pending_key == b'"traceEvents"')))
             if in_events and punct == b"{":
                 event += 1
+            elif is_events and event >= 0:  # a repeated "traceEvents" key: the last one wins, as in the decoder
+                event = -1
+                slots.clear()
             stack.append([punct.decode(), None, is_events])
             pending_key = None
         elif punct in (b"}", b"]"):
@@ -273,7 +410,7 @@ def _locate_exactly(data: bytes | bytearray, wanted: set[int], form: str) -> lis
                 top[1] = None
             pending_key = None
         elif string is not None and top is not None and top[0] == "{" and top[1] is None and pending_key is None:
-            top[1] = string  # a key
+            top[1] = string if b"\\" not in string else _unescaped_key(string)  # a key
         else:
             # A value: is it the "name" of an event object sitting directly in the events array?
             if (string is not None and pending_key == b'"name"' and len(stack) >= 2
@@ -281,3 +418,11 @@ def _locate_exactly(data: bytes | bytearray, wanted: set[int], form: str) -> lis
                 slots[event] = NameSlot(event, match.start(1) + 1, match.end(1) - 1)
             pending_key = None
     return [slots[i] for i in sorted(slots)]
+
+
+def _unescaped_key(string: bytes) -> bytes:
+    """A key written with escapes (say "n\\u0061me"), rewritten plainly so it compares as the decoder read it."""
+    try:
+        return b'"' + json.loads(string).encode("utf-8", "surrogatepass") + b'"'
+    except ValueError:
+        return string

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ import orjson
 from .attribute import AMBIGUOUS, DRAFT, TARGET, UNKNOWN_MODE, Attribution, DraftRules, attribute
 from .index import StepSpan, TraceIndex, build_index
 from .naming import new_stage, parse_step_name
-from .patch import Patch, patched_chunks, write_output
+from .patch import Patch, output_folder, patched_chunks, write_output
 from .reader import STDIN, NameSlot, Trace, TraceError, read_trace
 from .algorithms import read_server_args
 
@@ -94,18 +95,21 @@ def analyse(trace: Trace, options: RelabelOptions) -> tuple[TraceIndex, Attribut
     server_args, problem = read_server_args(trace.source)
     index = build_index(trace)
     attribution = attribute(index, rules=options.rules, algorithm=options.algorithm, server_args=server_args)
-    return index, attribution, [problem] if problem else []
+    return index, attribution, [*trace.warnings, *([problem] if problem else [])]
 
 
 def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dry_run: bool = False,
                  in_place: bool = False) -> RelabelResult:
+    target = source if in_place else (output or default_output(source))
+    # Checked before reading, so a mistaken command fails at once, not after minutes of work.
+    if not in_place and target != STDIN and source != STDIN and _same_file(source, target):
+        raise TraceError(f"{source}: output would overwrite the input; pass --in-place to replace it")
+    if not dry_run and target != STDIN:
+        output_folder(target)
     trace = read_trace(source, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
     index, attribution, warnings = analyse(trace, options)
     patches, result = plan(trace, index, attribution, options)
     result.warnings.extend(warnings)
-    target = source if in_place else (output or default_output(source))
-    if not in_place and target != STDIN and source != STDIN and _same_file(source, target):
-        raise TraceError(f"{source}: output would overwrite the input; pass --in-place to replace it")
     if dry_run or (in_place and not patches):
         return result
     if patches or trace.compressed is None or target == STDIN:
@@ -118,9 +122,10 @@ def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dr
 
 
 def _same_file(a: str, b: str) -> bool:
+    """By device and inode, so a symlink, a hard link or another spelling of the path is caught too."""
     try:
-        return Path(a).resolve() == Path(b).resolve()
-    except OSError:
+        return os.path.samefile(a, b)
+    except OSError:  # the output does not exist yet (or the input does not): they cannot be one file
         return False
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -9,14 +10,14 @@ from typing import Iterator
 import click
 from rich.console import Console
 
-from ..patch import OutputError
+from ..patch import OutputError, write_output
 from ..reader import STDIN, TraceError
 from ..relabel import default_output, dumps_results, relabel_file
 from ..render.relabel import relabel_summary
 from .options import attribution_options, relabel_options
 from .progress import file_progress
 
-EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 1, 2
+EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130  # 130: 128 + SIGINT, as shells report Ctrl-C
 
 
 @click.command()
@@ -57,19 +58,32 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
     options = relabel_options(verify_only=verify_only, annotate=annotate, **attribution)
     console = Console(stderr=True)
     jobs_of = [(source, _target(source, output), options, dry_run, in_place) for source in inputs]
-    results, failed = [], False
-    with file_progress(list(inputs), machine_output=as_json) as progress:
-        for source, outcome in _run(jobs_of, jobs):
-            progress.done(source)
-            if isinstance(outcome, Exception):
-                click.echo(f"spanfix: error: {outcome}", err=True)
-                failed = True
-                continue
-            results.append(outcome)
-            if not as_json:
-                console.print(relabel_summary(outcome))
+    jobs_of, refused = (jobs_of, []) if in_place or dry_run else _without_clashing_outputs(jobs_of)
+    for problem in refused:
+        click.echo(f"spanfix: error: {problem}", err=True)
+    results, failed = [], bool(refused)
+    try:
+        with file_progress(list(inputs), machine_output=as_json) as progress:
+            for source, outcome in _run(jobs_of, jobs):
+                progress.done(source)
+                if isinstance(outcome, Exception):
+                    click.echo(f"spanfix: error: {outcome}", err=True)
+                    failed = True
+                    continue
+                results.append(outcome)
+                if not as_json:
+                    console.print(relabel_summary(outcome))
+    except KeyboardInterrupt:
+        # Every write is to a temporary file renamed into place, and an interrupted one is removed:
+        # the outputs written so far are whole, the rest do not exist, and no input was touched.
+        click.echo("spanfix: interrupted; no partial output was left behind", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     if as_json:
-        sys.stdout.buffer.write(dumps_results(results) + b"\n")
+        try:
+            write_output(STDIN, [dumps_results(results) + b"\n"], gzip=False)
+        except OutputError as exc:
+            click.echo(f"spanfix: error: {exc}", err=True)
+            failed = True
     if failed:
         sys.exit(EXIT_BAD_INPUT)
     if strict and any(r.ambiguous for r in results):
@@ -82,20 +96,76 @@ def _target(source: str, output: str | None) -> str | None:
     return output
 
 
+def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[str]]:
+    """Refuse, before anything runs, an input whose output would replace another input or an
+    output written for an earlier input (`a/t.json b/t.json -o out/`): only --in-place replaces."""
+    inputs = {os.path.realpath(job[0]): job[0] for job in jobs_of if job[0] != STDIN}
+    written: dict[str, str] = {}
+    kept, refused = [], []
+    for job in jobs_of:
+        source, target = job[0], job[1] or default_output(job[0])
+        if target == STDIN:
+            kept.append(job)
+            continue
+        key = os.path.realpath(target)
+        if key in inputs and key != os.path.realpath(source):
+            refused.append(f"{source}: output {target} is another input; choose another --output")
+        elif key in written:
+            refused.append(f"{source}: output {target} is also the output of {written[key]}; choose another --output")
+        else:
+            written[key] = source
+            kept.append(job)
+    return kept, refused
+
+
 def _relabel_one(source, target, options, dry_run, in_place):
     try:
         return relabel_file(source, target, options, dry_run=dry_run, in_place=in_place)
     except (TraceError, OutputError) as exc:
         return exc
+    except MemoryError:
+        return TraceError(f"{source}: out of memory while reading it (--max-bytes refuses such inputs early)")
+
+
+_working = _interrupted = False  # in a worker process: is a file being processed? was Ctrl-C pressed?
+
+
+def _in_worker(*job):
+    global _working
+    if _interrupted:  # a file queued to this worker before Ctrl-C: do not start it
+        raise KeyboardInterrupt
+    _working = True
+    try:
+        return _relabel_one(*job)
+    finally:
+        _working = False
+
+
+def _worker_setup() -> None:
+    # Ctrl-C reaches every process of the terminal's group. A worker busy with a file is interrupted
+    # (its temporary output is removed on the way out); an idle one has nothing to clean up and
+    # stays quiet instead of printing a traceback.
+    signal.signal(signal.SIGINT, _on_interrupt)
+
+
+def _on_interrupt(signum, frame) -> None:
+    global _interrupted
+    _interrupted = True
+    if _working:
+        raise KeyboardInterrupt
 
 
 def _run(jobs_of: list[tuple], jobs: int) -> Iterator[tuple[str, object]]:
     """Results in input order; files are spread over processes when there are several."""
-    if jobs == 1 or len(jobs_of) == 1 or STDIN in [job[0] for job in jobs_of]:
+    if jobs == 1 or len(jobs_of) <= 1 or STDIN in [job[0] for job in jobs_of]:
         for job in jobs_of:
             yield job[0], _relabel_one(*job)
         return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(jobs_of))) as pool:
-        futures = [pool.submit(_relabel_one, *job) for job in jobs_of]
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(jobs_of)), initializer=_worker_setup)
+    try:
+        futures = [pool.submit(_in_worker, *job) for job in jobs_of]
         for job, future in zip(jobs_of, futures):
             yield job[0], future.result()
+    finally:
+        # After Ctrl-C, files not yet started are not started at all.
+        pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,290 @@
+"""A bounded fuzz run of the reader and relabel over mutated real traces (`make fuzz`, not `make test`).
+
+Seeds are the real captures in ../shared/traces (large ones cut to a window of their first events,
+byte for byte) and the bundled speculative fixtures, whose step spans get renamed. Each case
+mutates a seed at the byte level (bit flips, truncation, insertions, deletions), the JSON level
+(odd values, duplicate keys, step names, container forms) and the gzip level, then runs
+relabel_file on it. Every case must end in one of two ways:
+
+- a relabelled output that spanfix can read back, with as many events as the input; when nothing
+  was renamed, the very bytes of the input;
+- TraceError or OutputError, whose message is one line starting with the file's path.
+
+Anything else is a crash: its input and traceback are saved for replay. Exit status 1 if any.
+
+    python tests/fuzz_reader.py [--seconds 60] [--seed N] [--save-crashes build/fuzz-crashes]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import random
+import re
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+
+from spanfix.patch import OutputError
+from spanfix.reader import TraceError, read_trace
+from spanfix.relabel import RelabelOptions, relabel_file
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_TRACES = Path(os.environ.get("SPANFIX_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
+WINDOW_BYTES = 2 * 2**20  # larger seeds are cut to about this much: a case should take milliseconds
+
+STEP_NAMES = [b"step[TARGET_VERIFY bs=2]", b"step[DECODE bs=4]", b"step[EXTEND bs=3 toks=30]",
+              b"step[DRAFT_EXTEND_V2 bs=2 c_sq=5 c_sqsq=13 c_sqsk=93 c_sk=35]", b"step[DRAFT_LOOP raw_bs=3 bs=4 topk=4]",
+              b"step[VERIFY bs=2]", b"step[decode bs=4]", b"\\u0073tep[TARGET_VERIFY bs=1]", b"step\\u005bDECODE bs=1]",
+              b"step[", b"step[]", b"step[TARGET_VERIFY", b"step[ bs=1]", b"step[TARGET_VERIFY bs=2 \xff\xfe]"]
+ODD_VALUES = [b"5", b"-1", b"null", b"true", b'"x"', b"[]", b"{}", b"1" + b"0" * 30, b"1" + b"0" * 400, b"1e400",
+              b"-0.0", b"NaN", b"Infinity", b"[" * 3000 + b"]" * 3000, b'"\\ud800"', b'"\x01"', b'"\xff"',
+              b'"draft worker"', b'{"name": "draft"}', b'{"External id": 1}', b"12345678901234567.125"]
+INSERTS = [b'"', b"{", b"}", b"[", b"]", b",", b":", b"\\", b"\\u", b"\x00", b"\x01", b"\t", b"\xff", b"\xc3",
+           b"\xef\xbb\xbf", b"NaN", b" ", b'"name": "step[TARGET_VERIFY bs=1]", ', b'{"ph": "E"},', b"},{"]
+FIELD = re.compile(rb'"(name|ph|ts|dur|pid|tid|cat|args|traceEvents|External id|Python id)"\s*:\s*')
+VALUE = re.compile(rb'"(?:[^"\\]|\\.)*"|-?[0-9][0-9.eE+-]*|true|false|null|[\[{]', re.DOTALL)
+
+
+# --- seeds -------------------------------------------------------------------------------------------
+
+def seeds() -> list[tuple[str, bytes]]:
+    paths = []
+    if SHARED_TRACES.is_dir():
+        paths += sorted(p for p in SHARED_TRACES.rglob("*") if p.is_file() and p.suffix in (".json", ".gz"))
+    paths += sorted((ROOT / "fixtures").glob("*.trace.json*"))
+    found = []
+    for path in paths:
+        data = path.read_bytes()
+        plain = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+        found.append((path.name, plain if len(plain) <= WINDOW_BYTES else window(plain)))
+    return found
+
+
+def window(plain: bytes) -> bytes:
+    """The document cut after the event that crosses WINDOW_BYTES, its array and object closed
+    again: real bytes throughout, only fewer events."""
+    start = plain.find(b"[", plain.find(b'"traceEvents"') + 1 if plain.lstrip()[:1] == b"{" else 0)
+    decoder = json.JSONDecoder()
+    text = plain.decode("utf-8", "surrogateescape")  # byte offsets equal character offsets only for ASCII
+    position = start + 1
+    while position < WINDOW_BYTES:
+        while text[position] in " \t\r\n,":
+            position += 1
+        if text[position] == "]":
+            break
+        _, position = decoder.raw_decode(text, position)
+    head = text[:position].encode("utf-8", "surrogateescape")
+    return head + (b"\n]}\n" if plain.lstrip()[:1] == b"{" else b"\n]\n")
+
+
+# --- mutations -----------------------------------------------------------------------------------------
+
+def flip_bits(rng: random.Random, data: bytes) -> bytes:
+    out = bytearray(data)
+    for _ in range(rng.randint(1, 8)):
+        if out:
+            out[rng.randrange(len(out))] ^= 1 << rng.randrange(8)
+    return bytes(out)
+
+
+def truncate(rng: random.Random, data: bytes) -> bytes:
+    return data[:rng.randrange(len(data) + 1)]
+
+
+def insert(rng: random.Random, data: bytes) -> bytes:
+    at = rng.randrange(len(data) + 1)
+    piece = rng.choice(INSERTS) if rng.random() < 0.8 else rng.randbytes(rng.randint(1, 16))
+    return data[:at] + piece + data[at:]
+
+
+def delete(rng: random.Random, data: bytes) -> bytes:
+    at = rng.randrange(len(data) + 1)
+    return data[:at] + data[at + rng.randint(1, 64):]
+
+
+def duplicate(rng: random.Random, data: bytes) -> bytes:
+    at, to = rng.randrange(len(data) + 1), rng.randrange(len(data) + 1)
+    return data[:to] + data[at:at + rng.randint(1, 400)] + data[to:]
+
+
+def _some_field(rng: random.Random, data: bytes) -> re.Match | None:
+    # Jump to a random place and take the next field from there: cheap on megabytes of text.
+    return FIELD.search(data, rng.randrange(len(data) + 1)) or FIELD.search(data)
+
+
+def odd_value(rng: random.Random, data: bytes) -> bytes:
+    field = _some_field(rng, data)
+    value = field and VALUE.match(data, field.end())
+    if not value:
+        return insert(rng, data)
+    end = value.end()
+    if value.group() in (b"[", b"{"):  # replace only the opening bracket's content up to a close
+        end = data.find(b"]" if value.group() == b"[" else b"}", end) + 1 or end
+    return data[:value.start()] + rng.choice(ODD_VALUES) + data[end:]
+
+
+def step_name(rng: random.Random, data: bytes) -> bytes:
+    field = _some_field(rng, data)
+    if not field or field.group(1) != b"name" or data[field.end():field.end() + 1] != b'"':
+        return data
+    value = VALUE.match(data, field.end())
+    return data[:value.start()] + b'"' + rng.choice(STEP_NAMES) + b'"' + data[value.end():] if value else data
+
+
+def duplicate_key(rng: random.Random, data: bytes) -> bytes:
+    at = data.find(b"{", rng.randrange(len(data) + 1))
+    if at < 0:
+        return data
+    key = rng.choice([b'"name": "step[TARGET_VERIFY bs=2]", ', b'"name": 7, ', b'"ph": "X", ', b'"ts": "soon", ',
+                      b'"traceEvents": [], ', b'"args": {"name": "draft"}, ', b'"tid": 2, '])
+    return data[:at + 1] + key + data[at + 1:]
+
+
+def container(rng: random.Random, data: bytes) -> bytes:
+    stripped = data.rstrip()
+    return rng.choice([
+        stripped.rstrip(b"}").rstrip().rstrip(b"]"),  # the array left open, as a killed writer leaves it
+        stripped.rstrip(b"}").rstrip().rstrip(b"]") + b",\n",
+        b"\xef\xbb\xbf" + data,
+        data + bytes(rng.randint(1, 300)),
+        data + b"\n" + data,
+        b"  \n" + data,
+        data.replace(b"\n", b"\r\n"),
+    ])
+
+
+TEXT_MUTATIONS = [flip_bits, truncate, insert, delete, duplicate, odd_value, odd_value, step_name, step_name,
+                  duplicate_key, container]
+
+
+def gzip_level(rng: random.Random, data: bytes) -> bytes:
+    packed = gzip.compress(data, compresslevel=rng.choice([1, 6, 9]), mtime=0)
+    choice = rng.randrange(8)
+    if choice == 0:
+        return flip_bits(rng, packed)
+    if choice == 1:
+        return packed[:rng.randrange(len(packed))]
+    if choice == 2:
+        return packed + rng.choice([bytes(rng.randint(1, 64)), b"garbage", packed, gzip.compress(b"")])
+    if choice == 3:  # two members, split anywhere
+        cut = rng.randrange(len(data) + 1)
+        return gzip.compress(data[:cut], mtime=0) + gzip.compress(data[cut:], mtime=0)
+    if choice == 4:
+        return packed[:-8] + bytes(8)  # wrong CRC and length
+    return packed
+
+
+def mutate(rng: random.Random, seed: bytes) -> bytes:
+    data = seed
+    for _ in range(rng.choice([0, 1, 1, 1, 2, 3])):
+        data = rng.choice(TEXT_MUTATIONS)(rng, data)
+    return gzip_level(rng, data) if rng.random() < 0.4 else data
+
+
+# --- running a case ----------------------------------------------------------------------------------------
+
+class Crash(Exception):
+    """A case ended some way other than the two allowed."""
+
+
+def run_case(rng: random.Random, data: bytes, folder: Path) -> str:
+    """Relabel one mutated input; return the outcome's kind, or raise Crash."""
+    gz = data[:2] == b"\x1f\x8b"
+    source = folder / ("case.json.gz" if gz else "case.json")
+    target = folder / ("out.json.gz" if gz else "out.json")
+    source.write_bytes(data)
+    options = RelabelOptions(algorithm=rng.choice([None, None, "eagle", "dflash", "mtp", "frozen-kv"]),
+                             annotate=rng.random() < 0.1)
+    try:
+        result = relabel_file(str(source), str(target), options)
+    except (TraceError, OutputError) as exc:
+        message = str(exc)
+        named = str(source if isinstance(exc, TraceError) else target)
+        if "\n" in message or not message.startswith(f"{named}: "):
+            raise Crash(f"{type(exc).__name__} not one line naming the file: {message!r}") from None
+        return "error: " + re.sub(r"\d+", "N", message[len(named) + 2:].split(" near ")[0])[:80]
+    except Exception as exc:
+        raise Crash(f"{type(exc).__name__}: {exc}") from exc
+    if source.read_bytes() != data:
+        raise Crash("the input was changed")
+    written = target.read_bytes()
+    if result.changed == 0 and not options.annotate and written != data:
+        raise Crash("nothing was renamed, yet the output differs from the input")
+    try:
+        events_out = len(read_trace(str(target)).events)
+    except TraceError as exc:
+        raise Crash(f"relabel wrote a trace it cannot read back: {exc}") from None
+    if events_out != len(read_trace(str(source)).events):
+        raise Crash("the output has another number of events than the input")
+    return "relabelled" if result.changed else "unchanged"
+
+
+def save_crash(folder: Path, data: bytes, report: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / hashlib.sha1(data).hexdigest()[:12]
+    stem.with_suffix(".input").write_bytes(data)
+    stem.with_suffix(".txt").write_text(report)
+    return stem.with_suffix(".input")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60, help="how long to run (default 60)")
+    parser.add_argument("--seed", type=int, default=None, help="random seed (default: a new one, printed)")
+    parser.add_argument("--save-crashes", type=Path, default=ROOT / "build" / "fuzz-crashes",
+                        help="where crashing (and slow) inputs and their tracebacks go")
+    parser.add_argument("--slow", type=float, default=2.0, help="save cases slower than this many seconds")
+    args = parser.parse_args()
+    seed = args.seed if args.seed is not None else random.randrange(2**32)
+    rng = random.Random(seed)
+    pool = seeds()
+    if not pool:
+        print(f"no seed traces: {SHARED_TRACES} and fixtures/ are empty", file=sys.stderr)
+        return 2
+    print(f"fuzzing reader + relabel for {args.seconds:g} s, seed {seed}, {len(pool)} seed traces")
+    outcomes: Counter = Counter()
+    crashes: Counter = Counter()
+    saved: list[Path] = []
+    slow: list[Path] = []
+    slowest = (0.0, "")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="spanfix-fuzz-") as temporary:
+        folder = Path(temporary)
+        while time.monotonic() - started < args.seconds:
+            name, plain = rng.choice(pool)
+            data = mutate(rng, plain)
+            began = time.monotonic()
+            try:
+                outcomes[run_case(rng, data, folder)] += 1
+            except Crash as crash:
+                crashes[str(crash)[:160]] += 1
+                report = f"seed trace {name}, run seed {seed}\n{crash}\n" + "".join(traceback.format_exception(crash))
+                saved.append(save_crash(args.save_crashes, data, report))
+            took = time.monotonic() - began
+            slowest = max(slowest, (took, name))
+            if took > args.slow:
+                slow.append(save_crash(args.save_crashes / "slow", data, f"seed trace {name}: {took:.2f} s\n"))
+            for leftover in folder.iterdir():
+                leftover.unlink()
+    cases = sum(outcomes.values()) + sum(crashes.values())
+    print(f"{cases} cases in {time.monotonic() - started:.0f} s; slowest {slowest[0]:.2f} s (from {slowest[1]})")
+    for kind, count in outcomes.most_common():
+        print(f"  {count:7d}  {kind}")
+    print(f"crashes: {sum(crashes.values())}")
+    for kind, count in crashes.most_common():
+        print(f"  {count:7d}  {kind}")
+    for path in saved[:10]:
+        print(f"  saved {path}")
+    print(f"slower than {args.slow:g} s: {len(slow)}" + (f" (saved in {slow[0].parent})" if slow else ""))
+    return 1 if crashes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
