@@ -42,6 +42,7 @@ class AlgorithmGuess:
     reasons: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
     num_steps: int | None = None
+    stated: bool = False  # narrowed by --algorithm or server_args.json, not only inferred from the trace
 
     def narrow(self, allowed: frozenset[str] | set[str], reason: str) -> None:
         remaining = self.candidates & frozenset(allowed)

@@ -24,6 +24,7 @@ DRAFT, TARGET, WORKER, AMBIGUOUS, ALREADY_NEW, UNKNOWN_MODE = (
 METADATA, USER_RULE, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATION = (
     "thread name", "user rule", "call stack", "stage span", "mode", "iteration order", "no speculation")
 STRENGTH = [USER_RULE, METADATA, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATION]
+DIRECT = frozenset({USER_RULE, METADATA, CALL_STACK, STAGE_SPAN})  # about this span itself
 
 _RUNNER_FORWARD = re.compile(r"model_executor/model_runner\.py\(\d+\): forward$")
 _TARGET_CALLER = re.compile(r"managers/tp_worker\.py\(\d+\): forward_batch_generation$")
@@ -114,9 +115,11 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
     guess = AlgorithmGuess()
     if stated:
         guess.narrow({stated}, f"--algorithm {stated}")
+        guess.stated = True
     if server_args:
         named = algorithms_from_server_args(server_args)
         if named:
+            guess.stated = True
             guess.narrow(named, f"server_args.json: speculative_algorithm={server_args.get('speculative_algorithm')}"
                          + (" with multi-layer EAGLE" if named == {"mtp"} else ""))
         steps = server_args.get("speculative_num_steps")
@@ -245,6 +248,10 @@ def _decide(step: StepSpan, opinions: list[tuple[str, str]], guess: AlgorithmGue
         return Verdict(ALREADY_NEW, "already new naming")
     if mode not in RUNNER_MODES and mode not in WORKER_MODES:
         return Verdict(UNKNOWN_MODE, detail=f"mode {mode} is not one SGLang writes")
+    if not guess.stated and any(evidence in DIRECT for _, evidence in opinions):
+        # Mode and order rest on an algorithm inferred from the trace's own modes, which relabelling
+        # changes: they only speak where direct evidence is silent, so a second run decides alike.
+        opinions = [(role, evidence) for role, evidence in opinions if evidence in DIRECT]
     if not opinions:
         return Verdict(AMBIGUOUS, detail=_missing(step, guess))
     roles = {role for role, _ in opinions}

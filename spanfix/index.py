@@ -123,7 +123,9 @@ def build_index(trace: Trace) -> TraceIndex:
             kind = _kind_of(begin)
             if kind is None:
                 continue
-            carriers = (begin_index, index) if parse_step_name(event.name) else (begin_index,)
+            # The format closes the innermost open B whatever the E is called: an E carries the
+            # span's name only when it repeats it.
+            carriers = (begin_index, index) if event.name == begin.name else (begin_index,)
             span = _make_span(kind, begin, track, begin.ts, event.ts, carriers)
         else:
             continue

@@ -497,8 +497,6 @@ def test_standard_output_closed_early(tmp_path, trace_file):
 
 # --- known gaps outside the reader (owned elsewhere): strict, so fixing them flags these tests ------
 
-@pytest.mark.xfail(strict=True, reason="index.py pairs an E with the innermost open B and renames the E's own "
-                                       "name with that B's, even when the E names another span")
 def test_an_e_that_names_another_span_keeps_its_name(tmp_path):
     # The format matches an E to the innermost open B of its thread, whatever the E's name says: this
     # E closes the verify span, but its name is a DECODE's, and must not be rewritten as a VERIFY.
@@ -510,8 +508,6 @@ def test_an_e_that_names_another_span_keeps_its_name(tmp_path):
     assert [e["name"] for e in events[:2]] == ["step[VERIFY bs=2]", "step[DECODE bs=2]"]
 
 
-@pytest.mark.xfail(strict=True, reason="the algorithm guess counts DECODE steps beside TARGET_VERIFY; once relabel "
-                                       "has renamed them DRAFT, a second run guesses differently")
 def test_relabel_of_a_relabelled_trace_keeps_the_algorithm_guess(tmp_path):
     on_draft_thread = TARGET.replace('"tid": 1', '"tid": 2')
     source = tmp_path / "t.json"
