@@ -98,7 +98,7 @@ def build_index(trace: Trace) -> TraceIndex:
     tracks: set[Track] = set()
     unmatched = skipped = 0
 
-    for index, event in enumerate(trace.events):
+    for index, event in trace.events.selected():
         ph = event.ph
         if ph == "X":
             kind = _kind_of(event)
@@ -153,6 +153,15 @@ def build_index(trace: Trace) -> TraceIndex:
 
 
 _PLAIN = frozenset({int, str, float, bool, type(None)})
+
+
+_METADATA_NAMES = frozenset({"thread_name", "process_name", "process_labels"})
+
+
+def indexed_name(name: str) -> bool:
+    """Could an event of this name be indexed? The reader decodes only those (and step spans) in full."""
+    return (name in STAGE_SPANS or name == ITERATION_SPAN or name in _METADATA_NAMES
+            or _SGLANG_FRAME.search(name) is not None)
 
 
 def _hashable(value: Any) -> Hashable:

@@ -6,8 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from .attribute import AMBIGUOUS
-from .reader import read_trace
-from .relabel import AmbiguousSpan, RelabelOptions, analyse
+from .relabel import AmbiguousSpan, RelabelOptions, analyse, load
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +52,7 @@ class InspectReport:
 
 
 def inspect_trace(source: str, options: RelabelOptions) -> InspectReport:
-    trace = read_trace(source, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
+    trace = load(source, options)
     index, attribution, warnings = analyse(trace, options)
     modes: dict[tuple, Counter] = defaultdict(Counter)
     for step in index.steps:

@@ -16,6 +16,8 @@ paths are slow paths taken only after the fast decode has failed.
 from __future__ import annotations
 
 import codecs
+import contextlib
+import gc
 import json
 import os
 import re
@@ -25,6 +27,7 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Annotated, Any, BinaryIO
 
 import msgspec
@@ -95,13 +98,46 @@ class NameSlot:
     end: int
 
 
+class Events(Sequence):
+    """Every event of the trace, in file order. Those the caller selected are decoded up front;
+    any other is decoded from its raw bytes when asked for, so a trace of millions of events
+    costs a few hundred thousand small structs, not millions."""
+
+    def __init__(self, raws: list[msgspec.Raw] | None, decoded: dict[int, Event]):
+        self._raws = raws  # None when every event was decoded
+        self._decoded = decoded
+
+    @classmethod
+    def all_decoded(cls, events: list[Event]) -> Events:
+        return cls(None, dict(enumerate(events)))
+
+    def __len__(self) -> int:
+        return len(self._raws) if self._raws is not None else len(self._decoded)
+
+    def __getitem__(self, index: int) -> Event:  # type: ignore[override]
+        event = self._decoded.get(index)
+        if event is None:
+            if self._raws is None or not 0 <= index < len(self._raws):
+                raise IndexError(index)
+            event = _decode_raw_event(self._raws[index], index)[0]
+        return event
+
+    def __iter__(self) -> Iterator[Event]:
+        for index in range(len(self)):
+            yield self[index]
+
+    def selected(self) -> Iterable[tuple[int, Event]]:
+        """The events decoded up front, with their indexes, in file order."""
+        return self._decoded.items()
+
+
 @dataclass(slots=True)
 class Trace:
     source: str  # the path as given, or "-"
     data: bytes | bytearray  # the uncompressed document, exactly as read
     compressed: bytes | None  # the gzip file as read, so an unchanged trace is copied, not recompressed
     form: str  # "object", "array" or "array-unterminated"
-    events: list[Event]
+    events: Events
     step_slots: list[NameSlot]  # one per event whose name starts with "step[", in event order
     warnings: list[str] = field(default_factory=list)  # odd input read leniently, one line each
 
@@ -110,14 +146,71 @@ class Trace:
         return self.compressed is not None
 
 
-def read_trace(source: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Trace:
+def read_trace(source: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+               select: Callable[[str], bool] | None = None) -> Trace:
+    """Read and decode a trace. With select, only events whose name it accepts (plus step spans and
+    unnamed events, which close B/E pairs) are decoded up front; the rest stay raw until asked for."""
     source = str(source)
     data, compressed = read_document_bytes(source, max_bytes=max_bytes)
     form, parse_buffer, warnings = container_form(source, data)
-    events, decode_warnings = decode_events(source, parse_buffer, form)
+    with _gc_paused():
+        events = _decode_selected(parse_buffer, form, select) if select is not None else None
+        if events is None:
+            decoded, decode_warnings = decode_events(source, parse_buffer, form)
+            events, warnings = Events.all_decoded(decoded), warnings + decode_warnings
     del parse_buffer
     slots = locate_step_names(source, data, events, form)
-    return Trace(source, data, compressed, form, events, slots, warnings + decode_warnings)
+    return Trace(source, data, compressed, form, events, slots, warnings)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Decoding creates millions of objects and no cycles: collections in between only cost time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Named(msgspec.Struct, gc=False):
+    name: Any = None
+
+
+class _NamedObjectForm(msgspec.Struct):
+    traceEvents: list[_Named]
+
+
+_NAME_DECODERS = {"object": msgspec.json.Decoder(_NamedObjectForm), "array": msgspec.json.Decoder(list[_Named])}
+
+
+def _decode_selected(buffer: bytes | bytearray, form: str, select: Callable[[str], bool]) -> Events | None:
+    """The fast path: one pass for the names, one for the raw events, then the selected ones in
+    full. None when the document needs the careful path (odd values, invalid bytes, not a trace)."""
+    kind = "object" if form == "object" else "array"
+    try:
+        named = _NAME_DECODERS[kind].decode(buffer)
+        raws = _RAW_DECODERS[kind].decode(buffer)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+        return None
+    names = [event.name for event in (named.traceEvents if kind == "object" else named)]
+    raws = raws.traceEvents if kind == "object" else raws
+    del named
+    try:
+        distinct = set(names)
+    except TypeError:  # a name that is a list or an object: let the careful path deal with it
+        return None
+    wanted = {name for name in distinct if not isinstance(name, str) or is_step_name(name) or select(name)}
+    decoded = {}
+    for index, name in enumerate(names):
+        if name in wanted:
+            event, dropped = _decode_raw_event(raws[index], index)
+            if dropped:
+                return None  # values spanfix cannot use: the careful path counts and reports them
+            decoded[index] = event
+    return Events(raws, decoded)
 
 
 def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes | bytearray, bytes | None]:
@@ -256,27 +349,40 @@ def _decode_one_by_one(source: str, raw_events: list[msgspec.Raw]) -> tuple[list
     dropped: Counter = Counter()
     for number, raw in enumerate(raw_events):
         try:
-            events.append(_EVENT.decode(raw))
-            continue
-        except msgspec.ValidationError:
-            pass
-        try:
-            fields = _EVENT_FIELDS.decode(raw)
-        except msgspec.ValidationError:
-            raise TraceError(f"{source}: not a trace: event {number} is {_json_kind(raw)}, not an object") from None
-        values = {}
-        for key, value in fields.items():
-            if key in _FIELD_DECODERS:
-                attribute, decoder = _FIELD_DECODERS[key]
-                try:
-                    values[attribute] = decoder.decode(value)
-                except msgspec.ValidationError:
-                    dropped[key] += 1
-        events.append(Event(**values))
+            event, unusable = _decode_raw_event(raw, number)
+        except _NotAnObject as exc:
+            raise TraceError(f"{source}: not a trace: {exc}") from None
+        events.append(event)
+        dropped.update(unusable)
     if not dropped:
         return events, []
     odd = ", ".join(f"{key} x{count} ({_UNUSABLE.get(key, 'out of range')})" for key, count in sorted(dropped.items()))
     return events, [f"ignored values spanfix cannot use, keeping their events: {odd}"]
+
+
+class _NotAnObject(ValueError):
+    pass
+
+
+def _decode_raw_event(raw: msgspec.Raw, number: int) -> tuple[Event, list[str]]:
+    """One event from its raw bytes, and the keys whose values had to be dropped."""
+    try:
+        return _EVENT.decode(raw), []
+    except msgspec.ValidationError:
+        pass
+    try:
+        fields = _EVENT_FIELDS.decode(raw)
+    except msgspec.ValidationError:
+        raise _NotAnObject(f"event {number} is {_json_kind(raw)}, not an object") from None
+    values, dropped = {}, []
+    for key, value in fields.items():
+        if key in _FIELD_DECODERS:
+            attribute, decoder = _FIELD_DECODERS[key]
+            try:
+                values[attribute] = decoder.decode(value)
+            except msgspec.ValidationError:
+                dropped.append(key)
+    return Event(**values), dropped
 
 
 def _json_kind(raw: msgspec.Raw) -> str:
@@ -341,10 +447,10 @@ def is_step_name(name: Any) -> bool:
 _STEP_NAME_VALUE = re.compile(rb'"name"\s*:\s*"((?:step\[|[^"\\]{0,4}\\)(?:[^"\\]|\\.)*)"', re.DOTALL)
 
 
-def locate_step_names(source: str, data: bytes | bytearray, events: list[Event], form: str) -> list[NameSlot]:
+def locate_step_names(source: str, data: bytes | bytearray, events: Events, form: str) -> list[NameSlot]:
     """Fast path: the regex's step names, in file order, must be exactly the events' step names.
     Any difference (a nested "name" key, a duplicate key) hands over to the exact tokenizer."""
-    wanted = [(i, e.name) for i, e in enumerate(events) if is_step_name(e.name)]
+    wanted = [(i, e.name) for i, e in events.selected() if is_step_name(e.name)]
     found = []
     for match in _STEP_NAME_VALUE.finditer(data):
         start, end = match.span(1)

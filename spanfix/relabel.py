@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 
 from .attribute import AMBIGUOUS, DRAFT, TARGET, UNKNOWN_MODE, Attribution, DraftRules, attribute
-from .index import StepSpan, TraceIndex, build_index
+from .index import StepSpan, TraceIndex, build_index, indexed_name
 from .naming import new_stage, parse_step_name
 from .patch import Patch, output_folder, patched_chunks, write_output
 from .reader import STDIN, NameSlot, Trace, TraceError, read_trace
@@ -90,6 +90,12 @@ def default_output(source: str) -> str:
     return str(path.with_name(name[:cut] + ".relabeled" + name[cut:]))
 
 
+def load(source: str, options: RelabelOptions) -> Trace:
+    """Read a trace, decoding in full only the events attribution looks at."""
+    return read_trace(source, select=indexed_name,
+                      **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
+
+
 def analyse(trace: Trace, options: RelabelOptions) -> tuple[TraceIndex, Attribution, list[str]]:
     """Index and attribute one trace (shared by relabel, inspect and stats)."""
     server_args, problem = read_server_args(trace.source)
@@ -106,7 +112,7 @@ def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dr
         raise TraceError(f"{source}: output would overwrite the input; pass --in-place to replace it")
     if not dry_run and target != STDIN:
         output_folder(target)
-    trace = read_trace(source, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
+    trace = load(source, options)
     index, attribution, warnings = analyse(trace, options)
     patches, result = plan(trace, index, attribution, options)
     result.warnings.extend(warnings)

@@ -36,8 +36,9 @@ import orjson
 from .attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from .index import StepSpan, TraceIndex, Track, _hashable, _is_number
 from .naming import new_stage, relabel_step_name
-from .reader import Event, Trace, TraceError, read_document_bytes, read_trace
+from .reader import Event, Trace, TraceError, read_document_bytes
 from .relabel import RelabelOptions, analyse
+from .relabel import load as load_trace
 
 CPU, GPU = "cpu", "gpu"
 CLOCKS = (CPU, GPU)
@@ -217,7 +218,7 @@ def format_us(us: float) -> str:
 
 def load(source: str, options: RelabelOptions) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
     """Read, index and attribute one trace, exactly as relabel does."""
-    trace = read_trace(source, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
+    trace = load_trace(source, options)
     return (trace, *analyse(trace, options))
 
 

@@ -237,8 +237,11 @@ USABLE = [
      b'{"traceEvents": [' + TARGET.encode() + b'], "traceEvents": ' + relabelled(PLAIN)[16:], None),
     ("a name that is not a string", doc('{"ph": "X", "name": 5, "ts": 0, "dur": 1}', TARGET, DRAFT_THREAD),
      relabelled(doc('{"ph": "X", "name": 5, "ts": 0, "dur": 1}', TARGET, DRAFT_THREAD)), "name x1 (not a string)"),
-    ("args that are not an object", doc('{"ph": "X", "name": "k", "args": "none"}', TARGET, DRAFT_THREAD),
-     relabelled(doc('{"ph": "X", "name": "k", "args": "none"}', TARGET, DRAFT_THREAD)), "args x1 (not an object)"),
+    # (An event spanfix reads: odd values in events it never looks at are not even decoded.)
+    ("args that are not an object", doc('{"ph": "X", "name": "scheduler.run_batch", "args": "none"}', TARGET,
+                                        DRAFT_THREAD),
+     relabelled(doc('{"ph": "X", "name": "scheduler.run_batch", "args": "none"}', TARGET, DRAFT_THREAD)),
+     "args x1 (not an object)"),
     ("unterminated array", doc(TARGET, DRAFT_THREAD, form="array-unterminated"),
      relabelled(doc(TARGET, DRAFT_THREAD, form="array-unterminated")), None),
     ("events without names", doc('{"ph": "E", "pid": 1, "tid": 1, "ts": 3}', '{"ph": "i", "ts": 3}', TARGET, DRAFT_THREAD),
