@@ -20,10 +20,11 @@ Track = tuple[Hashable, Hashable]  # (pid, tid); either may be an int or a strin
 GPU_CATEGORY = "gpu_user_annotation"
 STAGE_SPANS = frozenset({"draft", "draft_extend"})
 ITERATION_SPAN = "scheduler.run_batch"
-# python_function frames worth keeping: SGLang's model runner, workers and scheduler.
+# python_function frames worth keeping: ModelRunner.forward and the workers that call it. Other
+# frames (the scheduler's among them) never decide a call stack, and most events are frames.
 _SGLANG_FRAME = re.compile(
-    r"(?:model_executor/model_runner\.py|managers/tp_worker\.py|managers/scheduler\.py|speculative/|"
-    r"dspark_components/|eagle_worker|draft)[^/]*\(\d+\)"
+    r"model_executor/model_runner\.py\(\d+\): forward$|"
+    r"(?:managers/tp_worker\.py|speculative/|dspark_components/|eagle_worker|draft)[^/]*\(\d+\)"
 )
 
 
@@ -193,7 +194,10 @@ def _kind_of(event: Event) -> str | None:
     if not isinstance(name, str):
         return None
     if name.startswith("step[") and parse_step_name(name) is not None:
+        # GPU copies of stage and iteration spans say nothing the CPU span does not.
         return "step"
+    if event.cat == GPU_CATEGORY:
+        return None
     if event.cat == "python_function":
         return "frame" if _SGLANG_FRAME.search(name) else None
     if name in STAGE_SPANS:

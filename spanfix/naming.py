@@ -7,6 +7,7 @@ it otherwise; everything after MODE is kept byte for byte. See docs/step-spans.m
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -55,6 +56,11 @@ def parse_step_name(name: object) -> StepName | None:
     """``step[MODE ...]`` -> StepName; anything else -> None. Suffix keys are read by key, not position."""
     if not isinstance(name, str):
         return None
+    return _parse(name)
+
+
+@functools.lru_cache(maxsize=4096)  # a trace repeats a few hundred names thousands of times
+def _parse(name: str) -> StepName | None:
     match = _STEP.fullmatch(name)
     if match is None:
         return None

@@ -6,7 +6,15 @@ import contextlib
 import os
 import sys
 import tempfile
+import errno
+import struct
+import threading
 import zlib
+
+try:  # ISA-L deflates about 3x faster than zlib at level 1, to a slightly smaller file (README)
+    from isal import isal_zlib as _deflate_lib
+except ImportError:  # pragma: no cover - a platform without isal wheels
+    _deflate_lib = zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,7 +114,48 @@ def _write_stream(stream: BinaryIO, chunks: Iterable[memoryview | bytes], *, gzi
     if not gzip:
         stream.writelines(chunks)
         return
-    # A raw gzip stream with mtime 0, so the same input always gives the same output bytes.
-    deflater = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 31)
-    stream.writelines(deflater.compress(chunk) for chunk in chunks)
-    stream.write(deflater.flush())
+    pieces = list(chunks)
+    total = sum(len(piece) for piece in pieces)
+    parts = _split_evenly(pieces, total, COMPRESS_THREADS if total >= PARALLEL_GZIP_BYTES else 1)
+    # One gzip member whose deflate stream is compressed in parts, one thread each (ISA-L and zlib
+    # release the GIL), as pigz does: every part but the last ends on a byte boundary with a full
+    # flush, so the parts concatenate into a single valid stream. mtime 0: the same input always
+    # gives the same bytes.
+    compressed: list[list[bytes]] = [[] for _ in parts]
+    workers = [threading.Thread(target=_deflate, args=(part, compressed[k], k == len(parts) - 1))
+               for k, part in enumerate(parts)]
+    for worker in workers:
+        worker.start()
+    crc = 0
+    for piece in pieces:
+        crc = _deflate_lib.crc32(piece, crc)
+    for worker in workers:
+        worker.join()
+    if any(not out for out in compressed):
+        raise OSError(errno.EIO, "compression failed")
+    stream.write(_GZIP_HEADER)
+    for out in compressed:
+        stream.writelines(out)
+    stream.write(struct.pack("<II", crc & 0xFFFFFFFF, total & 0xFFFFFFFF))
+
+
+COMPRESS_THREADS = max(1, min(4, os.cpu_count() or 1))
+PARALLEL_GZIP_BYTES = 8 * 2**20  # below this, threads cost more than they save
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"  # deflate, no flags, mtime 0, unknown OS
+
+
+def _split_evenly(pieces: list, total: int, count: int) -> list[list]:
+    parts: list[list] = [[]]
+    filled, share = 0, total / count
+    for piece in pieces:
+        if filled >= share * len(parts) and len(parts) < count:
+            parts.append([])
+        parts[-1].append(piece)
+        filled += len(piece)
+    return parts
+
+
+def _deflate(part: list, out: list[bytes], last: bool) -> None:
+    deflater = _deflate_lib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -15)  # raw deflate: one header for all
+    out.extend(deflater.compress(piece) for piece in part)
+    out.append(deflater.flush(zlib.Z_FINISH if last else zlib.Z_FULL_FLUSH))

@@ -87,7 +87,7 @@ BAD_CONTENT = [
     ("truncated gzip", gzip.compress(doc(TARGET))[:-12], "truncated gzip file"),
     ("corrupt gzip", deflate_flipped(doc(TARGET, DRAFT_THREAD) * 3), "corrupt gzip data"),
     ("gzip with a wrong checksum", wrong_crc(doc(TARGET)),
-     "corrupt gzip data (Error -3 while decompressing data: incorrect data check)"),
+     "corrupt gzip data ("),
     ("gzip of non-JSON", gzip.compress(b"just text"), "not a trace: expected a JSON object or array, found 'j'"),
     ("gzip of nothing", gzip.compress(b""), "no JSON in it"),
     ("NaN", doc(TARGET.replace('"ts": 10', '"ts": NaN')),

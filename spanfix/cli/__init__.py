@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from .. import __version__
-from .check import check
-from .inspect import inspect
-from .relabel import relabel
-from .stats import stats
+
+# Each command's module is imported only when that command runs (or help lists it): a relabel
+# of a small file should not pay for importing the stats, check and rendering code.
+COMMANDS = {"relabel": "relabel", "stats": "stats", "check": "check", "inspect": "inspect"}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        return getattr(importlib.import_module(f"{__name__}.{COMMANDS[name]}"), name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="spanfix")
 def main() -> None:
     """Relabel and measure SGLang speculative-decoding step spans in profiler traces.
@@ -29,8 +41,3 @@ def main() -> None:
     Exit codes: 0 ok, 1 a check failed (--strict), 2 bad input or usage.
     """
 
-
-main.add_command(relabel)
-main.add_command(stats)
-main.add_command(check)
-main.add_command(inspect)
