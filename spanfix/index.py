@@ -99,16 +99,16 @@ def build_index(trace: Trace) -> TraceIndex:
     tracks: set[Track] = set()
     unmatched = skipped = 0
 
+    parsed: dict[Span, StepName] = {}
     for index, event in trace.events.selected():
         ph = event.ph
         if ph == "X":
-            kind = _kind_of(event)
+            kind, step = _kind_of(event)
             if kind is None:
                 continue
-            ts, dur = event.ts, event.dur if event.dur is not None else 0
             track = _track(event)
-            span = _make_span(kind, event, track, ts, ts + dur if _is_number(ts) and _is_number(dur) else None,
-                              (index,))
+            ts, dur = event.ts, event.dur if event.dur is not None else 0
+            span = _make_span(kind, event, track, ts, ts + dur if _is_number(dur) and _is_number(ts) else None, (index,))
         elif ph == "M":
             _read_metadata(event, _track(event), names)
             continue
@@ -121,7 +121,7 @@ def build_index(trace: Trace) -> TraceIndex:
                 unmatched += 1
                 continue
             begin_index, begin = open_begins[track].pop()
-            kind = _kind_of(begin)
+            kind, step = _kind_of(begin)
             if kind is None:
                 continue
             # The format closes the innermost open B whatever the E is called: an E carries the
@@ -133,14 +133,16 @@ def build_index(trace: Trace) -> TraceIndex:
         tracks.add(track)
         if span is None:
             skipped += kind == "step"
-        elif span.kind == "step" and event.cat == GPU_CATEGORY:
+        elif step is not None and event.cat == GPU_CATEGORY:
             gpu_spans.append(span)
         else:
             spans[track].append(span)
+            if step is not None:
+                parsed[span] = step
     unmatched += sum(len(begins) for begins in open_begins.values())
 
     overlaps = sum(_nest(track_spans) for track_spans in spans.values())
-    steps = [StepSpan(span, parse_step_name(span.name)) for track_spans in spans.values()
+    steps = [StepSpan(span, parsed[span]) for track_spans in spans.values()
              for span in track_spans if span.kind == "step"]
     by_external_id = {step.span.external_id: step for step in steps if step.span.external_id is not None}
     orphans = []
@@ -174,7 +176,11 @@ def _track(event: Event) -> Track:
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    # Exact classes: bool is no time. The comparisons reject NaN and the infinities.
+    return value.__class__ in _NUMBERS and -math.inf < value < math.inf
+
+
+_NUMBERS = frozenset({int, float})
 
 
 def _read_metadata(event: Event, track: Track, names: TrackNames) -> None:
@@ -189,22 +195,22 @@ def _read_metadata(event: Event, track: Track, names: TrackNames) -> None:
         names.process_labels[track[0]].append(args.labels)
 
 
-def _kind_of(event: Event) -> str | None:
+def _kind_of(event: Event) -> tuple[str | None, StepName | None]:
     name = event.name
     if not isinstance(name, str):
-        return None
-    if name.startswith("step[") and parse_step_name(name) is not None:
-        # GPU copies of stage and iteration spans say nothing the CPU span does not.
-        return "step"
-    if event.cat == GPU_CATEGORY:
-        return None
+        return None, None
+    if name.startswith("step["):
+        step = parse_step_name(name)
+        return ("step", step) if step is not None else (None, None)
+    if event.cat == GPU_CATEGORY:  # GPU copies of stage and iteration spans say nothing new
+        return None, None
     if event.cat == "python_function":
-        return "frame" if _SGLANG_FRAME.search(name) else None
+        return ("frame" if _SGLANG_FRAME.search(name) else None), None
     if name in STAGE_SPANS:
-        return "stage"
+        return "stage", None
     if name == ITERATION_SPAN:
-        return "iteration"
-    return None
+        return "iteration", None
+    return None, None
 
 
 def _make_span(kind: str, event: Event, track: Track, start: Any, end: Any, carriers: tuple[int, ...]) -> Span | None:

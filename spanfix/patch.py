@@ -58,11 +58,15 @@ def write_output(target: str, chunks: Iterable[memoryview | bytes], *, gzip: boo
         handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".spanfix-tmp", dir=folder)
     except OSError as exc:
         raise OutputError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    replacing = path.exists()
     try:
         with os.fdopen(handle, "wb") as stream:
             _write_stream(stream, chunks, gzip=gzip)
             stream.flush()
-            os.fsync(stream.fileno())
+            # Replacing a file (--in-place above all): its data must be on disk before the rename,
+            # or a crash could leave neither version. A new file risks nothing that existed.
+            if replacing:
+                os.fsync(stream.fileno())
         _keep_mode(path, temporary)
         os.replace(temporary, path)
     except BaseException as exc:

@@ -19,7 +19,9 @@ import codecs
 import contextlib
 import ctypes
 import gc
+import itertools
 import json
+import operator
 import os
 import re
 import stat
@@ -91,6 +93,7 @@ class _RawObjectForm(msgspec.Struct):
 _DECODERS = {"object": msgspec.json.Decoder(_ObjectForm), "array": msgspec.json.Decoder(list[Event])}
 _RAW_DECODERS = {"object": msgspec.json.Decoder(_RawObjectForm), "array": msgspec.json.Decoder(list[msgspec.Raw])}
 _EVENT = msgspec.json.Decoder(Event)
+_EVENT_LIST = msgspec.json.Decoder(list[Event])
 _EVENT_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _FIELD_DECODERS = {f.encode_name: (f.name, msgspec.json.Decoder(f.type)) for f in msgspec.structs.fields(Event)}
 _UNUSABLE = {"name": "not a string", "ts": "not a number within 64 bits", "dur": "not a number within 64 bits",
@@ -229,11 +232,16 @@ class _Named(msgspec.Struct, gc=False):
     name: Any = None
 
 
-class _NamedObjectForm(msgspec.Struct):
-    traceEvents: list[_Named]
+class _NamedPhased(msgspec.Struct, gc=False):
+    name: Any = None
+    ph: Any = None
 
 
-_NAME_DECODERS = {"object": msgspec.json.Decoder(_NamedObjectForm), "array": msgspec.json.Decoder(list[_Named])}
+_NAME_DECODERS = {
+    (kind, phased): msgspec.json.Decoder(
+        msgspec.defstruct("_Doc", [("traceEvents", list[item])]) if kind == "object" else list[item])
+    for kind in ("object", "array") for phased, item in ((False, _Named), (True, _NamedPhased))
+}
 
 
 def _decode_selected(buffer: bytes | bytearray, form: str, select: Callable[[str], bool]) -> Events | None:
@@ -241,25 +249,46 @@ def _decode_selected(buffer: bytes | bytearray, form: str, select: Callable[[str
     full. None when the document needs the careful path (odd values, invalid bytes, not a trace)."""
     kind = "object" if form == "object" else "array"
     try:
-        named = _NAME_DECODERS[kind].decode(buffer)
+        named = _NAME_DECODERS[kind, False].decode(buffer)
         raws = _RAW_DECODERS[kind].decode(buffer)
+        named = named.traceEvents if kind == "object" else named
+        names = list(map(_NAME, named))
+        distinct = set(names)
+        # An E closes the innermost open B whatever either is called, so a pair's E must not be
+        # paired with another B for want of its own. Unnamed events are usually such Es: then
+        # read ph too (one more pass) and keep every B and E.
+        phased = None in distinct
+        if phased:
+            named = _NAME_DECODERS[kind, True].decode(buffer)
+            named = named.traceEvents if kind == "object" else named
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    names = [event.name for event in (named.traceEvents if kind == "object" else named)]
-    raws = raws.traceEvents if kind == "object" else raws
-    del named
-    try:
-        distinct = set(names)
     except TypeError:  # a name that is a list or an object: let the careful path deal with it
         return None
+    raws = raws.traceEvents if kind == "object" else raws
     wanted = {name for name in distinct if not isinstance(name, str) or is_step_name(name) or select(name)}
+    chosen = itertools.compress(itertools.count(), map(wanted.__contains__, names))
+    if phased:
+        paired = itertools.compress(itertools.count(), (event.ph in ("B", "E") for event in named))
+        chosen = sorted(set(chosen).union(paired))
+    del named, names
+    chosen = list(chosen)
+    try:  # one decoder call for all of them; an odd value anywhere sends each through the slow path
+        batch = _EVENT_LIST.decode(b"[" + b",".join([bytes(raws[index]) for index in chosen]) + b"]")
+    except msgspec.ValidationError:
+        batch = None
+    if batch is not None:
+        return Events(raws, dict(zip(chosen, batch)), buffer)
     decoded = {}
-    for index in [index for index, name in enumerate(names) if name in wanted]:
+    for index in chosen:
         event, dropped = _decode_raw_event(raws[index], index)
         if dropped:
             return None  # values spanfix cannot use: the careful path counts and reports them
         decoded[index] = event
     return Events(raws, decoded, buffer)
+
+
+_NAME = operator.attrgetter("name")
 
 
 def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes | bytearray, bytes | None]:
@@ -519,21 +548,24 @@ def locate_step_names(source: str, data: bytes | bytearray, events: Events, form
     return slots
 
 
-_NAME_VALUE = re.compile(rb'"name"\s*:\s*"((?:[^"\\]|\\.)*)"', re.DOTALL)
+_NAME_VALUE = re.compile(rb'"name"\s*:\s*"([^"\\]*(?:\\.[^"\\]*)*)"', re.DOTALL)
 
 
 def _locate_by_raw_events(data: bytes | bytearray, events: Events, wanted: list[tuple[int, str]], form: str
                           ) -> list[NameSlot] | None:
-    """Find each step event's own bytes in order (the raw event is those very bytes), then its name
-    inside them: one forward scan over the file, and work only on the step events. The scan starts
-    at the last "traceEvents" key, the one the decoder kept; if that string is really a later value,
-    the events are not found after it and the careful paths take over."""
-    slots, position = [], 0 if form != "object" else max(0, data.rfind(b'"traceEvents"'))
+    """Each step event's own bytes (the raw event is those very bytes: its offset comes from its
+    address, checked against the document), then its name inside them. Work only on step events."""
+    slots, position = [], None
     for index, name in wanted:
         raw = bytes(events.raws[index])
         at = events.offset(index)
         if at is None or data[at:at + len(raw)] != raw:
-            at = data.find(raw, position)  # no address: scan for the event's bytes
+            if position is None:
+                # No address: scan forward for the bytes, from the last "traceEvents" key, the one the
+                # decoder kept. Were that string a later value, the events are not found after it
+                # and the careful paths take over.
+                position = 0 if form != "object" else max(0, data.rfind(b'"traceEvents"'))
+            at = data.find(raw, position)
             if at < 0:
                 return None
         inner = _name_in_event(raw, name)

@@ -13,7 +13,8 @@ import pytest
 from spanfix.relabel import RelabelOptions, relabel_file
 from spanfix.synth import ALGORITHMS, SynthSpec, generate, generate_ranks, merge, shuffle, write
 
-LAYOUTS = [dict(cuda_graph=g, python_stacks=p, detailed=d) for g, p, d in itertools.product((True, False), repeat=3)]
+LAYOUTS = [dict(cuda_graph=g, python_stacks=p, detailed=d, stage_spans=st)
+           for g, p, d, st in itertools.product((True, False), repeat=4)]
 
 
 def relabel_generated(tmp_path, trace, *, server_args=False, **options):

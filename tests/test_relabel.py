@@ -176,3 +176,16 @@ def test_output_equal_to_input_needs_in_place(tmp_path, draft_thread_events):
     relabel_file(str(source), None, RelabelOptions(), in_place=True)
     assert source.read_bytes() == expected_bytes(before)
     assert not list(tmp_path.glob(".*spanfix-tmp"))
+
+
+def test_b_e_pairs_nest_through_events_attribution_ignores(tmp_path):
+    # The inner pair's name is nothing spanfix indexes, yet its E must close it, not the step span.
+    from spanfix.index import build_index
+    from spanfix.relabel import load
+    events = [{"ph": "B", "name": "step[DECODE bs=1]", "pid": 1, "tid": 2, "ts": 1},
+              {"ph": "B", "name": "some_op", "pid": 1, "tid": 2, "ts": 2},
+              {"ph": "E", "pid": 1, "tid": 2, "ts": 3},
+              {"ph": "E", "pid": 1, "tid": 2, "ts": 9}]
+    index = build_index(load(str(write_trace(tmp_path / "t.json", events)), RelabelOptions()))
+    assert [(s.name, s.span.start, s.span.end) for s in index.steps] == [("step[DECODE bs=1]", 1.0, 9.0)]
+    assert index.unmatched == 0

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -146,6 +147,7 @@ def _worker_setup() -> None:
     # (its temporary output is removed on the way out); an idle one has nothing to clean up and
     # stays quiet instead of printing a traceback.
     signal.signal(signal.SIGINT, _on_interrupt)
+    gc.disable()  # as in the main process (cli/__init__.py); a spawned worker starts with it on
 
 
 def _on_interrupt(signum, frame) -> None:
