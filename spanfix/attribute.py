@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Hashable, Iterable
 
 from .algorithms import ALGORITHMS, EAGLE_V2, SPECULATIVE, AlgorithmGuess, algorithms_from_server_args
 from .index import Span, StepSpan, TraceIndex, Track

@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any
 
 from .naming import StepName, parse_step_name
 from .reader import Event, Trace

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import struct
 import sys
 import tempfile
-import errno
-import struct
 import threading
 import zlib
 

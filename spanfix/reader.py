@@ -33,9 +33,9 @@ try:  # ISA-L inflates about 4x faster than zlib (README, Performance); zlib is 
 except ImportError:  # pragma: no cover - a platform without isal wheels
     _inflate_lib = zlib
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Annotated, Any, BinaryIO
 
 import msgspec

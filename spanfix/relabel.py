@@ -10,12 +10,12 @@ from pathlib import Path
 
 import orjson
 
+from .algorithms import read_server_args
 from .attribute import AMBIGUOUS, DRAFT, TARGET, UNKNOWN_MODE, Attribution, DraftRules, attribute
 from .index import StepSpan, TraceIndex, build_index, indexed_name
 from .naming import new_stage, parse_step_name
 from .patch import Patch, output_folder, patched_chunks, write_output
 from .reader import STDIN, NameSlot, Trace, TraceError, read_trace
-from .algorithms import read_server_args
 
 
 @dataclass(slots=True)

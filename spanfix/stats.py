@@ -240,12 +240,16 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     return TraceMeasures(trace.source, steps, iterations, notes)
 
 
+def measure_file(source: str, options: RelabelOptions) -> TraceMeasures:
+    return measure(*load(source, options))
+
+
 def measure_files(sources: Iterable[str], options: RelabelOptions) -> tuple[list[TraceMeasures], list[str]]:
     """Every readable input measured, and one line per input that could not be used."""
     measures, errors = [], []
     for source in sources:
         try:
-            measures.append(measure(*load(source, options)))
+            measures.append(measure_file(source, options))
         except TraceError as exc:
             errors.append(str(exc))
     return measures, errors

@@ -1,12 +1,8 @@
 from __future__ import annotations
 
-import gc
 import os
-import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Iterator
 
 import click
 from rich.console import Console
@@ -16,6 +12,7 @@ from ..reader import STDIN, TraceError
 from ..relabel import default_output, dumps_results, relabel_file
 from ..render.relabel import relabel_summary
 from .options import attribution_options, relabel_options
+from .parallel import run_each
 from .progress import file_progress
 
 EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130  # 130: 128 + SIGINT, as shells report Ctrl-C
@@ -65,7 +62,7 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
     results, failed = [], bool(refused)
     try:
         with file_progress(list(inputs), machine_output=as_json) as progress:
-            for source, outcome in _run(jobs_of, jobs):
+            for source, outcome in run_each(_relabel_one, jobs_of, jobs):
                 progress.done(source)
                 if isinstance(outcome, Exception):
                     click.echo(f"spanfix: error: {outcome}", err=True)
@@ -128,46 +125,3 @@ def _relabel_one(source, target, options, dry_run, in_place):
         return TraceError(f"{source}: out of memory while reading it (--max-bytes refuses such inputs early)")
 
 
-_working = _interrupted = False  # in a worker process: is a file being processed? was Ctrl-C pressed?
-
-
-def _in_worker(*job):
-    global _working
-    if _interrupted:  # a file queued to this worker before Ctrl-C: do not start it
-        raise KeyboardInterrupt
-    _working = True
-    try:
-        return _relabel_one(*job)
-    finally:
-        _working = False
-
-
-def _worker_setup() -> None:
-    # Ctrl-C reaches every process of the terminal's group. A worker busy with a file is interrupted
-    # (its temporary output is removed on the way out); an idle one has nothing to clean up and
-    # stays quiet instead of printing a traceback.
-    signal.signal(signal.SIGINT, _on_interrupt)
-    gc.disable()  # as in the main process (cli/__init__.py); a spawned worker starts with it on
-
-
-def _on_interrupt(signum, frame) -> None:
-    global _interrupted
-    _interrupted = True
-    if _working:
-        raise KeyboardInterrupt
-
-
-def _run(jobs_of: list[tuple], jobs: int) -> Iterator[tuple[str, object]]:
-    """Results in input order; files are spread over processes when there are several."""
-    if jobs == 1 or len(jobs_of) <= 1 or STDIN in [job[0] for job in jobs_of]:
-        for job in jobs_of:
-            yield job[0], _relabel_one(*job)
-        return
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(jobs_of)), initializer=_worker_setup)
-    try:
-        futures = [pool.submit(_in_worker, *job) for job in jobs_of]
-        for job, future in zip(jobs_of, futures):
-            yield job[0], future.result()
-    finally:
-        # After Ctrl-C, files not yet started are not started at all.
-        pool.shutdown(wait=True, cancel_futures=True)

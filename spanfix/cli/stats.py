@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -8,8 +9,10 @@ from rich.console import Console
 
 from ..reader import TraceError
 from ..render.stats import stats_csv, stats_markdown, stats_table
-from ..stats import GROUP_KEYS, aggregate, compare, load_baseline, measure_files
+from ..stats import GROUP_KEYS, aggregate, compare, load_baseline, measure_file
 from .options import attribution_options, relabel_options
+from .parallel import run_each
+from .progress import file_progress
 from .relabel import EXIT_BAD_INPUT
 
 
@@ -27,8 +30,10 @@ def report_errors(errors: list[str]) -> None:
               help="A trace, or a saved `spanfix stats --format json` result, to compare the mean of every row with.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
               show_default=True, help="table for people; json (documented in the README), csv, markdown for CI summaries.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="cores",
+              help="Files read in parallel.")
 @attribution_options
-def stats(inputs, by, baseline, output_format, **attribution):
+def stats(inputs, by, baseline, output_format, jobs, **attribution):
     """Per-stage timing of step spans: where a speculative step spends its time.
 
     Every INPUT (old or new naming; nothing is written) is attributed like relabel does, and
@@ -45,7 +50,14 @@ def stats(inputs, by, baseline, output_format, **attribution):
       spanfix stats traces/*.json.gz --format json > stats.json   # a baseline for later runs
     """
     options = relabel_options(**attribution)
-    measures, errors = measure_files(inputs, options)
+    measures, errors = [], []
+    with file_progress(list(inputs), machine_output=output_format != "table") as progress:
+        for source, outcome in run_each(_measure_one, [(source, options) for source in inputs], jobs):
+            progress.done(source)
+            if isinstance(outcome, TraceError):
+                errors.append(str(outcome))
+            else:
+                measures.append(outcome)
     result = aggregate(measures, by)
     if baseline:
         try:
@@ -66,3 +78,10 @@ def stats(inputs, by, baseline, output_format, **attribution):
             console.print(stats_table(result, bars=console.is_terminal))
     if errors:
         sys.exit(EXIT_BAD_INPUT)
+
+
+def _measure_one(source: str, options) -> object:
+    try:
+        return measure_file(source, options)
+    except TraceError as exc:
+        return exc
