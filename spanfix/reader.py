@@ -15,6 +15,7 @@ paths are slow paths taken only after the fast decode has failed.
 
 from __future__ import annotations
 
+import array
 import codecs
 import contextlib
 import ctypes
@@ -24,8 +25,10 @@ import json
 import operator
 import os
 import re
+import signal
 import stat
 import sys
+import threading
 import zlib
 
 try:  # ISA-L inflates about 4x faster than zlib (README, Performance); zlib is the fallback
@@ -245,34 +248,18 @@ _NAME_DECODERS = {
 
 
 def _decode_selected(buffer: bytes | bytearray, form: str, select: Callable[[str], bool]) -> Events | None:
-    """The fast path: one pass for the names, one for the raw events, then the selected ones in
-    full. None when the document needs the careful path (odd values, invalid bytes, not a trace)."""
+    """The fast path: one pass for the names (in a forked process, beside the next when the trace is
+    large), one for the raw events, then the selected ones in full. None when the document needs the
+    careful path (odd values, invalid bytes, not a trace)."""
     kind = "object" if form == "object" else "array"
     try:
-        named = _NAME_DECODERS[kind, False].decode(buffer)
-        raws = _RAW_DECODERS[kind].decode(buffer)
-        named = named.traceEvents if kind == "object" else named
-        names = list(map(_NAME, named))
-        distinct = set(names)
-        # An E closes the innermost open B whatever either is called, so a pair's E must not be
-        # paired with another B for want of its own. Unnamed events are usually such Es: then
-        # read ph too (one more pass) and keep every B and E.
-        phased = None in distinct
-        if phased:
-            named = _NAME_DECODERS[kind, True].decode(buffer)
-            named = named.traceEvents if kind == "object" else named
+        chosen, raws = _beside(lambda: _selection(buffer, kind, select),
+                               lambda: _RAW_DECODERS[kind].decode(buffer), parallel=len(buffer) >= FORK_BYTES)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
-    except TypeError:  # a name that is a list or an object: let the careful path deal with it
+    if chosen is None:
         return None
     raws = raws.traceEvents if kind == "object" else raws
-    wanted = {name for name in distinct if not isinstance(name, str) or is_step_name(name) or select(name)}
-    chosen = itertools.compress(itertools.count(), map(wanted.__contains__, names))
-    if phased:
-        paired = itertools.compress(itertools.count(), (event.ph in ("B", "E") for event in named))
-        chosen = sorted(set(chosen).union(paired))
-    del named, names
-    chosen = list(chosen)
     try:  # one decoder call for all of them; an odd value anywhere sends each through the slow path
         batch = _EVENT_LIST.decode(b"[" + b",".join([bytes(raws[index]) for index in chosen]) + b"]")
     except msgspec.ValidationError:
@@ -286,6 +273,69 @@ def _decode_selected(buffer: bytes | bytearray, form: str, select: Callable[[str
             return None  # values spanfix cannot use: the careful path counts and reports them
         decoded[index] = event
     return Events(raws, decoded, buffer)
+
+
+def _selection(buffer: bytes | bytearray, kind: str, select: Callable[[str], bool]) -> list[int] | None:
+    """The indexes of the events to decode in full: names select accepts, step spans, unnamed
+    events, and every B and E where unnamed events exist. None: the careful path must read it."""
+    try:
+        named = _NAME_DECODERS[kind, False].decode(buffer)
+        named = named.traceEvents if kind == "object" else named
+        names = list(map(_NAME, named))
+        distinct = set(names)
+        # An E closes the innermost open B whatever either is called, so a pair's E must not be
+        # paired with another B for want of its own. Unnamed events are usually such Es: then
+        # read ph too (one more pass) and keep every B and E.
+        phased = None in distinct
+        if phased:
+            named = _NAME_DECODERS[kind, True].decode(buffer)
+            named = named.traceEvents if kind == "object" else named
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, TypeError):
+        return None  # TypeError: a name that is a list or an object
+    wanted = {name for name in distinct if not isinstance(name, str) or is_step_name(name) or select(name)}
+    chosen = itertools.compress(itertools.count(), map(wanted.__contains__, names))
+    if phased:
+        paired = itertools.compress(itertools.count(), (event.ph in ("B", "E") for event in named))
+        return sorted(set(chosen).union(paired))
+    return list(chosen)
+
+
+FORK_BYTES = 32 * 2**20  # below this, a second process costs more than it saves
+
+
+def _beside(selection: Callable[[], list[int] | None], work: Callable[[], Any], *, parallel: bool
+            ) -> tuple[list[int] | None, Any]:
+    """selection() and work(), at the same time when parallel: selection in a forked child, which
+    shares the document's pages and sends back only the indexes. msgspec holds the GIL, so threads
+    would not overlap. Anything unusual (no fork, threads about, a failed child) runs both here."""
+    if not parallel or not hasattr(os, "fork") or threading.active_count() > 1:
+        return selection(), work()
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child, which leaves by os._exit
+        code = 1
+        try:
+            os.close(reader)
+            chosen = selection()
+            with os.fdopen(writer, "wb") as pipe:
+                pipe.write(b"-" if chosen is None else b"+" + array.array("q", chosen).tobytes())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writer)
+    try:
+        result = work()
+    except BaseException:
+        os.kill(child, signal.SIGKILL)
+        os.close(reader)
+        os.waitpid(child, 0)
+        raise
+    with os.fdopen(reader, "rb") as pipe:
+        payload = pipe.read()
+    _, status = os.waitpid(child, 0)
+    if status != 0 or not payload:
+        return selection(), result
+    return (None if payload[:1] == b"-" else array.array("q", payload[1:]).tolist()), result
 
 
 _NAME = operator.attrgetter("name")
