@@ -91,6 +91,19 @@ class TraceIndex:
     def pids(self) -> set[Hashable]:
         return {pid for pid, _ in self.tracks}
 
+    def notes(self) -> list[str]:
+        """What the index had to skip or could not nest, one line each."""
+        notes = []
+        if self.overlaps:
+            notes.append(f"{self.overlaps} spans partially overlap another on their track (treated as not nested)")
+        if self.unmatched:
+            notes.append(f"{self.unmatched} B/E events without a partner (skipped)")
+        if self.skipped:
+            notes.append(f"{self.skipped} step spans without usable timestamps (skipped)")
+        if self.gpu_orphans:
+            notes.append(f"{len(self.gpu_orphans)} GPU step annotations without their CPU span")
+        return notes
+
 
 def build_index(trace: Trace) -> TraceIndex:
     names = TrackNames()

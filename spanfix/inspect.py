@@ -71,4 +71,5 @@ def inspect_trace(source: str, options: RelabelOptions) -> InspectReport:
         decided_by=dict(attribution.by_evidence().most_common()),
         roles=dict(Counter(v.role for v in attribution.verdicts).most_common()),
         ambiguous=ambiguous, gpu_copies=sum(len(s.gpu_events) for s in index.steps),
-        gpu_orphans=len(index.gpu_orphans), overlaps=index.overlaps, unmatched=index.unmatched, warnings=warnings)
+        gpu_orphans=len(index.gpu_orphans), overlaps=index.overlaps, unmatched=index.unmatched,
+        warnings=[*warnings, *index.notes()])

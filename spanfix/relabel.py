@@ -175,24 +175,13 @@ def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: Rel
         input=trace.source, output=None, changed=changed, gpu_copies=gpu_copies,
         changes=[Change(old, new, evidence, count) for (old, new, evidence), count in sorted(changes.items())],
         ambiguous=ambiguous, left_alone=left_alone, algorithm=guess.label, algorithm_reasons=list(guess.reasons),
-        conflicts=list(guess.conflicts), warnings=_index_warnings(index))
+        conflicts=list(guess.conflicts), warnings=index.notes())
     return patches, result
 
 
 def _ambiguous(step: StepSpan, detail: str) -> AmbiguousSpan:
     enclosing = tuple(a.name for a in step.span.ancestors())
     return AmbiguousSpan(step.name, step.track, step.span.start, detail, enclosing)
-
-
-def _index_warnings(index: TraceIndex) -> list[str]:
-    warnings = []
-    if index.overlaps:
-        warnings.append(f"{index.overlaps} spans partially overlap another on their track (treated as not nested)")
-    if index.unmatched:
-        warnings.append(f"{index.unmatched} B/E events without a partner (skipped)")
-    if index.skipped:
-        warnings.append(f"{index.skipped} step spans without usable timestamps (skipped)")
-    return warnings
 
 
 _PLAIN_MODE = re.compile(rb"step\[[^\s\]\\]+(?=[\s\]])")

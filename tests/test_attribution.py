@@ -13,7 +13,7 @@ import pytest
 from spanfix.relabel import RelabelOptions, relabel_file
 from spanfix.synth import ALGORITHMS, SynthSpec, generate, generate_ranks, merge, shuffle, write
 
-LAYOUTS = [dict(cuda_graph=g, python_stacks=p, detailed=d, stage_spans=st)
+LAYOUTS = [{"cuda_graph": g, "python_stacks": p, "detailed": d, "stage_spans": st}
            for g, p, d, st in itertools.product((True, False), repeat=4)]
 
 
@@ -84,6 +84,7 @@ def test_missing_evidence_is_ambiguous_not_guessed(tmp_path, algorithm):
 
 def test_strict_fails_on_missing_evidence(tmp_path):
     from click.testing import CliRunner
+
     from spanfix.cli import main
     trace = generate(SynthSpec(algorithm="dflash", python_stacks=False, run_batch=False, seed=2))
     write(trace, tmp_path / "t.json")

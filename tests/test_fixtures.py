@@ -4,12 +4,12 @@ import gzip
 import sys
 
 import pytest
-
 from conftest import FIXTURES
+
 from spanfix.relabel import RelabelOptions, relabel_file
 
 sys.path.insert(0, str(FIXTURES))
-from generate import fixtures, golden_path  # noqa: E402
+from generate import fixtures, golden_path
 
 NAMES = sorted(fixtures())
 

@@ -2,8 +2,8 @@
 byte-identical, and nothing may fail on them."""
 
 import pytest
-
 from conftest import needs_real_traces, real_traces
+
 from spanfix.relabel import RelabelOptions, relabel_file
 
 
@@ -18,10 +18,11 @@ def test_relabel_leaves_real_traces_identical(tmp_path, path):
 
 @needs_real_traces
 def test_real_sglang_extend_is_attributed_to_the_target_by_call_stack():
-    from spanfix.index import build_index
-    from spanfix.attribute import attribute
-    from spanfix.reader import read_trace
     from conftest import SHARED_TRACES
+
+    from spanfix.attribute import attribute
+    from spanfix.index import build_index
+    from spanfix.reader import read_trace
     trace = read_trace(str(SHARED_TRACES / "sglang" / "qwen3-8b-prefilldecode.trace.json.gz"))
     index = build_index(trace)
     verdicts = attribute(index).verdicts

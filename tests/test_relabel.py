@@ -3,8 +3,8 @@
 import gzip
 
 import pytest
+from conftest import read_plain, span, thread_name, trace_bytes, write_trace
 
-from conftest import read_plain, span, trace_bytes, write_trace, thread_name
 from spanfix.reader import TraceError, read_trace
 from spanfix.relabel import RelabelOptions, default_output, relabel_file
 
@@ -194,8 +194,9 @@ def test_b_e_pairs_nest_through_events_attribution_ignores(tmp_path):
 @pytest.mark.parametrize("unnamed_e", [False, True])
 def test_forked_selection_gives_the_same_trace(tmp_path, monkeypatch, unnamed_e):
     """Large traces pick their events in a forked child; the result must not depend on it."""
-    import spanfix.reader as reader
     from synth_helpers import eagle_events
+
+    from spanfix import reader
     events = eagle_events(unnamed_e)
     source = str(write_trace(tmp_path / "t.json", events))
     in_process = reader.read_trace(source, select=lambda name: name == "draft")

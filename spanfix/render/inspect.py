@@ -32,12 +32,6 @@ def inspect_report(report: InspectReport) -> Group:
             decided.add_row(f"[yellow]{role}[/]" if role == "ambiguous" else f"[dim]{role}[/]", str(count))
     lines = [f"[red]conflict:[/] {c}" for c in report.conflicts]
     lines += [f"[yellow]warning:[/] {w}" for w in report.warnings]
-    if report.overlaps:
-        lines.append(f"{report.overlaps} partially overlapping spans (not treated as nested)")
-    if report.unmatched:
-        lines.append(f"{report.unmatched} B/E events without a partner")
-    if report.gpu_orphans:
-        lines.append(f"{report.gpu_orphans} GPU step annotations without their CPU span")
     parts: list = [head, tracks, decided, *(Text.from_markup(line) for line in lines)]
     if report.ambiguous:
         spans = Table(title="ambiguous spans", title_justify="left", show_edge=False)
