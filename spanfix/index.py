@@ -120,17 +120,17 @@ def build_index(trace: Trace) -> TraceIndex:
             kind, step = _kind_of(event)
             if kind is None:
                 continue
-            track = _track(event)
+            track = track_of(event)
             ts, dur = event.ts, event.dur if event.dur is not None else 0
-            span = _make_span(kind, event, track, ts, ts + dur if _is_number(dur) and _is_number(ts) else None, (index,))
+            span = _make_span(kind, event, track, ts, ts + dur if is_number(dur) and is_number(ts) else None, (index,))
         elif ph == "M":
-            _read_metadata(event, _track(event), names)
+            _read_metadata(event, track_of(event), names)
             continue
         elif ph == "B":
-            open_begins[_track(event)].append((index, event))
+            open_begins[track_of(event)].append((index, event))
             continue
         elif ph == "E":
-            track = _track(event)
+            track = track_of(event)
             if not open_begins[track]:
                 unmatched += 1
                 continue
@@ -181,15 +181,15 @@ def indexed_name(name: str) -> bool:
             or _SGLANG_FRAME.search(name) is not None)
 
 
-def _hashable(value: Any) -> Hashable:
+def hashable(value: Any) -> Hashable:
     return value if value.__class__ in _PLAIN else repr(value)
 
 
-def _track(event: Event) -> Track:
-    return _hashable(event.pid), _hashable(event.tid)
+def track_of(event: Event) -> Track:
+    return hashable(event.pid), hashable(event.tid)
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     # Exact classes: bool is no time. The comparisons reject NaN and the infinities.
     return value.__class__ in _NUMBERS and -math.inf < value < math.inf
 
@@ -228,10 +228,10 @@ def _kind_of(event: Event) -> tuple[str | None, StepName | None]:
 
 
 def _make_span(kind: str, event: Event, track: Track, start: Any, end: Any, carriers: tuple[int, ...]) -> Span | None:
-    if not (_is_number(start) and _is_number(end)) or end < start:
+    if not (is_number(start) and is_number(end)) or end < start:
         return None
     external_id = event.args.external_id if event.args is not None else None
-    return Span(kind, event.name, track, float(start), float(end), carriers, _hashable(external_id))
+    return Span(kind, event.name, track, float(start), float(end), carriers, hashable(external_id))
 
 
 def _nest(track_spans: list[Span]) -> int:

@@ -44,8 +44,7 @@ class InspectReport:
                         "steps_by_mode": t.steps_by_mode} for t in self.tracks],
             "algorithm": self.algorithm, "algorithm_reasons": self.algorithm_reasons, "conflicts": self.conflicts,
             "decided_by": self.decided_by, "roles": self.roles,
-            "ambiguous": [{"name": a.name, "track": list(a.track), "ts": a.start_us, "why": a.detail,
-                           "enclosing": list(a.enclosing)} for a in self.ambiguous],
+            "ambiguous": [a.to_json() for a in self.ambiguous],
             "gpu_copies": self.gpu_copies, "gpu_orphans": self.gpu_orphans, "overlaps": self.overlaps,
             "unmatched": self.unmatched, "warnings": self.warnings,
         }
@@ -62,8 +61,8 @@ def inspect_trace(source: str, options: RelabelOptions) -> InspectReport:
                     dict(sorted(modes[(pid, tid)].items())))
         for pid, tid in sorted(modes, key=lambda t: (str(t[0]), str(t[1])))
     ]
-    ambiguous = [AmbiguousSpan(s.name, s.track, s.span.start, v.detail, tuple(a.name for a in s.span.ancestors()))
-                 for s, v in zip(index.steps, attribution.verdicts) if v.role == AMBIGUOUS]
+    ambiguous = [AmbiguousSpan.of_step(s, v.detail) for s, v in zip(index.steps, attribution.verdicts)
+                 if v.role == AMBIGUOUS]
     guess = attribution.algorithm
     return InspectReport(
         input=source, events=len(trace.events), form=trace.form, gzipped=trace.gzipped, tracks=tracks,

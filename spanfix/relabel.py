@@ -43,6 +43,14 @@ class AmbiguousSpan:
     detail: str
     enclosing: tuple[str, ...]
 
+    @classmethod
+    def of_step(cls, step: StepSpan, detail: str) -> AmbiguousSpan:
+        return cls(step.name, step.track, step.span.start, detail, tuple(a.name for a in step.span.ancestors()))
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "track": list(self.track), "ts": self.start_us, "why": self.detail,
+                "enclosing": list(self.enclosing)}
+
 
 @dataclass(slots=True)
 class RelabelResult:
@@ -70,10 +78,7 @@ class RelabelResult:
             "algorithm": self.algorithm,
             "algorithm_reasons": self.algorithm_reasons,
             "conflicts": self.conflicts,
-            "ambiguous_spans": [
-                {"name": a.name, "track": list(a.track), "ts": a.start_us, "why": a.detail, "enclosing": list(a.enclosing)}
-                for a in self.ambiguous
-            ],
+            "ambiguous_spans": [a.to_json() for a in self.ambiguous],
             "warnings": self.warnings,
         }
 
@@ -150,7 +155,7 @@ def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: Rel
             left_alone["not TARGET_VERIFY (--verify-only)"] += 1
             continue
         if verdict.role == AMBIGUOUS:
-            ambiguous.append(_ambiguous(step, verdict.detail))
+            ambiguous.append(AmbiguousSpan.of_step(step, verdict.detail))
             continue
         if verdict.role not in (DRAFT, TARGET):
             left_alone[verdict.role if verdict.role != UNKNOWN_MODE else "not understood"] += 1
@@ -177,11 +182,6 @@ def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: Rel
         ambiguous=ambiguous, left_alone=left_alone, algorithm=guess.label, algorithm_reasons=list(guess.reasons),
         conflicts=list(guess.conflicts), warnings=index.notes())
     return patches, result
-
-
-def _ambiguous(step: StepSpan, detail: str) -> AmbiguousSpan:
-    enclosing = tuple(a.name for a in step.span.ancestors())
-    return AmbiguousSpan(step.name, step.track, step.span.start, detail, enclosing)
 
 
 _PLAIN_MODE = re.compile(rb"step\[[^\s\]\\]+(?=[\s\]])")

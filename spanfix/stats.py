@@ -34,7 +34,7 @@ from pathlib import Path
 import orjson
 
 from .attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
-from .index import StepSpan, TraceIndex, Track, _hashable, _is_number
+from .index import StepSpan, TraceIndex, Track, is_number, track_of
 from .naming import new_stage, relabel_step_name
 from .reader import Event, Trace, TraceError, read_document_bytes
 from .relabel import RelabelOptions, analyse
@@ -316,8 +316,8 @@ def _launched_extents(trace: Trace, steps: list[StepSpan]) -> dict[StepSpan, tup
                 # A CUDA graph launch starts many kernels under one correlation id.
                 device[correlation] = _hull([interval, device[correlation]]) if correlation in device else interval
             continue
-        track = (_hashable(event.pid), _hashable(event.tid))
-        if track in tracks and _is_number(event.ts):
+        track = track_of(event)
+        if track in tracks and is_number(event.ts):
             launches[track].append((float(event.ts), correlation))
     for found in launches.values():
         found.sort(key=_first)
@@ -337,7 +337,7 @@ def _first(pair: tuple) -> float:
 
 
 def _interval(event: Event) -> tuple[float, float] | None:
-    if _is_number(event.ts) and _is_number(event.dur) and event.dur >= 0:
+    if is_number(event.ts) and is_number(event.dur) and event.dur >= 0:
         return float(event.ts), float(event.ts) + float(event.dur)
     return None
 
