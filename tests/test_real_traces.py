@@ -28,3 +28,24 @@ def test_real_sglang_extend_is_attributed_to_the_target_by_call_stack():
     verdicts = attribute(index).verdicts
     assert [(s.name, v.role, v.evidence) for s, v in zip(index.steps, verdicts)] == [
         ("step[EXTEND bs=15 toks=15360]", "target", "call stack")]
+
+
+@needs_real_traces
+@pytest.mark.parametrize("path", real_traces(), ids=lambda p: p.name)
+def test_real_traces_read_in_halves_as_whole(monkeypatch, path):
+    """Large traces are read in two processes, each half of the document; forced here on small ones."""
+    from spanfix import selective
+    from spanfix.index import indexed_name
+    from spanfix.reader import TraceError, read_trace
+
+    def read():
+        try:
+            trace = read_trace(str(path), select=indexed_name)
+        except TraceError as exc:
+            return str(exc)
+        return len(trace.events), list(trace.events.selected()), trace.step_slots, trace.warnings, trace.data
+
+    monkeypatch.setattr(selective, "FORK_BYTES", 2**62)
+    whole = read()
+    monkeypatch.setattr(selective, "FORK_BYTES", 0)
+    assert read() == whole

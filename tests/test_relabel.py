@@ -189,22 +189,3 @@ def test_b_e_pairs_nest_through_events_attribution_ignores(tmp_path):
     index = build_index(load(str(write_trace(tmp_path / "t.json", events)), RelabelOptions()))
     assert [(s.name, s.span.start, s.span.end) for s in index.steps] == [("step[DECODE bs=1]", 1.0, 9.0)]
     assert index.unmatched == 0
-
-
-@pytest.mark.parametrize("unnamed_e", [False, True])
-def test_forked_selection_gives_the_same_trace(tmp_path, monkeypatch, unnamed_e):
-    """Large traces pick their events in a forked child; the result must not depend on it."""
-    from synth_helpers import eagle_events
-
-    from spanfix import reader
-    events = eagle_events(unnamed_e)
-    source = str(write_trace(tmp_path / "t.json", events))
-    in_process = reader.read_trace(source, select=lambda name: name == "draft")
-    monkeypatch.setattr(reader, "FORK_BYTES", 0)
-    forks = []
-    real_fork = reader.os.fork
-    monkeypatch.setattr(reader.os, "fork", lambda: forks.append(1) or real_fork())
-    forked = reader.read_trace(source, select=lambda name: name == "draft")
-    assert forks == [1]
-    assert list(forked.events.selected()) == list(in_process.events.selected())
-    assert forked.step_slots == in_process.step_slots and len(forked.step_slots) > 0

@@ -1,0 +1,107 @@
+"""Finding where a name string sits in the bytes of a trace, so that relabelling patches exactly
+those bytes: within one event's own bytes, by one regular expression over the whole document,
+or (when anything is in doubt) by walking the JSON token by token."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .events import NameSlot
+
+_NAME_VALUE = re.compile(rb'"name"\s*:\s*"([^"\\]*(?:\\.[^"\\]*)*)"', re.DOTALL)
+
+
+def name_in_event(raw: bytes, name: str) -> tuple[int, int] | None:
+    """The span of the event's own "name" value within its bytes."""
+    match = _NAME_VALUE.search(raw)
+    if match is not None and raw.count(b'"name"') == 1 and string_content(raw, *match.span(1)) == name:
+        return match.span(1)
+    found = locate_exactly(b"[" + raw + b"]", {0}, "array")  # nested or duplicate "name" keys
+    return (found[0].start - 1, found[0].end - 1) if found else None
+
+
+# A "name" key whose string value begins with "step[", or with an escape sequence that might
+# spell it. Inside a JSON string every quote is escaped, so a match cannot start mid-string.
+_STEP_NAME_VALUE = re.compile(rb'"name"\s*:\s*"((?:step\[|[^"\\]{0,4}\\)(?:[^"\\]|\\.)*)"', re.DOTALL)
+
+
+def locate_by_regex(data: bytes | bytearray, wanted: list[tuple[int, str]]) -> list[NameSlot] | None:
+    found = []
+    for match in _STEP_NAME_VALUE.finditer(data):
+        start, end = match.span(1)
+        if data[start] == 0x73 or string_content(data, start, end).startswith("step["):  # 0x73: "s"
+            found.append((start, end))
+    if len(found) == len(wanted) and all(
+        string_content(data, start, end) == name for (start, end), (_, name) in zip(found, wanted)
+    ):
+        return [NameSlot(i, start, end) for (start, end), (i, _) in zip(found, wanted)]
+    return None
+
+
+def string_content(data: bytes | bytearray, start: int, end: int) -> str:
+    raw = bytes(data[start:end])
+    if b"\\" not in raw:
+        return raw.decode("utf-8", "replace")
+    try:
+        return json.loads(b'"' + raw + b'"')
+    except ValueError:
+        return ""
+
+
+_TOKEN = re.compile(rb'\s*(?:("(?:[^"\\]|\\.)*")|([\[\]{}:,])|([^\s\[\]{}:,"]+))', re.DOTALL)
+
+
+def locate_exactly(data: bytes | bytearray, wanted: set[int], form: str) -> list[NameSlot]:
+    """Walk the JSON token by token and take each event's own top-level "name" value (last wins)."""
+    slots: dict[int, NameSlot] = {}
+    # Each stack entry: [kind, key awaiting its value (objects), is this the events array].
+    stack: list[list] = []
+    event = -1
+    pos, size = 0, len(data)
+    pending_key: bytes | None = None
+    while pos < size:
+        match = _TOKEN.match(data, pos)
+        if match is None:
+            break
+        pos = match.end()
+        string, punct = match.group(1), match.group(2)
+        top = stack[-1] if stack else None
+        in_events = top is not None and top[0] == "[" and top[2]
+        if punct in (b"{", b"["):
+            is_events = (punct == b"[" and ((form != "object" and not stack)
+                                            or (len(stack) == 1 and pending_key == b'"traceEvents"')))
+            if in_events and punct == b"{":
+                event += 1
+            elif is_events and event >= 0:  # a repeated "traceEvents" key: the last one wins, as in the decoder
+                event = -1
+                slots.clear()
+            stack.append([punct.decode(), None, is_events])
+            pending_key = None
+        elif punct in (b"}", b"]"):
+            if stack:
+                stack.pop()
+            pending_key = None
+        elif punct == b":":
+            pending_key = top[1] if top else None
+        elif punct == b",":
+            if top is not None:
+                top[1] = None
+            pending_key = None
+        elif string is not None and top is not None and top[0] == "{" and top[1] is None and pending_key is None:
+            top[1] = string if b"\\" not in string else _unescaped_key(string)  # a key
+        else:
+            # A value: is it the "name" of an event object sitting directly in the events array?
+            if (string is not None and pending_key == b'"name"' and len(stack) >= 2
+                    and stack[-2][0] == "[" and stack[-2][2] and event in wanted):
+                slots[event] = NameSlot(event, match.start(1) + 1, match.end(1) - 1)
+            pending_key = None
+    return [slots[i] for i in sorted(slots)]
+
+
+def _unescaped_key(string: bytes) -> bytes:
+    """A key written with escapes (say "n\\u0061me"), rewritten plainly so it compares as the decoder read it."""
+    try:
+        return b'"' + json.loads(string).encode("utf-8", "surrogatepass") + b'"'
+    except ValueError:
+        return string

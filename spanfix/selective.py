@@ -1,0 +1,261 @@
+"""The fast path of reading: decode in full only the events the caller selected, and find their
+names' bytes from where msgspec's raw views sit, on both cores for a large trace.
+
+A trace of 250 MB holds over a million events, and attribution reads a few percent of them. So
+one msgspec pass reads only the names, the caller picks, a second pass returns each event as a raw
+view of the document (msgspec.Raw), and only the picked ones are decoded into Event structs. A
+raw view's address, less the document's, is where that event starts: a step span's name is
+then found within its own few hundred bytes, and checked against the document.
+
+A large trace is read in two halves at once: the parent reads the head, a forked child the tail
+(msgspec holds the GIL, so threads would not overlap). The cut is a comma between two events near
+the middle; it is checked, not trusted (see _in_halves). Whatever is unusual falls back to the
+whole document in one process, and whatever that cannot read returns None: the reader's careful
+path then reports it exactly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import os
+import re
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import msgspec
+
+from .events import EVENT_LIST, Event, Events, NameSlot, address, decode_raw_event, is_step_name, overwritten
+from .locate import name_in_event
+
+FORK_BYTES = 32 * 2**20  # below this, a second process costs more than it saves
+
+
+class _Named(msgspec.Struct, gc=False):
+    name: object = None
+
+
+class _NamedPhased(msgspec.Struct, gc=False):
+    name: object = None
+    ph: object = None
+
+
+def _decoder(kind: str, item: type) -> msgspec.json.Decoder:
+    if kind == "object":
+        return msgspec.json.Decoder(msgspec.defstruct("_Document", [("traceEvents", list[item])]))
+    return msgspec.json.Decoder(list[item])
+
+
+_NAMES = {(kind, phased): _decoder(kind, item) for kind in ("object", "array")
+          for phased, item in ((False, _Named), (True, _NamedPhased))}
+_RAWS = {kind: _decoder(kind, msgspec.Raw) for kind in ("object", "array")}
+_NAME = operator.attrgetter("name")
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+
+def raw_events(buffer: bytes | bytearray, kind: str) -> list[msgspec.Raw]:
+    """Every event as a raw view of buffer. kind: "object" ({"traceEvents": [...]}) or "array"."""
+    decoded = _RAWS[kind].decode(buffer)
+    return decoded.traceEvents if kind == "object" else decoded
+
+
+class Part(msgspec.Struct, gc=False):
+    """What reading one stretch of the events array found; sent from the child as msgpack."""
+
+    count: int  # events in this stretch
+    chosen: list[int]  # indexes (within the stretch) of the events decoded in full
+    events: list[Event]  # those events, decoded
+    slots: list[NameSlot] | None  # step-span names, located; None when that needs the careful way
+    phased: bool  # it held unnamed events, so every B and E was chosen too
+    first: int  # where its first event starts in the document
+    end: int  # where its last event ends
+
+
+_PART = msgspec.msgpack.Decoder(Part)
+
+
+@dataclass(slots=True)
+class Selected:
+    events: Events
+    slots: list[NameSlot] | None  # one per step-span event, in event order; None: locate them otherwise
+
+
+def decode_selected(buffer: bytes | bytearray, data: bytes | bytearray, form: str,
+                    select: Callable[[str], bool]) -> Selected | None:
+    """buffer: the document as the JSON decoder takes it (same offsets as data, the bytes as read).
+    None: the document needs the careful path (odd values, invalid bytes, not a trace)."""
+    kind = "object" if form == "object" else "array"
+    parts = _in_halves(buffer, data, kind, select) if len(buffer) >= FORK_BYTES and _can_fork() else None
+    if parts is None:
+        whole = _read_part(buffer, data, kind, select, shift=0)
+        if whole is None:
+            return None
+        parts = [whole]
+    decoded: dict[int, Event] = {}
+    slots: list[NameSlot] | None = []
+    first_index = 0
+    for part in parts:
+        decoded.update(zip([first_index + index for index in part.chosen], part.events))
+        if part.slots is None or slots is None:
+            slots = None
+        else:
+            slots += part.slots if not first_index else [
+                NameSlot(slot.event + first_index, slot.start, slot.end) for slot in part.slots]
+        first_index += part.count
+    return Selected(Events(first_index, decoded, lambda: raw_events(buffer, kind)), slots)
+
+
+def _read_part(doc: bytes | bytearray, data: bytes | bytearray, kind: str, select: Callable[[str], bool],
+               *, shift: int) -> Part | None:
+    """Read doc, a whole document whose events sit in data at their offset in doc plus shift."""
+    try:
+        chosen, phased = _selection(doc, kind, select)
+        raws = raw_events(doc, kind)
+    except (*_DECODE_ERRORS, TypeError):  # TypeError: a name that is a list or an object
+        return None
+    events = _decode_chosen(raws, chosen)
+    if events is None:
+        return None
+    base = address(doc)
+    if base is None or not raws:
+        return Part(len(raws), chosen, events, None, phased, -1, -1)
+    shift -= base
+    slots = _name_slots(data, raws, chosen, events, shift)
+    return Part(len(raws), chosen, events, slots, phased, address(raws[0]) + shift,
+                address(raws[-1]) + shift + len(raws[-1]))
+
+
+def _selection(doc: bytes | bytearray, kind: str, select: Callable[[str], bool]) -> tuple[list[int], bool]:
+    """The indexes of the events to decode in full: names select accepts, step spans, unnamed
+    events, and every B and E where unnamed events exist (and then True)."""
+    named = _NAMES[kind, False].decode(doc)
+    names = list(map(_NAME, named.traceEvents if kind == "object" else named))
+    distinct = set(names)
+    wanted = {name for name in distinct if not isinstance(name, str) or is_step_name(name) or select(name)}
+    chosen = itertools.compress(itertools.count(), map(wanted.__contains__, names))
+    # An E closes the innermost open B whatever either is called, so a pair's E must not be paired
+    # with another B for want of its own. Unnamed events are usually such Es: then read ph too
+    # (one more pass) and keep every B and E.
+    if None not in distinct:
+        return list(chosen), False
+    phased = _NAMES[kind, True].decode(doc)
+    phased = phased.traceEvents if kind == "object" else phased
+    paired = itertools.compress(itertools.count(), [event.ph in ("B", "E") for event in phased])
+    return sorted(set(chosen).union(paired)), True
+
+
+def _decode_chosen(raws: list[msgspec.Raw], chosen: list[int]) -> list[Event] | None:
+    """One decoder call for all of them; an odd value anywhere sends each through the slow path,
+    and a value spanfix cannot use anywhere gives None (the careful path counts and reports them)."""
+    try:
+        return EVENT_LIST.decode(b"[" + b",".join([raws[index] for index in chosen]) + b"]")
+    except msgspec.ValidationError:
+        pass
+    events = []
+    for index in chosen:
+        event, dropped = decode_raw_event(raws[index], index)
+        if dropped:
+            return None
+        events.append(event)
+    return events
+
+
+def _name_slots(data: bytes | bytearray, raws: list[msgspec.Raw], chosen: list[int], events: list[Event],
+                shift: int) -> list[NameSlot] | None:
+    """Each step event's name within its own bytes; the event's offset in data is its raw view's
+    address plus shift, checked against data. None if any of them is not where it should be."""
+    slots = []
+    for index, event in zip(chosen, events):
+        name = event.name
+        if not is_step_name(name):
+            continue
+        raw = bytes(raws[index])
+        at = address(raws[index]) + shift
+        inner = name_in_event(raw, name) if data.startswith(raw, at) else None
+        if inner is None:
+            return None
+        slots.append(NameSlot(index, at + inner[0], at + inner[1]))
+    return slots
+
+
+_BETWEEN_EVENTS = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r\n]*\{")
+_WS = b" \t\r\n"
+
+
+def _in_halves(buffer: bytes | bytearray, data: bytes | bytearray, kind: str, select: Callable[[str], bool]
+               ) -> list[Part] | None:
+    """The head in this process, the tail in a forked child, cut at a comma near the middle.
+
+    Each half is read as a complete document: the head closed at the cut ("]}" or "]"), the tail
+    opened before it ('{"traceEvents":[' or "["), both written into the document itself (the
+    child's copy of its pages is its own; the parent puts its two bytes back). Had the cut fallen
+    anywhere but between two events of the events array the decoder keeps (inside a string,
+    deeper in an event, in another array, in an earlier "traceEvents" that a later one replaces),
+    the head's last event would not end at the cut, or the tail's first would not start after
+    it, or a half would not decode: then None, and the caller reads the whole document here."""
+    cut = _BETWEEN_EVENTS.search(buffer, len(buffer) // 2)
+    if cut is None or address(buffer) is None:
+        return None
+    comma = cut.start(1)
+    opening = b'{"traceEvents":[' if kind == "object" else b"["
+    closing = b"]}" if kind == "object" else b"]"
+
+    def read_tail() -> bytes | None:
+        start = comma + 1 - len(opening)
+        with overwritten(buffer, start, opening):  # over the end of the head, which the child does not read
+            part = _read_part(memoryview(buffer)[start:], data, kind, select, shift=start)
+        return None if part is None else msgspec.msgpack.encode(part)
+
+    def read_head() -> Part | None:
+        with overwritten(buffer, comma, closing):  # over the comma and the tail's first byte
+            return _read_part(memoryview(buffer)[:comma + len(closing)], data, kind, select, shift=0)
+
+    payload, head = _beside(read_tail, read_head)
+    if payload is None or head is None:
+        return None
+    tail_part = _PART.decode(payload)
+    if head.phased or tail_part.phased:  # the choice of Bs and Es must be made for the whole trace
+        return None
+    if (head.end < 0 or tail_part.first < 0 or buffer[head.end:comma].strip(_WS)
+            or buffer[comma + 1:tail_part.first].strip(_WS)):
+        return None
+    return [head, tail_part]
+
+
+def _can_fork() -> bool:
+    # A fork copies only the calling thread: with others about, it could inherit a held lock.
+    return hasattr(os, "fork") and threading.active_count() == 1
+
+
+def _beside(in_child: Callable[[], bytes | None], here: Callable[[], Part | None]
+            ) -> tuple[bytes | None, Part | None]:
+    """in_child() in a forked child, which shares the document's pages and sends back only its
+    bytes, and here() in this process, at the same time. A failed child gives None."""
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child, which leaves by os._exit
+        code = 1
+        try:
+            os.close(reader)
+            payload = in_child()
+            with os.fdopen(writer, "wb") as pipe:
+                pipe.write(b"-" if payload is None else b"+" + payload)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writer)
+    try:
+        result = here()
+    except BaseException:
+        os.kill(child, signal.SIGKILL)
+        os.close(reader)
+        os.waitpid(child, 0)
+        raise
+    with os.fdopen(reader, "rb") as pipe:
+        payload = pipe.read()
+    _, status = os.waitpid(child, 0)
+    if status != 0 or payload[:1] != b"+":
+        return None, result
+    return payload[1:], result
