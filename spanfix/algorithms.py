@@ -8,6 +8,7 @@ remaining candidate agrees on it.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,10 +57,7 @@ class AlgorithmGuess:
     def fact(self, name: str) -> bool | None:
         """A Family attribute when every candidate agrees on it, else None (unknown). Evidence about
         the algorithm that disagrees makes every fact unknown: decisions by mode would be guesses."""
-        if self.conflicts:
-            return None
-        values = {getattr(ALGORITHMS[c], name) for c in self.candidates}
-        return values.pop() if len(values) == 1 else None
+        return None if self.conflicts else _agreed(self.candidates, name)
 
     @property
     def label(self) -> str:
@@ -70,6 +68,12 @@ class AlgorithmGuess:
         if self.candidates <= EAGLE_V2 and len(self.candidates) > 1:
             return "eagle (v2)"
         return _names(self.candidates)
+
+
+@functools.cache  # asked per step span, of a handful of candidate sets
+def _agreed(candidates: frozenset[str], name: str) -> bool | None:
+    values = {getattr(ALGORITHMS[c], name) for c in candidates}
+    return values.pop() if len(values) == 1 else None
 
 
 def _names(candidates: frozenset[str]) -> str:

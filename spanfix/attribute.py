@@ -72,13 +72,15 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
               server_args: dict | None = None) -> Attribution:
     rules = rules or DraftRules()
     draft_tracks, user_tracks = _draft_tracks(index, rules)
-    iterations = _steps_by_iteration(index.steps)
+    enclosing = [tuple(step.span.ancestors()) for step in index.steps]  # innermost first
+    iteration_of = [next((a for a in spans if a.kind == "iteration"), None) for spans in enclosing]
+    iterations = _steps_by_iteration(index.steps, iteration_of)
     guess = _guess_algorithm(index, iterations, draft_tracks, algorithm, server_args)
     draft_pids = {pid for pid, _ in draft_tracks}
     verdicts = []
-    for step in index.steps:
-        opinions = list(_opinions(step, guess, draft_tracks, user_tracks, draft_pids, iterations))
-        verdicts.append(_decide(step, opinions, guess))
+    for step, spans, iteration in zip(index.steps, enclosing, iteration_of):
+        opinions = list(_opinions(step, spans, iteration, guess, draft_tracks, user_tracks, draft_pids, iterations))
+        verdicts.append(_decide(step, iteration, opinions, guess))
     return Attribution(verdicts, guess, draft_tracks)
 
 
@@ -99,10 +101,9 @@ def _draft_tracks(index: TraceIndex, rules: DraftRules) -> tuple[set[Track], set
     return by_metadata | by_user, by_user
 
 
-def _steps_by_iteration(steps: list[StepSpan]) -> dict[Span, list[StepSpan]]:
+def _steps_by_iteration(steps: list[StepSpan], iteration_of: list[Span | None]) -> dict[Span, list[StepSpan]]:
     grouped: dict[Span, list[StepSpan]] = defaultdict(list)
-    for step in steps:
-        iteration = next((a for a in step.span.ancestors() if a.kind == "iteration"), None)
+    for step, iteration in zip(steps, iteration_of):
         if iteration is not None:
             grouped[iteration].append(step)
     for members in grouped.values():
@@ -161,28 +162,29 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
     return guess
 
 
-def _opinions(step: StepSpan, guess: AlgorithmGuess, draft_tracks: set[Track], user_tracks: set[Track],
-              draft_pids: set[Hashable], iterations: dict[Span, list[StepSpan]]) -> Iterable[tuple[str, str]]:
+def _opinions(step: StepSpan, enclosing: tuple[Span, ...], iteration: Span | None, guess: AlgorithmGuess,
+              draft_tracks: set[Track], user_tracks: set[Track], draft_pids: set[Hashable],
+              iterations: dict[Span, list[StepSpan]]) -> Iterable[tuple[str, str]]:
     track = step.track
     if track in draft_tracks:
         yield DRAFT, USER_RULE if track in user_tracks else METADATA
     elif track[0] in draft_pids:
         yield TARGET, METADATA
-    stack = _call_stack(step)
+    stack = _call_stack(step, enclosing)
     if stack:
         yield stack, CALL_STACK
-    if any(a.kind == "stage" for a in step.span.ancestors()):
+    if any(a.kind == "stage" for a in enclosing):
         yield DRAFT, STAGE_SPAN
     by_mode = _mode(step, guess)
     if by_mode:
         yield by_mode, NO_SPECULATION if guess.fact("speculative") is False else MODE
-    by_order = _iteration_order(step, guess, iterations)
+    by_order = _iteration_order(step, iteration, guess, iterations)
     if by_order:
         yield by_order, ITERATION_ORDER
 
 
-def _call_stack(step: StepSpan) -> str | None:
-    frames = [a for a in step.span.ancestors() if a.kind == "frame"]
+def _call_stack(step: StepSpan, enclosing: tuple[Span, ...]) -> str | None:
+    frames = [a for a in enclosing if a.kind == "frame"]
     if not frames:
         return None
     for position, frame in enumerate(frames):
@@ -215,8 +217,8 @@ def _mode(step: StepSpan, guess: AlgorithmGuess) -> str | None:
     return None
 
 
-def _iteration_order(step: StepSpan, guess: AlgorithmGuess, iterations: dict[Span, list[StepSpan]]) -> str | None:
-    iteration = next((a for a in step.span.ancestors() if a.kind == "iteration"), None)
+def _iteration_order(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess,
+                     iterations: dict[Span, list[StepSpan]]) -> str | None:
     if iteration is None:
         return None
     members = iterations[iteration]
@@ -242,7 +244,7 @@ def _iteration_order(step: StepSpan, guess: AlgorithmGuess, iterations: dict[Spa
     return None
 
 
-def _decide(step: StepSpan, opinions: list[tuple[str, str]], guess: AlgorithmGuess) -> Verdict:
+def _decide(step: StepSpan, iteration: Span | None, opinions: list[tuple[str, str]], guess: AlgorithmGuess) -> Verdict:
     mode = step.step.mode
     if mode in NEW_STAGES:
         return Verdict(ALREADY_NEW, "already new naming")
@@ -253,7 +255,7 @@ def _decide(step: StepSpan, opinions: list[tuple[str, str]], guess: AlgorithmGue
         # changes: they only speak where direct evidence is silent, so a second run decides alike.
         opinions = [(role, evidence) for role, evidence in opinions if evidence in DIRECT]
     if not opinions:
-        return Verdict(AMBIGUOUS, detail=_missing(step, guess))
+        return Verdict(AMBIGUOUS, detail=_missing(step, iteration, guess))
     roles = {role for role, _ in opinions}
     sides = {DRAFT if role == WORKER else role for role in roles}
     if len(sides) > 1:
@@ -266,12 +268,12 @@ def _decide(step: StepSpan, opinions: list[tuple[str, str]], guess: AlgorithmGue
     return Verdict(role, evidence)
 
 
-def _missing(step: StepSpan, guess: AlgorithmGuess) -> str:
+def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess) -> str:
     mode = step.step.mode
     lacking = ["no draft-named track, call stack or stage span"]
     if guess.label == "unknown":
         lacking.append("algorithm unknown (pass --algorithm or keep server_args.json beside the trace)")
-    if not any(a.kind == "iteration" for a in step.span.ancestors()):
+    if iteration is None:
         lacking.append("no scheduler.run_batch iteration")
     if mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is None:
         lacking.append("cannot tell whether the draft also runs TARGET_VERIFY (DFLASH/DSpark)")

@@ -6,7 +6,9 @@ scheduler iterations, SGLang's own python frames), so the index stays small next
 
 from __future__ import annotations
 
+import functools
 import math
+import operator
 import re
 from collections import defaultdict
 from collections.abc import Hashable
@@ -216,15 +218,21 @@ def _kind_of(event: Event) -> tuple[str | None, StepName | None]:
     if name.startswith("step["):
         step = parse_step_name(name)
         return ("step", step) if step is not None else (None, None)
-    if event.cat == GPU_CATEGORY:  # GPU copies of stage and iteration spans say nothing new
+    category = event.cat
+    if category == GPU_CATEGORY:  # GPU copies of stage and iteration spans say nothing new
         return None, None
-    if event.cat == "python_function":
-        return ("frame" if _SGLANG_FRAME.search(name) else None), None
+    return _kind_of_name(name, category == "python_function"), None
+
+
+@functools.lru_cache(maxsize=2**16)  # a trace has a few thousand frame names, each seen many times
+def _kind_of_name(name: str, is_frame: bool) -> str | None:
+    if is_frame:
+        return "frame" if _SGLANG_FRAME.search(name) else None
     if name in STAGE_SPANS:
-        return "stage", None
+        return "stage"
     if name == ITERATION_SPAN:
-        return "iteration", None
-    return None, None
+        return "iteration"
+    return None
 
 
 def _make_span(kind: str, event: Event, track: Track, start: Any, end: Any, carriers: tuple[int, ...]) -> Span | None:
@@ -236,15 +244,21 @@ def _make_span(kind: str, event: Event, track: Track, start: Any, end: Any, carr
 
 def _nest(track_spans: list[Span]) -> int:
     """Sort one track's spans and give each its innermost fully enclosing span; count partial overlaps."""
-    track_spans.sort(key=lambda s: (s.start, -s.end))
+    # By start, then longest first: two stable sorts on C-level keys, no tuple per span.
+    track_spans.sort(key=_END, reverse=True)
+    track_spans.sort(key=_START)
     stack: list[Span] = []
     overlaps = 0
+    ulp = math.ulp
     for span in track_spans:
-        while stack and stack[-1].end <= span.start + _slack(span.start):
+        start, end = span.start, span.end
+        # Epoch-microsecond timestamps lose their last digits in a float: allow a few ulps.
+        while stack and stack[-1].end <= start + 4 * ulp(start):
             stack.pop()
         # Partially overlapping spans are not nested: look further out for a span that contains this one.
         depth = len(stack)
-        while depth and stack[depth - 1].end + _slack(span.end) < span.end:
+        slack = 4 * ulp(end)
+        while depth and stack[depth - 1].end + slack < end:
             depth -= 1
         if depth < len(stack):
             overlaps += 1
@@ -253,6 +267,4 @@ def _nest(track_spans: list[Span]) -> int:
     return overlaps
 
 
-def _slack(value: float) -> float:
-    # Epoch-microsecond timestamps lose their last digits in a float: allow a few ulps.
-    return 4 * math.ulp(value)
+_START, _END = operator.attrgetter("start"), operator.attrgetter("end")

@@ -30,7 +30,11 @@ _STEP = re.compile(r"step\[([^\s\]]+)(.*)\]", re.DOTALL)
 class StepName:
     mode: str  # upper-cased, so that nightly lower-case names are recognised
     rest: str  # everything between MODE and the closing bracket, leading space included
-    fields: dict[str, str]
+
+    @property
+    def fields(self) -> dict[str, str]:
+        """The key=value tokens after MODE (bs, toks, c_sq, ...), by key: SGLang adds keys over time."""
+        return dict(token.split("=", 1) for token in self.rest.split() if "=" in token)
 
     @property
     def bs(self) -> int | None:
@@ -59,14 +63,12 @@ def parse_step_name(name: object) -> StepName | None:
     return _parse(name)
 
 
-@functools.lru_cache(maxsize=4096)  # a trace repeats a few hundred names thousands of times
+@functools.lru_cache(maxsize=2**16)  # a step's GPU annotation repeats its name, and decode steps repeat
 def _parse(name: str) -> StepName | None:
     match = _STEP.fullmatch(name)
     if match is None:
         return None
-    rest = match.group(2)
-    fields = dict(token.split("=", 1) for token in rest.split() if "=" in token)
-    return StepName(mode=match.group(1).upper(), rest=rest, fields=fields)
+    return StepName(mode=match.group(1).upper(), rest=match.group(2))
 
 
 def new_stage(mode: str, *, is_draft: bool) -> str:
