@@ -19,6 +19,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import gc
+import mmap
 import os
 import re
 import stat
@@ -50,6 +51,9 @@ _INFLATE_STEP = 2**25
 _MAX_DEFLATE_RATIO = 1032
 
 
+Document = bytes | bytearray | mmap.mmap  # a trace's bytes: read, mapped, or inflated
+
+
 class TraceError(Exception):
     """Input that spanfix cannot use. str() is one line naming the file and the problem."""
 
@@ -63,8 +67,8 @@ _DECODERS = {"object": msgspec.json.Decoder(_ObjectForm), "array": msgspec.json.
 @dataclass(slots=True)
 class Trace:
     source: str  # the path as given, or "-"
-    data: bytes | bytearray  # the uncompressed document, exactly as read
-    compressed: bytes | None  # the gzip file as read, so an unchanged trace is copied, not recompressed
+    data: Document  # the uncompressed document, exactly as read (or mapped)
+    compressed: Document | None  # the gzip file as read: an unchanged trace is copied, not recompressed
     form: str  # "object", "array" or "array-unterminated"
     events: Events
     step_slots: list[NameSlot]  # one per event whose name starts with "step[", in event order
@@ -104,7 +108,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes | bytearray, bytes | None]:
+def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Document, Document | None]:
     """The uncompressed bytes of a trace file (or stdin) and, when it was gzipped, the file's own bytes."""
     try:
         if source == STDIN:
@@ -127,10 +131,10 @@ def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> t
         raise TraceError(f"{source}: empty input" + (" on standard input" if source == STDIN else ""))
     if raw[:2] != GZIP_MAGIC:
         return raw, None
-    return gunzip(source, raw, max_bytes=max_bytes), bytes(raw)
+    return gunzip(source, raw, max_bytes=max_bytes), raw
 
 
-def _read_all(stream: BinaryIO, source: str, max_bytes: int) -> bytes | bytearray:
+def _read_all(stream: BinaryIO, source: str, max_bytes: int) -> Document:
     """The whole stream, refusing more than max_bytes before reading it: a regular file by its size,
     a pipe or device (which may never end) by counting as it goes. A gzip file larger than the
     limit is refused too: its content would be larger still."""
@@ -142,13 +146,32 @@ def _read_all(stream: BinaryIO, source: str, max_bytes: int) -> bytes | bytearra
     if info is not None and stat.S_ISREG(info.st_mode):
         if info.st_size > max_bytes:
             raise too_large
-        return stream.read()
+        mapped = _map(stream, info.st_size)
+        return mapped if mapped is not None else stream.read()
     data = bytearray()
     while chunk := stream.read(_CHUNK):
         data += chunk
         if len(data) > max_bytes:
             raise too_large
     return data
+
+
+MAP_BYTES = 2**20  # smaller files are read: mapping one costs more than it saves
+NO_MMAP = "SPANFIX_NO_MMAP"
+
+
+def _map(stream: BinaryIO, size: int) -> mmap.mmap | None:
+    """The file mapped copy-on-write: its pages come straight from the page cache as the decoder
+    reaches them, with no copy and far fewer page faults than reading (README, Performance), and
+    what spanfix writes into it stays private. None where mapping is unavailable, fails, or is
+    turned off with SPANFIX_NO_MMAP=1: a file truncated by another program while mapped would
+    end spanfix with SIGBUS, where reading it would only have found it cut short."""
+    if size < MAP_BYTES or not hasattr(mmap, "MAP_PRIVATE") or os.environ.get(NO_MMAP, "") not in ("", "0"):
+        return None
+    try:
+        return mmap.mmap(stream.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+    except (OSError, ValueError):
+        return None
 
 
 def gunzip(source: str, raw: bytes | bytearray, *, max_bytes: int) -> bytes | bytearray:

@@ -173,7 +173,7 @@ def _name_slots(data: bytes | bytearray, raws: list[msgspec.Raw], chosen: list[i
             continue
         raw = bytes(raws[index])
         at = address(raws[index]) + shift
-        inner = name_in_event(raw, name) if data.startswith(raw, at) else None
+        inner = name_in_event(raw, name) if data.find(raw, at, at + len(raw)) == at else None
         if inner is None:
             return None
         slots.append(NameSlot(index, at + inner[0], at + inner[1]))
@@ -248,14 +248,13 @@ def _beside(in_child: Callable[[], bytes | None], here: Callable[[], Part | None
     os.close(writer)
     try:
         result = here()
-    except BaseException:
+        payload = b"".join(iter(lambda: os.read(reader, 2**20), b""))
+    except BaseException:  # Ctrl-C among them: the child's work is no longer wanted
         os.kill(child, signal.SIGKILL)
-        os.close(reader)
-        os.waitpid(child, 0)
         raise
-    with os.fdopen(reader, "rb") as pipe:
-        payload = pipe.read()
-    _, status = os.waitpid(child, 0)
+    finally:
+        os.close(reader)
+        _, status = os.waitpid(child, 0)
     if status != 0 or payload[:1] != b"+":
         return None, result
     return payload[1:], result

@@ -506,7 +506,7 @@ def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Ba
 def _saved_result(source: str) -> dict | None:
     data, _ = read_document_bytes(source)
     try:
-        document = orjson.loads(data)
+        document = orjson.loads(memoryview(data))
     except orjson.JSONDecodeError:
         return None
     return document if isinstance(document, dict) and isinstance(document.get("stages"), list) else None

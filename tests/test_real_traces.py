@@ -43,7 +43,7 @@ def test_real_traces_read_in_halves_as_whole(monkeypatch, path):
             trace = read_trace(str(path), select=indexed_name)
         except TraceError as exc:
             return str(exc)
-        return len(trace.events), list(trace.events.selected()), trace.step_slots, trace.warnings, trace.data
+        return len(trace.events), list(trace.events.selected()), trace.step_slots, trace.warnings, bytes(trace.data)
 
     monkeypatch.setattr(selective, "FORK_BYTES", 2**62)
     whole = read()

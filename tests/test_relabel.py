@@ -23,9 +23,20 @@ def expected_bytes(data: bytes) -> bytes:
     return text.encode()
 
 
+@pytest.fixture(params=["read", "mapped in halves"])
+def reading(request, monkeypatch):
+    """Files of a MiB or more are mapped, and those of 32 MiB or more read in two processes: here both
+    happen to small files too, and must change nothing."""
+    from spanfix import reader, selective
+    if request.param != "read":
+        monkeypatch.setattr(reader, "MAP_BYTES", 0)
+        monkeypatch.setattr(selective, "FORK_BYTES", 0)
+    return request.param
+
+
 @pytest.mark.parametrize("form", ["object", "array", "array-unterminated"])
 @pytest.mark.parametrize("gz", [False, True])
-def test_relabel_by_thread_name_is_byte_faithful(tmp_path, draft_thread_events, form, gz):
+def test_relabel_by_thread_name_is_byte_faithful(tmp_path, draft_thread_events, form, gz, reading):
     source = write_trace(tmp_path / ("t.trace.json" + (".gz" if gz else "")), draft_thread_events, form, gz)
     result = relabel_file(str(source), None, RelabelOptions())
     out = tmp_path / ("t.trace.relabeled.json" + (".gz" if gz else ""))
@@ -167,7 +178,7 @@ def test_default_output(name, expected):
     assert default_output(name) == expected
 
 
-def test_output_equal_to_input_needs_in_place(tmp_path, draft_thread_events):
+def test_output_equal_to_input_needs_in_place(tmp_path, draft_thread_events, reading):
     source = write_trace(tmp_path / "t.json", draft_thread_events)
     before = source.read_bytes()
     with pytest.raises(TraceError, match="--in-place"):
@@ -189,3 +200,17 @@ def test_b_e_pairs_nest_through_events_attribution_ignores(tmp_path):
     index = build_index(load(str(write_trace(tmp_path / "t.json", events)), RelabelOptions()))
     assert [(s.name, s.span.start, s.span.end) for s in index.steps] == [("step[DECODE bs=1]", 1.0, 9.0)]
     assert index.unmatched == 0
+
+
+def test_files_are_mapped_unless_told_not_to(tmp_path, monkeypatch, draft_thread_events):
+    import mmap
+
+    from spanfix import reader
+    source = write_trace(tmp_path / "t.json", draft_thread_events)
+    monkeypatch.setattr(reader, "MAP_BYTES", 0)
+    assert isinstance(read_trace(str(source)).data, mmap.mmap)
+    monkeypatch.setenv("SPANFIX_NO_MMAP", "1")
+    assert isinstance(read_trace(str(source)).data, bytes)
+    monkeypatch.setattr(reader, "MAP_BYTES", 2**62)
+    monkeypatch.delenv("SPANFIX_NO_MMAP")
+    assert isinstance(read_trace(str(source)).data, bytes)

@@ -26,7 +26,7 @@ def read_both(path, monkeypatch):
     monkeypatch.setattr(selective, "_read_part",
                         lambda *a, **k: parts_read_here.append(k["shift"]) or real_read_part(*a, **k))
     halves = read_trace(str(path), select=select)
-    assert halves.data == path.read_bytes()  # the bytes written in for the halves are back
+    assert bytes(halves.data) == path.read_bytes()  # the bytes written in for the halves are back
     # Here: the head only when the halves were used; the head, then the whole, when refused.
     assert len(parts_read_here) in (1, 2)
     return whole, halves, len(parts_read_here) == 1
@@ -147,3 +147,22 @@ def test_overwritten_puts_the_bytes_back_even_on_error():
     assert data == b"[1, 2, 3, 4]"
     with pytest.raises(ValueError), overwritten(data, len(data) - 1, b"]}"):
         pass
+
+
+def test_an_interrupted_parent_stops_its_child():
+    import os
+    import time
+
+    def in_child():
+        time.sleep(60)
+        return b"never"
+
+    def here():
+        raise KeyboardInterrupt
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        selective._beside(in_child, here)
+    assert time.monotonic() - started < 30
+    with pytest.raises(ChildProcessError):  # killed and reaped: no child is left
+        os.waitpid(-1, os.WNOHANG)

@@ -275,7 +275,10 @@ def test_baseline_from_a_trace(timed, tmp_path):
     assert row(result, "DRAFT").baseline is None  # no DRAFT in the baseline
 
 
-def test_baseline_from_saved_json_matches_files_by_name(timed, tmp_path):
+@pytest.mark.parametrize("mapped", [False, True])
+def test_baseline_from_saved_json_matches_files_by_name(timed, tmp_path, monkeypatch, mapped):
+    from spanfix import reader
+    monkeypatch.setattr(reader, "MAP_BYTES", 0 if mapped else 2**62)
     saved = tmp_path / "saved" / "stats.json"
     saved.parent.mkdir()
     saved.write_text(json.dumps(stats_of(timed, by=["file"]).to_json()))
