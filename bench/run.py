@@ -117,7 +117,11 @@ def main_bench(out: Path, size_mb: int, reps: int) -> dict:
     return {"size_mb": size, "rows": [asdict(r) for r in rows], "ratios": ratios}
 
 
-def growth(out: Path, reps: int) -> list[dict]:
+def growth(out: Path, reps: int) -> dict:
+    """Time per MB at three sizes, with and without the write, and net of start-up: the same
+    command on a trace of a few kB (interpreter, imports, summary), which every size pays once."""
+    tiny = HERE.parent / "fixtures" / "eagle-stock.trace.json.gz"
+    startup = measure("relabel, start-up (tiny fixture)", spanfix("relabel", "--dry-run", str(tiny)), reps + 2, 0)
     points = []
     for size_mb in (50, 250, 1000):
         plain, _ = make_trace(out, size_mb)
@@ -129,9 +133,16 @@ def growth(out: Path, reps: int) -> list[dict]:
         # memory reused, and a 1 GB output is mostly such memory.
         dry = measure(f"relabel --dry-run {size_mb} MB", spanfix("relabel", "--dry-run", str(plain)), reps, size)
         points.append({"size_mb": size, "seconds": row.seconds, "seconds_per_mb": row.seconds / size,
+                       "net_seconds_per_mb": (row.seconds - startup.seconds) / size,
                        "peak_rss_mb": row.peak_rss_mb, "dry_run_seconds": dry.seconds,
                        "dry_run_seconds_per_mb": dry.seconds / size})
-    return points
+
+    def spread(key: str) -> float:
+        values = [point[key] for point in points]
+        return max(values) / min(values) - 1
+
+    return {"startup_s": startup.seconds, "points": points,
+            "spread": {key: spread(key) for key in ("seconds_per_mb", "net_seconds_per_mb", "dry_run_seconds_per_mb")}}
 
 
 def many_files(out: Path, reps: int) -> dict:
@@ -152,6 +163,37 @@ def many_files(out: Path, reps: int) -> dict:
     shutil.rmtree(many_out)
     return {"serial_s": serial.seconds, "parallel_s": parallel.seconds, "jobs": os.cpu_count(),
             "speedup": serial.seconds / parallel.seconds}
+
+
+# The issue's targets: (what, where in the results, "max" or "min", limit).
+TARGETS = [
+    ("relabel .json / floor", ("main", "ratios", "relabel_json_vs_floor"), "max", 3.0),
+    ("stats .json / floor", ("main", "ratios", "stats_json_vs_floor"), "max", 3.0),
+    ("relabel .json.gz / gzip pipeline", ("main", "ratios", "relabel_gz_vs_gzip_pipeline"), "max", 1.5),
+    ("naive json script / relabel", ("main", "ratios", "naive_json_vs_relabel"), "min", 10.0),
+    ("naive orjson script / relabel", ("main", "ratios", "naive_orjson_vs_relabel"), "min", 3.0),
+    ("relabel peak RSS / trace size", ("main", "ratios", "relabel_peak_rss_vs_size"), "max", 2.5),
+    ("relabel .json.gz peak RSS / trace size", ("main", "ratios", "relabel_gz_peak_rss_vs_size"), "max", 2.5),
+    ("stats peak RSS / trace size", ("main", "ratios", "stats_peak_rss_vs_size"), "max", 2.5),
+    ("growth 50 MB-1 GB, ms/MB spread", ("growth", "spread", "seconds_per_mb"), "max", 0.25),
+    ("growth net of start-up, ms/MB spread", ("growth", "spread", "net_seconds_per_mb"), "max", 0.25),
+]
+
+
+def target_table(results: dict) -> tuple[list[str], bool]:
+    """One line per target the run measured, and whether all of them were met."""
+    lines, all_met = [], True
+    for what, path, kind, limit in TARGETS:
+        value = results
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is None:
+            continue
+        met = value <= limit if kind == "max" else value >= limit
+        all_met &= met
+        lines.append(f"  {what:<40} {value:7.2f}  {'<=' if kind == 'max' else '>='} {limit:<5}  "
+                     f"{'met' if met else 'MISSED'}")
+    return lines, all_met
 
 
 def main() -> None:
@@ -177,6 +219,12 @@ def main() -> None:
     print(json.dumps(results["many_files"], indent=2))
     if "growth" in results:
         print(json.dumps(results["growth"], indent=2))
+    lines, all_met = target_table(results)
+    default = args.size_mb == 250 and not args.quick
+    print("targets (ratios within this run)" + ("" if default else "; they are set for the default 250 MB trace")
+          + ":", *lines, sep="\n")
+    if default and not all_met:
+        sys.exit("bench: a target was missed (a shared VM's noise can do that: run it again to tell)")
 
 
 if __name__ == "__main__":

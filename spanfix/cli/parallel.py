@@ -5,7 +5,6 @@ from __future__ import annotations
 import gc
 import signal
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 
 from ..reader import STDIN
 
@@ -19,6 +18,8 @@ def run_each(function: Callable, jobs_of: list[tuple], jobs: int) -> Iterator[tu
         for job in jobs_of:
             yield job[0], function(*job)
         return
+    from concurrent.futures import ProcessPoolExecutor  # 10 ms of imports a single file does not need
+
     pool = ProcessPoolExecutor(max_workers=min(jobs, len(jobs_of)), initializer=_worker_setup)
     try:
         futures = [pool.submit(_in_worker, function, *job) for job in jobs_of]

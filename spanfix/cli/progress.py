@@ -6,9 +6,10 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
 LONG_WORK_BYTES = 100 * 2**20  # below this, work finishes before a bar would be worth drawing
 
@@ -29,6 +30,9 @@ def file_progress(sources: list[str], *, machine_output: bool) -> Iterator[FileP
     if not wanted:
         yield FileProgress(None, None)
         return
+    from rich.console import Console  # imported only when a bar is drawn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     columns = [TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} bytes"),
                TimeElapsedColumn()]
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
