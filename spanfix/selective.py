@@ -147,15 +147,21 @@ def _selection(doc: bytes | bytearray, kind: str, select: Callable[[str], bool])
 
 
 def _decode_chosen(raws: list[msgspec.Raw], chosen: list[int]) -> list[Event] | None:
-    """One decoder call for all of them; an odd value anywhere sends each through the slow path,
-    and a value spanfix cannot use anywhere gives None (the careful path counts and reports them)."""
+    """One decoder call for all of them; an odd value anywhere sends each through the slow path.
+    None when a value spanfix cannot use, or bytes JSON forbids (invalid UTF-8 in a string the
+    passes before only skipped), are there: the careful path repairs, counts and reports them."""
     try:
         return EVENT_LIST.decode(b"[" + b",".join([raws[index] for index in chosen]) + b"]")
     except msgspec.ValidationError:
         pass
+    except msgspec.DecodeError:
+        return None
     events = []
     for index in chosen:
-        event, dropped = decode_raw_event(raws[index], index)
+        try:
+            event, dropped = decode_raw_event(raws[index], index)
+        except msgspec.DecodeError:
+            return None
         if dropped:
             return None
         events.append(event)

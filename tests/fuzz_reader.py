@@ -12,7 +12,7 @@ relabel_file on it. Every case must end in one of two ways:
 
 Anything else is a crash: its input and traceback are saved for replay. Exit status 1 if any.
 
-    python tests/fuzz_reader.py [--seconds 60] [--seed N] [--save-crashes build/fuzz-crashes]
+    python tests/fuzz_reader.py [--seconds 60] [--seed N] [--save-crashes build/fuzz-crashes] [--halves]
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
+from spanfix import reader, selective
+from spanfix.index import indexed_name
 from spanfix.patch import OutputError
 from spanfix.reader import TraceError, read_trace
 from spanfix.relabel import RelabelOptions, relabel_file
@@ -194,12 +196,36 @@ class Crash(Exception):
     """A case ended some way other than the two allowed."""
 
 
-def run_case(rng: random.Random, data: bytes, folder: Path) -> str:
+def halves_agree(source: Path) -> None:
+    """The input read whole by one process, then mapped and read in two halves by two: large
+    traces take the second way, and it must give exactly what the first gives, errors included."""
+    def view():
+        try:
+            trace = read_trace(str(source), select=indexed_name)
+        except TraceError as exc:
+            return str(exc)
+        return len(trace.events), list(trace.events.selected()), trace.step_slots, trace.warnings
+
+    defaults = selective.FORK_BYTES, reader.MAP_BYTES
+    try:
+        selective.FORK_BYTES = reader.MAP_BYTES = 2**62
+        whole = view()
+        selective.FORK_BYTES = reader.MAP_BYTES = 0
+        halves = view()
+    finally:
+        selective.FORK_BYTES, reader.MAP_BYTES = defaults
+    if halves != whole:
+        raise Crash(f"read in halves, the trace differs from the trace read whole: {str(halves)[:200]}")
+
+
+def run_case(rng: random.Random, data: bytes, folder: Path, *, halves: bool = False) -> str:
     """Relabel one mutated input; return the outcome's kind, or raise Crash."""
     gz = data[:2] == b"\x1f\x8b"
     source = folder / ("case.json.gz" if gz else "case.json")
     target = folder / ("out.json.gz" if gz else "out.json")
     source.write_bytes(data)
+    if halves:
+        halves_agree(source)
     options = RelabelOptions(algorithm=rng.choice([None, None, "eagle", "dflash", "mtp", "frozen-kv"]),
                              annotate=rng.random() < 0.1)
     try:
@@ -241,6 +267,8 @@ def main() -> int:
     parser.add_argument("--save-crashes", type=Path, default=ROOT / "build" / "fuzz-crashes",
                         help="where crashing (and slow) inputs and their tracebacks go")
     parser.add_argument("--slow", type=float, default=2.0, help="save cases slower than this many seconds")
+    parser.add_argument("--halves", action="store_true",
+                        help="also read each case in two halves (as large traces are) and compare")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     rng = random.Random(seed)
@@ -262,7 +290,7 @@ def main() -> int:
             data = mutate(rng, plain)
             began = time.monotonic()
             try:
-                outcomes[run_case(rng, data, folder)] += 1
+                outcomes[run_case(rng, data, folder, halves=args.halves)] += 1
             except Crash as crash:
                 crashes[str(crash)[:160]] += 1
                 report = f"seed trace {name}, run seed {seed}\n{crash}\n" + "".join(traceback.format_exception(crash))
