@@ -16,7 +16,6 @@ paths are slow paths taken only after the fast decode has failed.
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import gc
 import mmap
@@ -38,7 +37,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from .events import UNUSABLE, Event, Events, NameSlot, NotAnObject, decode_raw_event, is_step_name
+from .events import UNUSABLE, Event, Events, NameSlot, NotAnObject, decode_raw_event, is_step_name, repaired
 from .locate import locate_by_regex, locate_exactly
 from .selective import Selected, decode_selected, raw_events
 
@@ -262,7 +261,7 @@ def decode_events(source: str, buffer: bytes | bytearray, form: str) -> tuple[li
         # else: valid JSON but for bytes JSON forbids; read a repaired copy (below)
     except RecursionError:
         raise TraceError(f"{source}: not a trace: JSON nested too deeply to read") from None
-    events, warnings = decode_events(source, _repair(buffer), form)
+    events, warnings = decode_events(source, repaired(buffer), form)
     return events, ["holds invalid UTF-8 or raw control characters (read leniently; their bytes are kept)",
                     *warnings]
 
@@ -285,9 +284,6 @@ def _decode_one_by_one(source: str, raw_events: list[msgspec.Raw]) -> tuple[list
     return events, [f"ignored values spanfix cannot use, keeping their events: {odd}"]
 
 
-# Same-length stand-ins, so that byte positions in the repaired copy are those of the file.
-codecs.register_error("spanfix-same-length", lambda error: ("?" * (error.end - error.start), error.end))
-_CONTROLS_TO_SPACES = bytes.maketrans(bytes(range(32)), b" " * 32)
 _AT_BYTE = re.compile(r"\s*\(byte (\d+)\)$")
 
 
@@ -304,12 +300,6 @@ def _needs_repair(exc: msgspec.DecodeError, buffer: bytes | bytearray) -> bool:
         return position < len(buffer) and buffer[position] < 0x20
     # Zero padding after the document (a writer that preallocated its file); msgspec points past it.
     return "trailing characters" in text and buffer[position - 1] < 0x20 and buffer[position - 1] not in _WS
-
-
-def _repair(buffer: bytes | bytearray) -> bytes:
-    """A copy the strict decoder accepts: invalid UTF-8 bytes become "?" and control characters
-    spaces (outside strings they were whitespace or stray; inside, JSON forbids them raw)."""
-    return str(buffer, "utf-8", "spanfix-same-length").encode().translate(_CONTROLS_TO_SPACES)
 
 
 def _json_error(source: str, exc: msgspec.DecodeError, buffer: bytes | bytearray, form: str) -> TraceError:

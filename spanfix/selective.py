@@ -16,6 +16,7 @@ path then reports it exactly.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 import os
@@ -42,23 +43,26 @@ class _NamedPhased(msgspec.Struct, gc=False):
     ph: object = None
 
 
+@functools.cache
 def _decoder(kind: str, item: type) -> msgspec.json.Decoder:
     if kind == "object":
         return msgspec.json.Decoder(msgspec.defstruct("_Document", [("traceEvents", list[item])]))
     return msgspec.json.Decoder(list[item])
 
 
-_NAMES = {(kind, phased): _decoder(kind, item) for kind in ("object", "array")
-          for phased, item in ((False, _Named), (True, _NamedPhased))}
-_RAWS = {kind: _decoder(kind, msgspec.Raw) for kind in ("object", "array")}
 _NAME = operator.attrgetter("name")
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
-def raw_events(buffer: bytes | bytearray, kind: str) -> list[msgspec.Raw]:
-    """Every event as a raw view of buffer. kind: "object" ({"traceEvents": [...]}) or "array"."""
-    decoded = _RAWS[kind].decode(buffer)
+def every_event(buffer: bytes | bytearray, kind: str, item: type) -> list:
+    """Every event of buffer decoded as item. kind: "object" ({"traceEvents": [...]}) or "array"."""
+    decoded = _decoder(kind, item).decode(buffer)
     return decoded.traceEvents if kind == "object" else decoded
+
+
+def raw_events(buffer: bytes | bytearray, kind: str) -> list[msgspec.Raw]:
+    """Every event as a raw view of buffer."""
+    return every_event(buffer, kind, msgspec.Raw)
 
 
 class Part(msgspec.Struct, gc=False):
@@ -104,7 +108,7 @@ def decode_selected(buffer: bytes | bytearray, data: bytes | bytearray, form: st
             slots += part.slots if not first_index else [
                 NameSlot(slot.event + first_index, slot.start, slot.end) for slot in part.slots]
         first_index += part.count
-    return Selected(Events(first_index, decoded, lambda: raw_events(buffer, kind)), slots)
+    return Selected(Events(first_index, decoded, lambda item: every_event(buffer, kind, item)), slots)
 
 
 def _read_part(doc: bytes | bytearray, data: bytes | bytearray, kind: str, select: Callable[[str], bool],
@@ -130,7 +134,7 @@ def _read_part(doc: bytes | bytearray, data: bytes | bytearray, kind: str, selec
 def _selection(doc: bytes | bytearray, kind: str, select: Callable[[str], bool]) -> tuple[list[int], bool]:
     """The indexes of the events to decode in full: names select accepts, step spans, unnamed
     events, and every B and E where unnamed events exist (and then True)."""
-    named = _NAMES[kind, False].decode(doc)
+    named = _decoder(kind, _Named).decode(doc)
     names = list(map(_NAME, named.traceEvents if kind == "object" else named))
     distinct = set(names)
     wanted = {name for name in distinct if not isinstance(name, str) or is_step_name(name) or select(name)}
@@ -140,7 +144,7 @@ def _selection(doc: bytes | bytearray, kind: str, select: Callable[[str], bool])
     # (one more pass) and keep every B and E.
     if None not in distinct:
         return list(chosen), False
-    phased = _NAMES[kind, True].decode(doc)
+    phased = _decoder(kind, _NamedPhased).decode(doc)
     phased = phased.traceEvents if kind == "object" else phased
     paired = itertools.compress(itertools.count(), [event.ph in ("B", "E") for event in phased])
     return sorted(set(chosen).union(paired)), True

@@ -30,10 +30,13 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import orjson
 
 from .attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
+from .events import Stamp
 from .index import StepSpan, TraceIndex, Track, is_number, track_of
 from .naming import new_stage, relabel_step_name
 from .reader import Event, Trace, TraceError, read_document_bytes
@@ -306,7 +309,7 @@ def _launched_extents(trace: Trace, steps: list[StepSpan]) -> dict[StepSpan, tup
     tracks = {step.track for step in steps}
     launches: dict[Track, list[tuple[float, Hashable]]] = defaultdict(list)
     device: dict[Hashable, tuple[float, float]] = {}
-    for event in trace.events:
+    for event in trace.events.every(_Launched):
         correlation = event.args.correlation if event.args is not None else None
         if not isinstance(correlation, (int, str)):
             continue
@@ -330,6 +333,21 @@ def _launched_extents(trace: Trace, steps: list[StepSpan]) -> dict[StepSpan, tup
         if extent is not None:
             extents[step] = extent
     return extents
+
+
+class _Correlated(msgspec.Struct, gc=False):
+    correlation: Any = None
+
+
+class _Launched(msgspec.Struct, gc=False):
+    """What the kernel fallback reads of every event (a launch, a kernel, or neither)."""
+
+    cat: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Stamp = None
+    dur: Stamp = None
+    args: _Correlated | None = None
 
 
 def _first(pair: tuple) -> float:

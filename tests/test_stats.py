@@ -127,6 +127,25 @@ def test_kernel_fallback_alone(tmp_path):
     assert (gpu.summary.total_us, gpu.device_source) == (20, "kernels")
 
 
+@pytest.mark.parametrize("mapped", [False, True])
+def test_kernel_fallback_reads_odd_events_as_the_careful_path_would(tmp_path, monkeypatch, mapped):
+    """The fast path leaves launches and kernels undecoded; the fallback meets their odd values
+    (a timestamp beyond 64 bits, invalid UTF-8 in a category) and must read past them."""
+    from conftest import trace_bytes
+
+    from spanfix import reader, selective
+    if mapped:
+        monkeypatch.setattr(reader, "MAP_BYTES", 0)
+        monkeypatch.setattr(selective, "FORK_BYTES", 0)
+    events = [thread_name(1, 2, "draft worker"), span(DECODE_NAME, 0, 50, tid=2),
+              span("cudaGraphLaunch", 10, 2, tid=2, cat="cuda_runtime", correlation=5), kernel(60, 10, 5),
+              {**kernel(80, 5, 5), "cat": "BAD"}, {**launch(20, 8), "tid": 2, "ts": 2**70}, kernel(90, 5, 8)]
+    path = tmp_path / "t.json"
+    path.write_bytes(trace_bytes(events).replace(b'"BAD"', b'"k\xffernel"'))
+    gpu = row(stats_of(path), "DRAFT", "gpu")
+    assert (gpu.summary.total_us, gpu.device_source) == (10, "kernels")  # neither odd event counts
+
+
 def test_grouping_keys(timed):
     result = stats_of(timed, by=["bs", "name", "rank", "file"])
     assert result.by == ("file", "rank", "stage", "name", "bs")
