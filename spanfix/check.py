@@ -154,18 +154,38 @@ class CheckOptions:
     require_new_names: bool = False
 
 
-def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptions) -> CheckReport:
+def check_file(source: str, options: RelabelOptions, check: CheckOptions
+               ) -> tuple[TraceMeasures, list[Outcome]] | TraceError:
+    """One input's measures and trust outcomes, or why it cannot be used (returned, not raised, so
+    that it crosses from a worker process like any result)."""
+    try:
+        trace, index, attribution, warnings = load(source, options)
+    except TraceError as exc:
+        return exc
+    return measure(trace, index, attribution, warnings), trust_outcomes(trace, index, attribution, options, check)
+
+
+Each = Callable[[Callable, list[tuple]], Iterable[tuple[str, object]]]
+
+
+def _one_by_one(function: Callable, jobs: list[tuple]) -> Iterable[tuple[str, object]]:
+    return ((job[0], function(*job)) for job in jobs)
+
+
+def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptions, *,
+              each: Each = _one_by_one) -> CheckReport:
+    """each(check_file, jobs) yields (input, outcome) in input order: the CLI passes one that runs
+    the files in parallel."""
     measures: list[TraceMeasures] = []
     outcomes: list[Outcome] = []
     errors: list[str] = []
-    for source in sources:
-        try:
-            trace, index, attribution, warnings = load(source, options)
-        except TraceError as exc:
-            errors.append(str(exc))
+    for _, result in each(check_file, [(source, options, check) for source in sources]):
+        if isinstance(result, TraceError):
+            errors.append(str(result))
             continue
-        measures.append(measure(trace, index, attribution, warnings))
-        outcomes += trust_outcomes(trace, index, attribution, options, check)
+        measured_file, trusted = result
+        measures.append(measured_file)
+        outcomes += trusted
     stats = aggregate(measures)
     if check.baseline:
         try:

@@ -227,3 +227,25 @@ def test_old_names_are_counted_across_kinds_of_evidence(tmp_path):
     result = run("check", path, "--require-new-names")
     assert result.exit_code == 1
     assert "14 old names" in result.stdout and "TARGET_VERIFY -> VERIFY x11" in result.stdout
+
+
+def test_files_in_parallel_give_the_same_report(old, new, tmp_path):
+    ambiguous = write_trace(tmp_path / "ambiguous.json", [span(VERIFY_NAME, 1000, 10)])
+    missing = tmp_path / "missing.json"
+    args = ["check", old, new, ambiguous, missing, "--format", "json", "--budget", "VERIFY.p90<=1ms"]
+    serial, parallel = run(*args, "-j", "1"), run(*args, "-j", "2")
+    assert serial.exit_code == parallel.exit_code == 2  # one input cannot be read
+    assert json.loads(parallel.stdout) == json.loads(serial.stdout)
+    assert [r["input"] for r in json.loads(serial.stdout)["rules"] if r["kind"] == "trust"] == [
+        str(old)] * 2 + [str(new)] * 2 + [str(ambiguous)] * 2  # in input order
+
+
+@pytest.mark.parametrize("command", ["check", "stats", "inspect"])
+def test_ctrl_c_exits_130_with_one_line(old, monkeypatch, command):
+    from spanfix import relabel
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(relabel, "read_trace", interrupted)
+    result = run(command, old, "-j", "1") if command != "inspect" else run(command, old)
+    assert (result.exit_code, result.stderr) == (130, "spanfix: interrupted\n")

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import gc
 import importlib
+import sys
 
 import click
 
 from .. import __version__
+
+EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130  # 130: 128 + SIGINT, as shells report Ctrl-C
 
 # Each command's module is imported only when that command runs (or help lists it): a relabel
 # of a small file should not pay for importing the stats, check and rendering code.
@@ -22,6 +25,16 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         return getattr(importlib.import_module(f"{__name__}.{COMMANDS[name]}"), name)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # click would print "Aborted!" and exit 1, which for check means "a rule is broken".
+            # Nothing these commands write is partial: relabel says so itself, the others write
+            # only their report, at the end.
+            click.echo("spanfix: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -9,6 +9,8 @@ import orjson
 from ..check import DEFAULT_MAX_REGRESSION, BudgetError, CheckOptions, parse_budget, run_check
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
 from .options import attribution_options, relabel_options
+from .parallel import run_each
+from .progress import file_progress
 from .relabel import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .stats import report_errors
 
@@ -34,8 +36,10 @@ def _budgets(ctx, param, values):
               help="Fail when a span still carries an old name (guards traces from newer SGLang).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "markdown", "junit"]), default="text",
               show_default=True, help="text for people, json for machines, markdown for a job summary, junit XML.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="cores",
+              help="Files read in parallel.")
 @attribution_options
-def check(inputs, budgets, baseline, max_regression, allow_ambiguous, require_new_names, output_format,
+def check(inputs, budgets, baseline, max_regression, allow_ambiguous, require_new_names, output_format, jobs,
           **attribution):
     """Gate CI on captured traces: exit 1 when one cannot be trusted or its timing broke a rule.
 
@@ -57,7 +61,13 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, require_ne
         raise click.UsageError("--max-regression needs --baseline")
     options = CheckOptions(budgets, baseline, DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
                            allow_ambiguous, require_new_names)
-    report = run_check(inputs, relabel_options(**attribution), options)
+    with file_progress(list(inputs), machine_output=output_format != "text") as progress:
+        def each(function, jobs_of):
+            for source, outcome in run_each(function, jobs_of, jobs):
+                progress.done(source)
+                yield source, outcome
+
+        report = run_check(inputs, relabel_options(**attribution), options, each=each)
     report_errors(report.errors)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(report):

@@ -11,11 +11,10 @@ from ..patch import OutputError, write_output
 from ..reader import STDIN, TraceError
 from ..relabel import default_output, dumps_results, relabel_file
 from ..render.relabel import relabel_summary
+from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_INTERRUPTED
 from .options import attribution_options, relabel_options
 from .parallel import run_each
 from .progress import file_progress
-
-EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130  # 130: 128 + SIGINT, as shells report Ctrl-C
 
 
 @click.command()
