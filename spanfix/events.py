@@ -8,9 +8,11 @@ import contextlib
 import ctypes
 import functools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, TypeVar
 
 import msgspec
+
+T = TypeVar("T")
 
 
 class Args(msgspec.Struct, gc=False):
@@ -109,18 +111,26 @@ def is_step_name(name: Any) -> bool:
     return isinstance(name, str) and name.startswith("step[")
 
 
+class Source(Protocol):
+    """The document behind a fast-path read, for the events it left undecoded."""
+
+    def decode(self, item: type) -> list:
+        """Every event as item (a msgspec type), in one pass."""
+
+    def map(self, item: type, mapper: Callable[[Iterable], T]) -> list[T] | None:
+        """mapper over every event as item, a stretch of the events at a time (several at once where
+        it can), in file order; None where it cannot."""
+
+
 class Events(Sequence):
     """Every event of the trace, in file order. Those the caller selected are decoded up front;
     any other is decoded when asked for, so a trace of millions of events costs a few hundred
-    thousand small structs, not millions. every() reads all of them at once, as lighter structs.
+    thousand small structs, not millions. every() and map() read all of them, as lighter structs."""
 
-    document(item) decodes every event of the document as item (a msgspec type) in one pass: the
-    fast path's way back to the events it left undecoded. None when every event is decoded."""
-
-    def __init__(self, count: int, decoded: dict[int, Event], document: Callable[[type], list] | None = None):
+    def __init__(self, count: int, decoded: dict[int, Event], source: Source | None = None):
         self._count = count
         self._decoded = decoded
-        self._document = document
+        self._source = source  # None when every event is decoded already
         self._raws: list[msgspec.Raw] | None = None
 
     @classmethod
@@ -133,7 +143,7 @@ class Events(Sequence):
     def __getitem__(self, index: int) -> Event:  # type: ignore[override]
         event = self._decoded.get(index)
         if event is None:
-            if self._document is None or not 0 <= index < self._count:
+            if self._source is None or not 0 <= index < self._count:
                 raise IndexError(index)
             event = decode_raw_event(self._raw_list()[index], index)[0]
         return event
@@ -151,7 +161,7 @@ class Events(Sequence):
         named as Event's. Decoded in batches of raw events, a few seconds faster than one by one
         on a million events, holding one batch at a time. An event item does not accept comes as
         an Event, which has those fields too."""
-        if self._document is None:
+        if self._source is None:
             yield from self
             return
         decoder = _list_decoder(item)
@@ -163,9 +173,19 @@ class Events(Sequence):
             except (msgspec.ValidationError, msgspec.DecodeError):
                 yield from (self[index] for index in range(start, start + len(batch)))
 
+    def map(self, item: type, mapper: Callable[[Iterable], T]) -> list[T]:
+        """mapper over all the events as item (see every()), one result per stretch of them, in file
+        order. A large trace is mapped in the halves it was read in, at once, in two processes:
+        mapper runs in a forked child too, and its result must pickle. Otherwise one stretch."""
+        if self._source is not None:
+            results = self._source.map(item, mapper)
+            if results is not None:
+                return results
+        return [mapper(self.every(item))]
+
     def _raw_list(self) -> list[msgspec.Raw]:
         if self._raws is None:
-            self._raws = self._document(msgspec.Raw)
+            self._raws = self._source.decode(msgspec.Raw)
         return self._raws
 
 

@@ -20,11 +20,13 @@ import functools
 import itertools
 import operator
 import os
+import pickle
 import re
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import msgspec
 
@@ -32,6 +34,7 @@ from .events import EVENT_LIST, Event, Events, NameSlot, address, decode_raw_eve
 from .locate import name_in_event
 
 FORK_BYTES = 32 * 2**20  # below this, a second process costs more than it saves
+T = TypeVar("T")
 
 
 class _Named(msgspec.Struct, gc=False):
@@ -86,12 +89,51 @@ class Selected:
     slots: list[NameSlot] | None  # one per step-span event, in event order; None: locate them otherwise
 
 
+@dataclass(slots=True)
+class Document:
+    """The document a fast-path read came from (events.Source), and where it was cut in halves."""
+
+    buffer: bytes | bytearray
+    kind: str
+    cut: int | None  # the comma between the halves, None when read whole
+
+    def decode(self, item: type) -> list:
+        return every_event(self.buffer, self.kind, item)
+
+    def map(self, item: type, mapper: Callable[[Iterable], T]) -> list[T] | None:
+        """[mapper(head), mapper(tail)], at once, at the cut the read checked; None when the trace was
+        read whole, when a fork is not possible now, or when a half holds a value item does not take."""
+        if self.cut is None or not _can_fork():
+            return None
+
+        def in_child() -> bytes | None:
+            start = self.cut + 1 - len(_OPENING[self.kind])
+            with overwritten(self.buffer, start, _OPENING[self.kind]):
+                events = every_event(memoryview(self.buffer)[start:], self.kind, item)
+            return pickle.dumps(mapper(events), protocol=pickle.HIGHEST_PROTOCOL)
+
+        def here() -> T | None:
+            try:
+                with overwritten(self.buffer, self.cut, _CLOSING[self.kind]):
+                    events = every_event(memoryview(self.buffer)[:self.cut + len(_CLOSING[self.kind])],
+                                         self.kind, item)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                return None
+            return [mapper(events)]
+
+        payload, head = _beside(in_child, here)
+        if payload is None or head is None:
+            return None
+        return [head[0], pickle.loads(payload)]  # the child's, forked from this process: trusted
+
+
 def decode_selected(buffer: bytes | bytearray, data: bytes | bytearray, form: str,
                     select: Callable[[str], bool]) -> Selected | None:
     """buffer: the document as the JSON decoder takes it (same offsets as data, the bytes as read).
     None: the document needs the careful path (odd values, invalid bytes, not a trace)."""
     kind = "object" if form == "object" else "array"
-    parts = _in_halves(buffer, data, kind, select) if len(buffer) >= FORK_BYTES and _can_fork() else None
+    halves = _in_halves(buffer, data, kind, select) if len(buffer) >= FORK_BYTES and _can_fork() else None
+    parts, cut = halves if halves is not None else (None, None)
     if parts is None:
         whole = _read_part(buffer, data, kind, select, shift=0)
         if whole is None:
@@ -108,7 +150,7 @@ def decode_selected(buffer: bytes | bytearray, data: bytes | bytearray, form: st
             slots += part.slots if not first_index else [
                 NameSlot(slot.event + first_index, slot.start, slot.end) for slot in part.slots]
         first_index += part.count
-    return Selected(Events(first_index, decoded, lambda item: every_event(buffer, kind, item)), slots)
+    return Selected(Events(first_index, decoded, Document(buffer, kind, cut)), slots)
 
 
 def _read_part(doc: bytes | bytearray, data: bytes | bytearray, kind: str, select: Callable[[str], bool],
@@ -190,12 +232,14 @@ def _name_slots(data: bytes | bytearray, raws: list[msgspec.Raw], chosen: list[i
     return slots
 
 
+_OPENING = {"object": b'{"traceEvents":[', "array": b"["}  # what makes a tail a document
+_CLOSING = {"object": b"]}", "array": b"]"}  # and a head
 _BETWEEN_EVENTS = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r\n]*\{")
 _WS = b" \t\r\n"
 
 
 def _in_halves(buffer: bytes | bytearray, data: bytes | bytearray, kind: str, select: Callable[[str], bool]
-               ) -> list[Part] | None:
+               ) -> tuple[list[Part], int] | None:
     """The head in this process, the tail in a forked child, cut at a comma near the middle.
 
     Each half is read as a complete document: the head closed at the cut ("]}" or "]"), the tail
@@ -209,8 +253,7 @@ def _in_halves(buffer: bytes | bytearray, data: bytes | bytearray, kind: str, se
     if cut is None or address(buffer) is None:
         return None
     comma = cut.start(1)
-    opening = b'{"traceEvents":[' if kind == "object" else b"["
-    closing = b"]}" if kind == "object" else b"]"
+    opening, closing = _OPENING[kind], _CLOSING[kind]
 
     def read_tail() -> bytes | None:
         start = comma + 1 - len(opening)
@@ -231,7 +274,7 @@ def _in_halves(buffer: bytes | bytearray, data: bytes | bytearray, kind: str, se
     if (head.end < 0 or tail_part.first < 0 or buffer[head.end:comma].strip(_WS)
             or buffer[comma + 1:tail_part.first].strip(_WS)):
         return None
-    return [head, tail_part]
+    return [head, tail_part], comma
 
 
 def _can_fork() -> bool:
@@ -239,8 +282,7 @@ def _can_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
-def _beside(in_child: Callable[[], bytes | None], here: Callable[[], Part | None]
-            ) -> tuple[bytes | None, Part | None]:
+def _beside(in_child: Callable[[], bytes | None], here: Callable[[], T]) -> tuple[bytes | None, T]:
     """in_child() in a forked child, which shares the document's pages and sends back only its
     bytes, and here() in this process, at the same time. A failed child gives None."""
     reader, writer = os.pipe()

@@ -23,6 +23,7 @@ Definitions, also given in the README:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from bisect import bisect_left, bisect_right
@@ -309,19 +310,13 @@ def _launched_extents(trace: Trace, steps: list[StepSpan]) -> dict[StepSpan, tup
     tracks = {step.track for step in steps}
     launches: dict[Track, list[tuple[float, Hashable]]] = defaultdict(list)
     device: dict[Hashable, tuple[float, float]] = {}
-    for event in trace.events.every(_Launched):
-        correlation = event.args.correlation if event.args is not None else None
-        if not isinstance(correlation, (int, str)):
-            continue
-        if event.cat in DEVICE_CATEGORIES:
-            interval = _interval(event)
-            if interval is not None:
-                # A CUDA graph launch starts many kernels under one correlation id.
-                device[correlation] = _hull([interval, device[correlation]]) if correlation in device else interval
-            continue
-        track = track_of(event)
-        if track in tracks and is_number(event.ts):
-            launches[track].append((float(event.ts), correlation))
+    # Every launch and kernel is read: on a large trace, each half of it by its own process.
+    for part_launches, part_device in trace.events.map(_Launched, functools.partial(_launch_tables, tracks=tracks)):
+        for track, found in part_launches.items():
+            launches[track] += found
+        for correlation, extent in part_device.items():
+            # A CUDA graph launch starts many kernels under one correlation id, maybe in both halves.
+            device[correlation] = _hull([extent, device[correlation]]) if correlation in device else extent
     for found in launches.values():
         found.sort(key=_first)
     extents = {}
@@ -333,6 +328,27 @@ def _launched_extents(trace: Trace, steps: list[StepSpan]) -> dict[StepSpan, tup
         if extent is not None:
             extents[step] = extent
     return extents
+
+
+def _launch_tables(events: Iterable, tracks: set[Track]
+                   ) -> tuple[dict[Track, list[tuple[float, Hashable]]], dict[Hashable, tuple[float, float]]]:
+    """From some events: the launches on the given tracks, (start, correlation id), and the device
+    extent of each correlation id's kernels and copies."""
+    launches: dict[Track, list[tuple[float, Hashable]]] = defaultdict(list)
+    device: dict[Hashable, tuple[float, float]] = {}
+    for event in events:
+        correlation = event.args.correlation if event.args is not None else None
+        if not isinstance(correlation, (int, str)):
+            continue
+        if event.cat in DEVICE_CATEGORIES:
+            interval = _interval(event)
+            if interval is not None:
+                device[correlation] = _hull([interval, device[correlation]]) if correlation in device else interval
+            continue
+        track = track_of(event)
+        if track in tracks and is_number(event.ts):
+            launches[track].append((float(event.ts), correlation))
+    return dict(launches), device
 
 
 class _Correlated(msgspec.Struct, gc=False):

@@ -4,11 +4,13 @@ events array, the halves must be refused, not trusted."""
 
 import json
 
+import msgspec
 import pytest
 from conftest import trace_bytes
 from synth_helpers import eagle_events
 
 from spanfix import selective
+from spanfix.events import Stamp
 from spanfix.reader import read_trace
 
 
@@ -166,3 +168,32 @@ def test_an_interrupted_parent_stops_its_child():
     assert time.monotonic() - started < 30
     with pytest.raises(ChildProcessError):  # killed and reaped: no child is left
         os.waitpid(-1, os.WNOHANG)
+
+
+class Light(msgspec.Struct):
+    cat: object = None
+    ts: Stamp = None
+
+
+def cats_and_times(events):
+    return [(event.cat, event.ts) for event in events]
+
+
+@pytest.mark.parametrize("odd_head", [False, True])
+def test_map_over_the_halves_as_over_the_whole(tmp_path, monkeypatch, odd_head):
+    events = eagle_events()
+    if odd_head:  # a value Light does not take: the halves give way to batches over the whole
+        events[1] = {**events[1], "ts": 2**70}
+    path = tmp_path / "t.json"
+    path.write_bytes(trace_bytes(events))
+    monkeypatch.setattr(selective, "FORK_BYTES", 2**62)
+    whole = read_trace(str(path), select=select).events.map(Light, cats_and_times)
+    monkeypatch.setattr(selective, "FORK_BYTES", 0)
+    halves = read_trace(str(path), select=select).events.map(Light, cats_and_times)
+    assert len(whole) == 1 and len(halves) == (1 if odd_head else 2)
+    assert [pair for half in halves for pair in half] == whole[0]
+    assert len(whole[0]) == len(events)
+    expected = [(e.get("cat"), e.get("ts")) for e in events]
+    if odd_head:
+        expected[1] = (events[1].get("cat"), None)  # dropped, as the careful path drops it
+    assert whole[0] == expected

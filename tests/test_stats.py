@@ -116,7 +116,10 @@ def test_device_time_from_annotations_and_launched_kernels(timed):
     assert verify.share == pytest.approx(35 / 43)
 
 
-def test_kernel_fallback_alone(tmp_path):
+@pytest.mark.parametrize("halves", [False, True])
+def test_kernel_fallback_alone(tmp_path, monkeypatch, halves):
+    from spanfix import selective
+    monkeypatch.setattr(selective, "FORK_BYTES", 0 if halves else 2**62)  # large traces: each half at once
     path = write_trace(tmp_path / "t.json", [
         thread_name(1, 2, "draft worker"), span(DECODE_NAME, 0, 50, tid=2),
         span("cudaGraphLaunch", 10, 2, tid=2, cat="cuda_runtime", correlation=5),
