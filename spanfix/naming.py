@@ -38,15 +38,25 @@ class StepName:
 
     @property
     def bs(self) -> int | None:
-        return _int_or_none(self.fields.get("bs"))
+        return _int_or_none(_last_value(_BS, self.rest))
 
     @property
     def toks(self) -> int | None:
-        return _int_or_none(self.fields.get("toks"))
+        return _int_or_none(_last_value(_TOKS, self.rest))
 
     @property
     def known(self) -> bool:
         return self.mode in KNOWN_MODES
+
+
+# One key's value, as fields would give it (the last token "key=..." wins), without building fields:
+# stats asks every step span for its bs.
+_BS, _TOKS = (re.compile(rf"(?:^|(?<=\s)){key}=(\S*)") for key in ("bs", "toks"))
+
+
+def _last_value(pattern: re.Pattern, rest: str) -> str | None:
+    found = pattern.findall(rest)
+    return found[-1] if found else None
 
 
 def _int_or_none(text: str | None) -> int | None:

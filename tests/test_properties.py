@@ -238,3 +238,16 @@ def test_events_keep_their_number_order_and_everything_but_names(trace):
     renamed_spans = [old for old, new in zip(before, after)
                      if old.get("name") != new.get("name") and old["ph"] in ("X", "B") and old.get("pid") != GPU_TRACK[0]]
     assert result.changed == len(renamed_spans)
+
+
+@given(st.lists(st.one_of(st.sampled_from(["bs", "toks", "xbs", "bs=", "toks=", "=", "bs==1"]),
+                          st.text(alphabet="bst=ok0123456789-x", max_size=8)), max_size=6),
+       st.lists(st.sampled_from([" ", "\t", "  "]), min_size=6, max_size=6),
+       st.lists(st.integers(-3, 300), min_size=6, max_size=6))
+def test_bs_and_toks_read_as_the_fields_say(tokens, spaces, numbers):
+    from spanfix.naming import _int_or_none
+    rest = "".join(f"{space}{token}{number if token.endswith('=') else ''}"
+                   for token, space, number in zip(tokens, spaces, numbers))
+    step = parse_step_name(f"step[DECODE{rest}]")
+    fields = step.fields
+    assert (step.bs, step.toks) == (_int_or_none(fields.get("bs")), _int_or_none(fields.get("toks")))
