@@ -7,12 +7,14 @@ import codecs
 import contextlib
 import ctypes
 import functools
+import mmap
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Annotated, Any, Protocol, TypeVar
 
 import msgspec
 
 T = TypeVar("T")
+Buffer = bytes | bytearray | mmap.mmap  # a trace's bytes: read, mapped, or inflated
 
 
 class Args(msgspec.Struct, gc=False):

@@ -37,7 +37,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from .events import UNUSABLE, Event, Events, NameSlot, NotAnObject, decode_raw_event, is_step_name, repaired
+from .events import UNUSABLE, Buffer, Event, Events, NameSlot, NotAnObject, decode_raw_event, is_step_name, repaired
 from .locate import locate_by_regex, locate_exactly
 from .selective import Selected, decode_selected, raw_events
 
@@ -48,9 +48,6 @@ STDIN = "-"
 _CHUNK = 2**20  # read size for pipes and devices, whose length is unknown until they end
 _INFLATE_STEP = 2**25
 _MAX_DEFLATE_RATIO = 1032
-
-
-Document = bytes | bytearray | mmap.mmap  # a trace's bytes: read, mapped, or inflated
 
 
 class TraceError(Exception):
@@ -66,8 +63,8 @@ _DECODERS = {"object": msgspec.json.Decoder(_ObjectForm), "array": msgspec.json.
 @dataclass(slots=True)
 class Trace:
     source: str  # the path as given, or "-"
-    data: Document  # the uncompressed document, exactly as read (or mapped)
-    compressed: Document | None  # the gzip file as read: an unchanged trace is copied, not recompressed
+    data: Buffer  # the uncompressed document, exactly as read (or mapped)
+    compressed: Buffer | None  # the gzip file as read: an unchanged trace is copied, not recompressed
     form: str  # "object", "array" or "array-unterminated"
     events: Events
     step_slots: list[NameSlot]  # one per event whose name starts with "step[", in event order
@@ -107,7 +104,7 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Document, Document | None]:
+def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Buffer, Buffer | None]:
     """The uncompressed bytes of a trace file (or stdin) and, when it was gzipped, the file's own bytes."""
     try:
         if source == STDIN:
@@ -133,7 +130,7 @@ def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> t
     return gunzip(source, raw, max_bytes=max_bytes), raw
 
 
-def _read_all(stream: BinaryIO, source: str, max_bytes: int) -> Document:
+def _read_all(stream: BinaryIO, source: str, max_bytes: int) -> Buffer:
     """The whole stream, refusing more than max_bytes before reading it: a regular file by its size,
     a pipe or device (which may never end) by counting as it goes. A gzip file larger than the
     limit is refused too: its content would be larger still."""

@@ -30,7 +30,7 @@ from typing import TypeVar
 
 import msgspec
 
-from .events import EVENT_LIST, Event, Events, NameSlot, address, decode_raw_event, is_step_name, overwritten
+from .events import EVENT_LIST, Buffer, Event, Events, NameSlot, address, decode_raw_event, is_step_name, overwritten
 from .locate import name_in_event
 
 FORK_BYTES = 32 * 2**20  # below this, a second process costs more than it saves
@@ -57,13 +57,13 @@ _NAME = operator.attrgetter("name")
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
-def every_event(buffer: bytes | bytearray, kind: str, item: type) -> list:
+def every_event(buffer: Buffer, kind: str, item: type) -> list:
     """Every event of buffer decoded as item. kind: "object" ({"traceEvents": [...]}) or "array"."""
     decoded = _decoder(kind, item).decode(buffer)
     return decoded.traceEvents if kind == "object" else decoded
 
 
-def raw_events(buffer: bytes | bytearray, kind: str) -> list[msgspec.Raw]:
+def raw_events(buffer: Buffer, kind: str) -> list[msgspec.Raw]:
     """Every event as a raw view of buffer."""
     return every_event(buffer, kind, msgspec.Raw)
 
@@ -93,7 +93,7 @@ class Selected:
 class Document:
     """The document a fast-path read came from (events.Source), and where it was cut in halves."""
 
-    buffer: bytes | bytearray
+    buffer: Buffer
     kind: str
     cut: int | None  # the comma between the halves, None when read whole
 
@@ -112,7 +112,7 @@ class Document:
                 events = every_event(memoryview(self.buffer)[start:], self.kind, item)
             return pickle.dumps(mapper(events), protocol=pickle.HIGHEST_PROTOCOL)
 
-        def here() -> T | None:
+        def here() -> list[T] | None:
             try:
                 with overwritten(self.buffer, self.cut, _CLOSING[self.kind]):
                     events = every_event(memoryview(self.buffer)[:self.cut + len(_CLOSING[self.kind])],
@@ -127,7 +127,7 @@ class Document:
         return [head[0], pickle.loads(payload)]  # the child's, forked from this process: trusted
 
 
-def decode_selected(buffer: bytes | bytearray, data: bytes | bytearray, form: str,
+def decode_selected(buffer: Buffer, data: Buffer, form: str,
                     select: Callable[[str], bool]) -> Selected | None:
     """buffer: the document as the JSON decoder takes it (same offsets as data, the bytes as read).
     None: the document needs the careful path (odd values, invalid bytes, not a trace)."""
@@ -153,7 +153,7 @@ def decode_selected(buffer: bytes | bytearray, data: bytes | bytearray, form: st
     return Selected(Events(first_index, decoded, Document(buffer, kind, cut)), slots)
 
 
-def _read_part(doc: bytes | bytearray, data: bytes | bytearray, kind: str, select: Callable[[str], bool],
+def _read_part(doc: Buffer, data: Buffer, kind: str, select: Callable[[str], bool],
                *, shift: int) -> Part | None:
     """Read doc, a whole document whose events sit in data at their offset in doc plus shift."""
     try:
@@ -173,7 +173,7 @@ def _read_part(doc: bytes | bytearray, data: bytes | bytearray, kind: str, selec
                 address(raws[-1]) + shift + len(raws[-1]))
 
 
-def _selection(doc: bytes | bytearray, kind: str, select: Callable[[str], bool]) -> tuple[list[int], bool]:
+def _selection(doc: Buffer, kind: str, select: Callable[[str], bool]) -> tuple[list[int], bool]:
     """The indexes of the events to decode in full: names select accepts, step spans, unnamed
     events, and every B and E where unnamed events exist (and then True)."""
     named = _decoder(kind, _Named).decode(doc)
@@ -214,7 +214,7 @@ def _decode_chosen(raws: list[msgspec.Raw], chosen: list[int]) -> list[Event] | 
     return events
 
 
-def _name_slots(data: bytes | bytearray, raws: list[msgspec.Raw], chosen: list[int], events: list[Event],
+def _name_slots(data: Buffer, raws: list[msgspec.Raw], chosen: list[int], events: list[Event],
                 shift: int) -> list[NameSlot] | None:
     """Each step event's name within its own bytes; the event's offset in data is its raw view's
     address plus shift, checked against data. None if any of them is not where it should be."""
@@ -238,7 +238,7 @@ _BETWEEN_EVENTS = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r\n]*\{")
 _WS = b" \t\r\n"
 
 
-def _in_halves(buffer: bytes | bytearray, data: bytes | bytearray, kind: str, select: Callable[[str], bool]
+def _in_halves(buffer: Buffer, data: Buffer, kind: str, select: Callable[[str], bool]
                ) -> tuple[list[Part], int] | None:
     """The head in this process, the tail in a forked child, cut at a comma near the middle.
 
