@@ -8,10 +8,10 @@ import orjson
 
 from ..check import DEFAULT_MAX_REGRESSION, BudgetError, CheckOptions, parse_budget, run_check
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
+from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .options import attribution_options, relabel_options
 from .parallel import run_each
 from .progress import file_progress
-from .relabel import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .stats import report_errors
 
 

@@ -9,8 +9,8 @@ from rich.console import Console
 from ..inspect import inspect_trace
 from ..reader import TraceError
 from ..render.inspect import inspect_report
+from . import EXIT_BAD_INPUT
 from .options import attribution_options, relabel_options
-from .relabel import EXIT_BAD_INPUT
 
 
 @click.command()

@@ -10,10 +10,10 @@ from rich.console import Console
 from ..reader import TraceError
 from ..render.stats import stats_csv, stats_markdown, stats_table
 from ..stats import GROUP_KEYS, aggregate, compare, load_baseline, measure_file
+from . import EXIT_BAD_INPUT
 from .options import attribution_options, relabel_options
 from .parallel import run_each
 from .progress import file_progress
-from .relabel import EXIT_BAD_INPUT
 
 
 def report_errors(errors: list[str]) -> None:
