@@ -154,10 +154,11 @@ def decode_selected(buffer: Buffer, data: Buffer, form: str,
 
 
 def _read_part(doc: Buffer, data: Buffer, kind: str, select: Callable[[str], bool],
-               *, shift: int) -> Part | None:
-    """Read doc, a whole document whose events sit in data at their offset in doc plus shift."""
+               *, shift: int, keep_pairs: bool = False) -> Part | None:
+    """Read doc, a whole document whose events sit in data at their offset in doc plus shift.
+    keep_pairs: choose every B and E even if doc holds no unnamed event (the other half does)."""
     try:
-        chosen, phased = _selection(doc, kind, select)
+        chosen, phased = _selection(doc, kind, select, keep_pairs)
         raws = raw_events(doc, kind)
     except (*_DECODE_ERRORS, TypeError):  # TypeError: a name that is a list or an object
         return None
@@ -173,9 +174,10 @@ def _read_part(doc: Buffer, data: Buffer, kind: str, select: Callable[[str], boo
                 address(raws[-1]) + shift + len(raws[-1]))
 
 
-def _selection(doc: Buffer, kind: str, select: Callable[[str], bool]) -> tuple[list[int], bool]:
+def _selection(doc: Buffer, kind: str, select: Callable[[str], bool], keep_pairs: bool = False
+               ) -> tuple[list[int], bool]:
     """The indexes of the events to decode in full: names select accepts, step spans, unnamed
-    events, and every B and E where unnamed events exist (and then True)."""
+    events, and every B and E where unnamed events exist or keep_pairs says so (and then True)."""
     named = _decoder(kind, _Named).decode(doc)
     names = list(map(_NAME, named.traceEvents if kind == "object" else named))
     distinct = set(names)
@@ -184,7 +186,7 @@ def _selection(doc: Buffer, kind: str, select: Callable[[str], bool]) -> tuple[l
     # An E closes the innermost open B whatever either is called, so a pair's E must not be paired
     # with another B for want of its own. Unnamed events are usually such Es: then read ph too
     # (one more pass) and keep every B and E.
-    if None not in distinct:
+    if None not in distinct and not keep_pairs:
         return list(chosen), False
     phased = _decoder(kind, _NamedPhased).decode(doc)
     phased = phased.traceEvents if kind == "object" else phased
@@ -255,24 +257,30 @@ def _in_halves(buffer: Buffer, data: Buffer, kind: str, select: Callable[[str], 
     comma = cut.start(1)
     opening, closing = _OPENING[kind], _CLOSING[kind]
 
-    def read_tail() -> bytes | None:
+    def read_tail(keep_pairs: bool = False) -> Part | None:
         start = comma + 1 - len(opening)
-        with overwritten(buffer, start, opening):  # over the end of the head, which the child does not read
-            part = _read_part(memoryview(buffer)[start:], data, kind, select, shift=start)
-        return None if part is None else msgspec.msgpack.encode(part)
+        with overwritten(buffer, start, opening):  # over the end of the head, which the tail does not read
+            return _read_part(memoryview(buffer)[start:], data, kind, select, shift=start, keep_pairs=keep_pairs)
 
-    def read_head() -> Part | None:
+    def read_head(keep_pairs: bool = False) -> Part | None:
         with overwritten(buffer, comma, closing):  # over the comma and the tail's first byte
-            return _read_part(memoryview(buffer)[:comma + len(closing)], data, kind, select, shift=0)
+            return _read_part(memoryview(buffer)[:comma + len(closing)], data, kind, select, shift=0,
+                              keep_pairs=keep_pairs)
 
-    payload, head = _beside(read_tail, read_head)
+    payload, head = _beside(lambda: (part := read_tail()) and msgspec.msgpack.encode(part), read_head)
     if payload is None or head is None:
         return None
     tail_part = _PART.decode(payload)
-    if head.phased or tail_part.phased:  # the choice of Bs and Es must be made for the whole trace
-        return None
     if (head.end < 0 or tail_part.first < 0 or buffer[head.end:comma].strip(_WS)
             or buffer[comma + 1:tail_part.first].strip(_WS)):
+        return None
+    # Unnamed events in one half oblige both to keep every B and E (a pair may straddle the cut):
+    # the half that did not is read again, here. Traces that have them usually have them throughout.
+    if head.phased and not tail_part.phased:
+        tail_part = read_tail(keep_pairs=True)
+    elif tail_part.phased and not head.phased:
+        head = read_head(keep_pairs=True)
+    if head is None or tail_part is None:
         return None
     return [head, tail_part], comma
 

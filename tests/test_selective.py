@@ -23,15 +23,13 @@ def read_both(path, monkeypatch):
     monkeypatch.setattr(selective, "FORK_BYTES", 2**62)
     whole = read_trace(str(path), select=select)
     monkeypatch.setattr(selective, "FORK_BYTES", 0)
-    parts_read_here = []
-    real_read_part = selective._read_part
-    monkeypatch.setattr(selective, "_read_part",
-                        lambda *a, **k: parts_read_here.append(k["shift"]) or real_read_part(*a, **k))
+    outcomes = []
+    real_in_halves = selective._in_halves
+    monkeypatch.setattr(selective, "_in_halves", lambda *a: outcomes.append(real_in_halves(*a)) or outcomes[-1])
     halves = read_trace(str(path), select=select)
     assert bytes(halves.data) == path.read_bytes()  # the bytes written in for the halves are back
-    # Here: the head only when the halves were used; the head, then the whole, when refused.
-    assert len(parts_read_here) in (1, 2)
-    return whole, halves, len(parts_read_here) == 1
+    assert len(outcomes) == 1
+    return whole, halves, outcomes[0] is not None
 
 
 def assert_same(whole, halves):
@@ -49,17 +47,24 @@ def assert_same(whole, halves):
 
 @pytest.mark.parametrize("form", ["object", "array", "array-unterminated"])
 @pytest.mark.parametrize("separators", [(", ", ": "), (",", ":")])
-@pytest.mark.parametrize("unnamed_e", [False, True])
+@pytest.mark.parametrize("unnamed_e", [None, "head", "tail", "both"])
 def test_halves_read_the_same_as_the_whole(tmp_path, monkeypatch, form, separators, unnamed_e):
-    events = eagle_events(unnamed_e)
-    if unnamed_e:  # in the head only: the tail alone would not know to keep its Bs and Es
-        events = events[-2:] + events[:-2]
+    """An E without a name (a B/E pair's, the other pair's) obliges every B and E to be kept, in both
+    halves: a half that saw none is read again for them."""
+    events = eagle_events(unnamed_e is not None)
+    if unnamed_e is not None:
+        pair, events = events[-2:], events[:-2]
+        events = {"head": pair + events, "tail": events + pair, "both": pair + events + pair}[unnamed_e]
     path = tmp_path / "t.json"
     path.write_bytes(trace_bytes(events, form, separators))
+    read_again = []
+    real_read_part = selective._read_part
+    monkeypatch.setattr(selective, "_read_part",
+                        lambda *a, **k: read_again.append(k.get("keep_pairs")) or real_read_part(*a, **k))
     whole, halves, used = read_both(path, monkeypatch)
     assert_same(whole, halves)
-    # Unnamed events oblige both halves to keep every B and E: that choice is refused, not split.
-    assert used is not unnamed_e
+    assert used
+    assert (True in read_again) is (unnamed_e in ("head", "tail"))
 
 
 def test_halves_with_a_byte_order_mark(tmp_path, monkeypatch):
