@@ -9,7 +9,7 @@ import orjson
 from ..check import DEFAULT_MAX_REGRESSION, BudgetError, CheckOptions, parse_budget, run_check
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
-from .options import attribution_options, relabel_options
+from .options import attribution_options, jobs_option, relabel_options
 from .parallel import run_each
 from .progress import file_progress
 from .stats import report_errors
@@ -36,8 +36,7 @@ def _budgets(ctx, param, values):
               help="Fail when a span still carries an old name (guards traces from newer SGLang).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "markdown", "junit"]), default="text",
               show_default=True, help="text for people, json for machines, markdown for a job summary, junit XML.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="cores",
-              help="Files read in parallel.")
+@jobs_option
 @attribution_options
 def check(inputs, budgets, baseline, max_regression, allow_ambiguous, require_new_names, output_format, jobs,
           **attribution):

@@ -1,7 +1,8 @@
-"""Options shared by every command that attributes spans."""
+"""Options shared by the commands: attribution (every command attributes spans) and -j."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 
@@ -24,6 +25,10 @@ _ATTRIBUTION_OPTIONS = [
     click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N",
                  help="Refuse traces larger than N bytes uncompressed (default 64 GiB)."),
 ]
+
+
+jobs_option = click.option("-j", "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+                           show_default="cores", help="Files processed in parallel, one process each.")
 
 
 def attribution_options(command: Callable) -> Callable:

@@ -12,7 +12,7 @@ from ..reader import STDIN, TraceError
 from ..relabel import default_output, dumps_results, relabel_file
 from ..render.relabel import relabel_summary
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_INTERRUPTED
-from .options import attribution_options, relabel_options
+from .options import attribution_options, jobs_option, relabel_options
 from .parallel import run_each
 from .progress import file_progress
 
@@ -29,8 +29,7 @@ from .progress import file_progress
 @click.option("--verify-only", is_flag=True, help="Rename TARGET_VERIFY spans only; leave every other span alone.")
 @click.option("--annotate", is_flag=True,
               help='Also add args["spanfix"] = {"was": OLD, "by": EVIDENCE} to renamed events (not byte-faithful).')
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="cores",
-              help="Files processed in parallel.")
+@jobs_option
 @attribution_options
 def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, annotate, jobs, **attribution):
     """Rewrite step spans to SGLang's newer DRAFT / VERIFY naming.

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import os
 import sys
 
 import click
@@ -11,7 +10,7 @@ from ..reader import TraceError
 from ..render.stats import stats_csv, stats_markdown, stats_table
 from ..stats import GROUP_KEYS, aggregate, compare, load_baseline, measure_file
 from . import EXIT_BAD_INPUT
-from .options import attribution_options, relabel_options
+from .options import attribution_options, jobs_option, relabel_options
 from .parallel import run_each
 from .progress import file_progress
 
@@ -30,8 +29,7 @@ def report_errors(errors: list[str]) -> None:
               help="A trace, or a saved `spanfix stats --format json` result, to compare the mean of every row with.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
               show_default=True, help="table for people; json (documented in the README), csv, markdown for CI summaries.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default="cores",
-              help="Files read in parallel.")
+@jobs_option
 @attribution_options
 def stats(inputs, by, baseline, output_format, jobs, **attribution):
     """Per-stage timing of step spans: where a speculative step spends its time.
