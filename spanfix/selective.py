@@ -16,6 +16,7 @@ path then reports it exactly.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import operator
@@ -24,7 +25,7 @@ import pickle
 import re
 import signal
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -107,16 +108,14 @@ class Document:
             return None
 
         def in_child() -> bytes | None:
-            start = self.cut + 1 - len(_OPENING[self.kind])
-            with overwritten(self.buffer, start, _OPENING[self.kind]):
-                events = every_event(memoryview(self.buffer)[start:], self.kind, item)
+            with _tail(self.buffer, self.kind, self.cut) as (tail, _):
+                events = every_event(tail, self.kind, item)
             return pickle.dumps(mapper(events), protocol=pickle.HIGHEST_PROTOCOL)
 
         def here() -> list[T] | None:
             try:
-                with overwritten(self.buffer, self.cut, _CLOSING[self.kind]):
-                    events = every_event(memoryview(self.buffer)[:self.cut + len(_CLOSING[self.kind])],
-                                         self.kind, item)
+                with _head(self.buffer, self.kind, self.cut) as head:
+                    events = every_event(head, self.kind, item)
             except (msgspec.ValidationError, msgspec.DecodeError):
                 return None
             return [mapper(events)]
@@ -255,17 +254,14 @@ def _in_halves(buffer: Buffer, data: Buffer, kind: str, select: Callable[[str], 
     if cut is None or address(buffer) is None:
         return None
     comma = cut.start(1)
-    opening, closing = _OPENING[kind], _CLOSING[kind]
 
     def read_tail(keep_pairs: bool = False) -> Part | None:
-        start = comma + 1 - len(opening)
-        with overwritten(buffer, start, opening):  # over the end of the head, which the tail does not read
-            return _read_part(memoryview(buffer)[start:], data, kind, select, shift=start, keep_pairs=keep_pairs)
+        with _tail(buffer, kind, comma) as (tail, start):
+            return _read_part(tail, data, kind, select, shift=start, keep_pairs=keep_pairs)
 
     def read_head(keep_pairs: bool = False) -> Part | None:
-        with overwritten(buffer, comma, closing):  # over the comma and the tail's first byte
-            return _read_part(memoryview(buffer)[:comma + len(closing)], data, kind, select, shift=0,
-                              keep_pairs=keep_pairs)
+        with _head(buffer, kind, comma) as head:
+            return _read_part(head, data, kind, select, shift=0, keep_pairs=keep_pairs)
 
     payload, head = _beside(lambda: (part := read_tail()) and msgspec.msgpack.encode(part), read_head)
     if payload is None or head is None:
@@ -283,6 +279,25 @@ def _in_halves(buffer: Buffer, data: Buffer, kind: str, select: Callable[[str], 
     if head is None or tail_part is None:
         return None
     return [head, tail_part], comma
+
+
+@contextlib.contextmanager
+def _head(buffer: Buffer, kind: str, cut: int) -> Iterator[memoryview]:
+    """The events before the comma at cut, as a document: closed in place over the comma and the
+    tail's first byte, which are put back when the block ends."""
+    closing = _CLOSING[kind]
+    with overwritten(buffer, cut, closing):
+        yield memoryview(buffer)[:cut + len(closing)]
+
+
+@contextlib.contextmanager
+def _tail(buffer: Buffer, kind: str, cut: int) -> Iterator[tuple[memoryview, int]]:
+    """The events after the comma at cut, as a document, and where it starts in buffer: opened in
+    place over the end of the head (in a child, its own copy of those pages; here, put back)."""
+    opening = _OPENING[kind]
+    start = cut + 1 - len(opening)
+    with overwritten(buffer, start, opening):
+        yield memoryview(buffer)[start:], start
 
 
 def _can_fork() -> bool:
