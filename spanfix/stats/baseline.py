@@ -1,0 +1,83 @@
+"""Comparing a stats result with a baseline: another trace, or a saved `stats --format json` result."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import orjson
+
+from ..reader import TraceError, read_document_bytes
+from ..relabel import RelabelOptions
+from .measure import load, measure
+from .numbers import us
+from .table import SCOPE_KEYS, Change, StatsResult, aggregate, group_keys
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    source: str
+    means: dict[tuple, float]  # (match key, clock) -> mean_us of a stage row
+    iteration_means: dict[tuple, float]  # match key of the scope -> mean_us of the decode iterations
+
+
+def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Baseline:
+    """A baseline from a trace (measured like the inputs) or from a saved `spanfix stats --format json`."""
+    by = group_keys(by)
+    try:
+        document = aggregate([measure(*load(source, options))], by).to_json()
+    except TraceError:
+        document = _saved_result(source)
+        if document is None:
+            raise
+    return baseline_from_json(document, by, source)
+
+
+def _saved_result(source: str) -> dict | None:
+    data, _ = read_document_bytes(source)
+    try:
+        document = orjson.loads(memoryview(data))
+    except orjson.JSONDecodeError:
+        return None
+    return document if isinstance(document, dict) and isinstance(document.get("stages"), list) else None
+
+
+def baseline_from_json(document: dict, by: tuple[str, ...], source: str) -> Baseline:
+    saved_by = tuple(document.get("by") or ("stage",))
+    if saved_by != by:
+        raise TraceError(f"{source}: the baseline is grouped by {'+'.join(saved_by)}, these stats by "
+                         f"{'+'.join(by)}; ask for the same --by")
+    scope = tuple(key for key in by if key in SCOPE_KEYS)
+    try:
+        means = {(_match_key(by, [row[key] for key in by]), row["clock"]): float(row["mean_us"])
+                 for row in document["stages"]}
+        iteration_means = {_match_key(scope, [it[key] for key in scope]): float(it["mean_us"])
+                           for it in document.get("iterations") or []}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise TraceError(f"{source}: not a spanfix stats result (bad or missing {exc})") from None
+    return Baseline(source, means, iteration_means)
+
+
+def _match_key(names: Sequence[str], values: Sequence) -> tuple:
+    # Files match by base name, so that a baseline captured or saved elsewhere lines up.
+    return tuple(Path(value).name if name == "file" and isinstance(value, str) else value
+                 for name, value in zip(names, values))
+
+
+def compare(result: StatsResult, baseline: Baseline) -> StatsResult:
+    """Each row's mean against the baseline's, both at the nanosecond precision a saved result keeps."""
+    rows = [replace(row, baseline=_change(row.summary.mean_us,
+                                          baseline.means.get((_match_key(result.by, row.keys), row.clock))))
+            for row in result.rows]
+    iterations = [replace(it, baseline=_change(it.summary.mean_us,
+                                               baseline.iteration_means.get(_match_key(result.scope, it.keys))))
+                  for it in result.iterations]
+    return replace(result, rows=rows, iterations=iterations, baseline=baseline.source)
+
+
+def _change(mean_us: float, baseline_us: float | None) -> Change | None:
+    if baseline_us is None:
+        return None
+    change = us(mean_us) - baseline_us
+    return Change(baseline_us, change, change / baseline_us * 100 if baseline_us else None)
