@@ -20,21 +20,40 @@ class Family:
     draft_verifies: bool  # the draft runs in TARGET_VERIFY mode, just before the target (DFLASH, DSpark)
     draft_extends: bool  # the draft runs EXTEND after the target's in a prefill iteration
     worker_extend_span: bool  # the multi-layer worker writes its own DRAFT_EXTEND_V2 span around graph replays
+    has_draft: bool = True  # a draft model runs at all (NGRAM proposes from an n-gram cache on the CPU)
 
 
 ALGORITHMS: dict[str, Family] = {
     "eagle": Family(True, False, True, False),
     "eagle3": Family(True, False, True, False),
     "nextn": Family(True, False, True, False),
+    "standalone": Family(True, False, True, False),  # the EAGLE v2 worker with a separate small draft model
     "eagle-v1": Family(True, False, True, False),
     "mtp": Family(True, False, True, True),
     "frozen-kv": Family(True, False, False, False),
     "dflash": Family(True, True, False, False),
     "dspark": Family(True, True, False, False),
-    "none": Family(False, False, False, False),
+    "ngram": Family(True, False, False, False, has_draft=False),
+    "none": Family(False, False, False, False, has_draft=False),
 }
 EAGLE_V2 = frozenset({"eagle", "eagle3", "nextn"})
+EAGLE_V2_WORKER = EAGLE_V2 | {"standalone"}  # everything the EAGLE v2 worker (or a subclass of it) runs
 SPECULATIVE = frozenset(name for name, family in ALGORITHMS.items() if family.speculative)
+WITH_DRAFT_MODEL = frozenset(name for name, family in ALGORITHMS.items() if family.has_draft)
+# SGLang's SpeculativeAlgorithm names as server_args.json writes them, and what each leaves possible.
+# The EAGLE worker's names are the same before and after the v2 workers, so they leave EAGLE v1 too.
+SERVER_ALGORITHMS: dict[str, frozenset[str]] = {
+    "EAGLE": frozenset({"eagle", "eagle-v1"}),
+    "EAGLE3": frozenset({"eagle3", "eagle-v1"}),
+    "NEXTN": frozenset({"nextn", "eagle-v1"}),
+    "STANDALONE": frozenset({"standalone", "eagle-v1"}),
+    "NGRAM": frozenset({"ngram"}),
+    "FROZEN_KV_MTP": frozenset({"frozen-kv"}),
+    "DFLASH": frozenset({"dflash"}),
+    "DSPARK": frozenset({"dspark"}),
+    "NONE": frozenset({"none"}),
+}
+MULTI_LAYER = frozenset({"EAGLE", "EAGLE3", "NEXTN"})  # with enable_multi_layer_eagle: the MTP worker
 
 
 @dataclass(slots=True)
@@ -42,8 +61,9 @@ class AlgorithmGuess:
     candidates: frozenset[str] = frozenset(ALGORITHMS)
     reasons: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)
-    num_steps: int | None = None
+    num_steps: int | None = None  # draft steps per iteration: --num-steps or server_args.json
     stated: bool = False  # narrowed by --algorithm or server_args.json, not only inferred from the trace
+    warnings: list[str] = field(default_factory=list)  # what was given but not understood
 
     def narrow(self, allowed: frozenset[str] | set[str], reason: str) -> None:
         remaining = self.candidates & frozenset(allowed)
@@ -67,6 +87,8 @@ class AlgorithmGuess:
             return "speculative, algorithm unknown"
         if self.candidates <= EAGLE_V2 and len(self.candidates) > 1:
             return "eagle (v2)"
+        if self.candidates <= EAGLE_V2_WORKER and len(self.candidates) > 1:
+            return "eagle (v2) or standalone"
         return _names(self.candidates)
 
 
@@ -80,25 +102,23 @@ def _names(candidates: frozenset[str]) -> str:
     return " or ".join(sorted(candidates))
 
 
-def algorithms_from_server_args(args: dict) -> frozenset[str] | None:
-    """The algorithms server_args.json allows; None when it does not say. It names EAGLE the same
-    way before and after the v2 workers, so EAGLE-family names leave EAGLE v1 possible too."""
+def algorithms_from_server_args(args: dict) -> tuple[frozenset[str] | None, str | None]:
+    """The algorithms server_args.json allows, None when it does not say; and a warning when it
+    names an algorithm spanfix does not know (forks and plugins register more)."""
     if "speculative_algorithm" not in args:
-        return None
+        return None, None
     value = args.get("speculative_algorithm")
-    if value in (None, "", "NONE", "none"):
-        return frozenset({"none"})
-    text = str(value).upper()
-    if "FROZEN" in text:
-        return frozenset({"frozen-kv"})
-    if "DFLASH" in text:
-        return frozenset({"dflash"})
-    if "DSPARK" in text:
-        return frozenset({"dspark"})
-    if args.get("enable_multi_layer_eagle") or text == "MTP":
-        return frozenset({"mtp"})
-    named = {"EAGLE": "eagle", "EAGLE3": "eagle3", "NEXTN": "nextn"}.get(text)
-    return frozenset({named, "eagle-v1"}) if named else None
+    if value is None or value == "":
+        return frozenset({"none"}), None
+    text = str(value).strip().upper().replace("-", "_")
+    if text in MULTI_LAYER and args.get("enable_multi_layer_eagle") is True:
+        return frozenset({"mtp"}), None
+    named = SERVER_ALGORITHMS.get(text)
+    if named is None:
+        known = ", ".join(SERVER_ALGORITHMS)
+        return None, (f"server_args.json: speculative_algorithm={value!r} is not an algorithm spanfix knows "
+                      f"({known}); deciding from the trace alone")
+    return named, None
 
 
 def read_server_args(trace_path: str) -> tuple[dict | None, str | None]:

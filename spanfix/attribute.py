@@ -13,7 +13,14 @@ from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
-from .algorithms import ALGORITHMS, EAGLE_V2, SPECULATIVE, AlgorithmGuess, algorithms_from_server_args
+from .algorithms import (
+    ALGORITHMS,
+    EAGLE_V2_WORKER,
+    SPECULATIVE,
+    WITH_DRAFT_MODEL,
+    AlgorithmGuess,
+    algorithms_from_server_args,
+)
 from .index import Span, StepSpan, TraceIndex, Track
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES
 
@@ -21,9 +28,10 @@ DRAFT, TARGET, WORKER, AMBIGUOUS, ALREADY_NEW, UNKNOWN_MODE = (
     "draft", "target", "worker", "ambiguous", "already new", "unknown mode")
 
 # Evidence labels, strongest first; the verdict names the strongest that spoke.
-METADATA, USER_RULE, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATION = (
-    "thread name", "user rule", "call stack", "stage span", "mode", "iteration order", "no speculation")
-STRENGTH = [USER_RULE, METADATA, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATION]
+METADATA, USER_RULE, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATION, NO_DRAFT_MODEL = (
+    "thread name", "user rule", "call stack", "stage span", "mode", "iteration order", "no speculation",
+    "no draft model")
+STRENGTH = [USER_RULE, METADATA, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATION, NO_DRAFT_MODEL]
 DIRECT = frozenset({USER_RULE, METADATA, CALL_STACK, STAGE_SPAN})  # about this span itself
 
 _RUNNER_FORWARD = re.compile(r"model_executor/model_runner\.py\(\d+\): forward$")
@@ -34,7 +42,8 @@ _EXTEND_LIKE = frozenset({"EXTEND", "MIXED"})
 # Only worker modules count: speculative/spec_info.py's is_dflash() runs in every trace.
 _WORKER_FILES = [(re.compile(pattern), name) for pattern, name in [
     (r"/frozen_kv\w*worker\w*\.py\(", "frozen-kv"), (r"/multi_layer_eagle\w*worker\w*\.py\(", "mtp"),
-    (r"/dflash\w*worker\w*\.py\(", "dflash"), (r"/dspark_components/|/dspark\w*worker\w*\.py\(", "dspark")]]
+    (r"/dflash\w*worker\w*\.py\(", "dflash"), (r"/dspark_components/|/dspark\w*worker\w*\.py\(", "dspark"),
+    (r"/standalone\w*worker\w*\.py\(", "standalone"), (r"/ngram\w*worker\w*\.py\(", "ngram")]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +78,13 @@ class Attribution:
 
 
 def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: str | None = None,
-              server_args: dict | None = None) -> Attribution:
+              server_args: dict | None = None, num_steps: int | None = None) -> Attribution:
     rules = rules or DraftRules()
     draft_tracks, user_tracks = _draft_tracks(index, rules)
     enclosing = [tuple(step.span.ancestors()) for step in index.steps]  # innermost first
     iteration_of = [next((a for a in spans if a.kind == "iteration"), None) for spans in enclosing]
     iterations = _steps_by_iteration(index.steps, iteration_of)
-    guess = _guess_algorithm(index, iterations, draft_tracks, algorithm, server_args)
+    guess = _guess_algorithm(index, iterations, draft_tracks, algorithm, server_args, num_steps)
     draft_pids = {pid for pid, _ in draft_tracks}
     verdicts = []
     for step, spans, iteration in zip(index.steps, enclosing, iteration_of):
@@ -112,19 +121,26 @@ def _steps_by_iteration(steps: list[StepSpan], iteration_of: list[Span | None]) 
 
 
 def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], draft_tracks: set[Track],
-                     stated: str | None, server_args: dict | None) -> AlgorithmGuess:
+                     stated: str | None, server_args: dict | None, num_steps: int | None = None) -> AlgorithmGuess:
     guess = AlgorithmGuess()
     if stated:
         guess.narrow({stated}, f"--algorithm {stated}")
         guess.stated = True
     if server_args:
-        named = algorithms_from_server_args(server_args)
+        named, problem = algorithms_from_server_args(server_args)
+        if problem:
+            guess.warnings.append(problem)
         if named:
             guess.stated = True
             guess.narrow(named, f"server_args.json: speculative_algorithm={server_args.get('speculative_algorithm')}"
                          + (" with multi-layer EAGLE" if named == {"mtp"} else ""))
         steps = server_args.get("speculative_num_steps")
-        guess.num_steps = steps if isinstance(steps, int) else None
+        guess.num_steps = steps if isinstance(steps, int) and not isinstance(steps, bool) else None
+    if num_steps is not None:
+        if guess.num_steps is not None and guess.num_steps != num_steps:
+            guess.warnings.append(f"--num-steps {num_steps} overrides server_args.json's speculative_num_steps "
+                                  f"{guess.num_steps}")
+        guess.num_steps = num_steps
 
     modes = Counter(step.step.mode for step in index.steps)
     frames = {span.name for spans in index.spans.values() for span in spans if span.kind == "frame"}
@@ -137,13 +153,15 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
     if modes["DRAFT_EXTEND"]:
         guess.narrow({"eagle-v1"}, "DRAFT_EXTEND spans (EAGLE v1)")
     if modes["DRAFT_EXTEND_V2"]:
-        guess.narrow(EAGLE_V2 | {"mtp"}, "DRAFT_EXTEND_V2 spans")
+        guess.narrow(EAGLE_V2_WORKER | {"mtp"}, "DRAFT_EXTEND_V2 spans")
     if stages:
-        guess.narrow(EAGLE_V2 | {"frozen-kv"}, "draft/draft_extend stage spans")
+        guess.narrow(EAGLE_V2_WORKER | {"frozen-kv"}, "draft/draft_extend stage spans")
     if modes["TARGET_VERIFY"] or modes["VERIFY"] or modes["DRAFT"] or draft_tracks:
         guess.narrow(SPECULATIVE, "verify or draft steps")
         if modes["DECODE"] and modes["TARGET_VERIFY"]:
-            guess.narrow(EAGLE_V2 | {"eagle-v1", "frozen-kv"}, "DECODE steps beside TARGET_VERIFY")
+            guess.narrow(EAGLE_V2_WORKER | {"eagle-v1", "frozen-kv"}, "DECODE steps beside TARGET_VERIFY")
+        if modes["DECODE"] or modes["DRAFT"] or draft_tracks:
+            guess.narrow(WITH_DRAFT_MODEL, "draft steps or a draft worker (NGRAM runs no draft model)")
     elif modes["DECODE"] and not stages and not modes["DRAFT_EXTEND_V2"] and not modes["DRAFT_LOOP"]:
         guess.narrow({"none"}, "DECODE steps and no verify step")
     verify_counts = Counter()
@@ -177,7 +195,10 @@ def _opinions(step: StepSpan, enclosing: tuple[Span, ...], iteration: Span | Non
         yield DRAFT, STAGE_SPAN
     by_mode = _mode(step, guess)
     if by_mode:
-        yield by_mode, NO_SPECULATION if guess.fact("speculative") is False else MODE
+        if guess.fact("has_draft") is False:
+            yield by_mode, NO_SPECULATION if guess.fact("speculative") is False else NO_DRAFT_MODEL
+        else:
+            yield by_mode, MODE
     by_order = _iteration_order(step, iteration, guess, iterations)
     if by_order:
         yield by_order, ITERATION_ORDER
@@ -202,11 +223,11 @@ def _call_stack(step: StepSpan, enclosing: tuple[Span, ...]) -> str | None:
 def _mode(step: StepSpan, guess: AlgorithmGuess) -> str | None:
     mode = step.step.mode
     speculative = guess.fact("speculative")
-    if speculative is False:
-        return TARGET
+    if guess.fact("has_draft") is False:
+        return TARGET  # no draft model runs (no speculation, or NGRAM): every step is the target's
     if mode in WORKER_MODES:
         return WORKER
-    if mode in ("DECODE", "DRAFT_EXTEND") and speculative:
+    if mode in ("DECODE", "DRAFT_EXTEND") and speculative and guess.fact("has_draft"):
         return DRAFT  # the target never decodes while speculating
     if mode == "DRAFT_EXTEND_V2" and guess.fact("worker_extend_span") is False:
         return DRAFT
@@ -269,15 +290,27 @@ def _decide(step: StepSpan, iteration: Span | None, opinions: list[tuple[str, st
 
 
 def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess) -> str:
+    """What was missing, then what would decide it, so that the reader knows what to do next."""
     mode = step.step.mode
     lacking = ["no draft-named track, call stack or stage span"]
-    if guess.label == "unknown":
-        lacking.append("algorithm unknown (pass --algorithm or keep server_args.json beside the trace)")
+    deciders = []
+    if len(guess.candidates) > 1 and not guess.stated:
+        lacking.append(f"algorithm {guess.label}")
+        deciders.append("--algorithm NAME or server_args.json beside the trace")
     if iteration is None:
         lacking.append("no scheduler.run_batch iteration")
     if mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is None:
         lacking.append("cannot tell whether the draft also runs TARGET_VERIFY (DFLASH/DSpark)")
-    return f"{mode}: " + ", ".join(lacking)
+    if mode == "DRAFT_EXTEND_V2" and "mtp" in guess.candidates:
+        if guess.num_steps is None:
+            lacking.append("the multi-layer (MTP) worker's own graph span is told from its steps by the number "
+                           "of draft steps")
+            deciders.append("--num-steps N or server_args.json (speculative_num_steps) beside the trace")
+        elif guess.num_steps <= 1:
+            lacking.append("with one draft step, the MTP worker's graph span and an eager step look alike")
+    deciders += ["a capture with python stacks (with_stack=True)",
+                 "--draft-thread/--draft-process/--draft-pid/--draft-tid when the draft worker has a track of its own"]
+    return f"{mode}: " + ", ".join(lacking) + "; would decide it: " + "; or ".join(deciders)
 
 
 __all__ = ["ALGORITHMS", "Attribution", "DraftRules", "Verdict", "attribute"]

@@ -10,12 +10,13 @@ import functools
 import math
 import operator
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .naming import StepName, parse_step_name
+from .ranks import scope_of
 from .reader import Event, Trace
 
 Track = tuple[Hashable, Hashable]  # (pid, tid); either may be an int or a string
@@ -66,6 +67,14 @@ class StepSpan:
         return self.span.track
 
 
+@dataclass(frozen=True, slots=True)
+class GpuOrphan:
+    """A GPU step annotation that was not joined to a CPU step span, and why."""
+
+    span: Span
+    why: str
+
+
 @dataclass(slots=True)
 class TrackNames:
     thread_names: dict[Track, list[str]] = field(default_factory=lambda: defaultdict(list))
@@ -82,7 +91,7 @@ class TrackNames:
 class TraceIndex:
     names: TrackNames
     steps: list[StepSpan]  # CPU-side step spans, in start order per track
-    gpu_orphans: list[Span]  # GPU step annotations with no CPU span of the same External id
+    gpu_orphans: list[GpuOrphan]  # GPU step annotations not joined to a CPU step span
     spans: dict[Track, list[Span]]  # every indexed span per track, sorted by start then longest first
     overlaps: int  # spans that partially overlap another on their track (not nested, not disjoint)
     unmatched: int  # B without E or E without B
@@ -102,8 +111,9 @@ class TraceIndex:
             notes.append(f"{self.unmatched} B/E events without a partner (skipped)")
         if self.skipped:
             notes.append(f"{self.skipped} step spans without usable timestamps (skipped)")
-        if self.gpu_orphans:
-            notes.append(f"{len(self.gpu_orphans)} GPU step annotations without their CPU span")
+        reasons = Counter(orphan.why for orphan in self.gpu_orphans)
+        for why, count in sorted(reasons.items()):
+            notes.append(f"{count} GPU step annotations: {why}")
         return notes
 
 
@@ -160,17 +170,41 @@ def build_index(trace: Trace) -> TraceIndex:
     overlaps = sum(_nest(track_spans) for track_spans in spans.values())
     steps = [StepSpan(span, parsed[span]) for track_spans in spans.values()
              for span in track_spans if span.kind == "step"]
-    by_external_id = {step.span.external_id: step for step in steps if step.span.external_id is not None}
-    orphans = []
-    for gpu in gpu_spans:
-        owner = by_external_id.get(gpu.external_id)
-        if owner is not None and owner.name == gpu.name:
-            owner.gpu_events.extend(gpu.events)
-        else:
-            orphans.append(gpu)
+    orphans = _join_gpu_copies(steps, gpu_spans)
     return TraceIndex(names, steps, orphans, dict(spans), overlaps, unmatched, skipped, tracks)
 
 
+# Why a GPU step annotation was not joined (its span is then reported as ambiguous).
+NO_CPU_SPAN = "no CPU step span of the same rank and External id"
+SHARED_ID = "its External id is shared by several CPU step spans, so it identifies none (not joined)"
+BEFORE_CPU = "it starts before the CPU step span of its External id, which cannot have launched it (not joined)"
+
+
+def _join_gpu_copies(steps: list[StepSpan], gpu_spans: list[Span]) -> list[GpuOrphan]:
+    """Give each CPU step span its GPU copies: same rank, same External id, same name. Ids are only
+    unique within one rank (a merged trace repeats them in every rank), and a copy is device work the
+    span launched, so it cannot start before the span. A pair that breaks either rule is not joined."""
+    owners: dict[tuple, StepSpan | None] = {}
+    for step in steps:
+        if step.span.external_id is not None:
+            key = scope_of(step.track[0]), step.span.external_id
+            owners[key] = None if key in owners else step  # an id two spans share identifies neither
+    orphans = []
+    for gpu in gpu_spans:
+        key = scope_of(gpu.track[0]), gpu.external_id
+        owner = owners.get(key, _MISSING) if gpu.external_id is not None else _MISSING
+        if owner is _MISSING or (owner is not None and owner.name != gpu.name):
+            orphans.append(GpuOrphan(gpu, NO_CPU_SPAN))
+        elif owner is None:
+            orphans.append(GpuOrphan(gpu, SHARED_ID))
+        elif gpu.start < owner.span.start - 4 * math.ulp(owner.span.start):
+            orphans.append(GpuOrphan(gpu, BEFORE_CPU))
+        else:
+            owner.gpu_events.extend(gpu.events)
+    return orphans
+
+
+_MISSING = object()
 _PLAIN = frozenset({int, str, float, bool, type(None)})
 
 

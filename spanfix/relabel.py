@@ -22,6 +22,7 @@ from .reader import STDIN, NameSlot, Trace, TraceError, read_trace
 class RelabelOptions:
     rules: DraftRules = field(default_factory=DraftRules)
     algorithm: str | None = None
+    num_steps: int | None = None  # draft steps per iteration, as server_args.json's speculative_num_steps
     verify_only: bool = False  # rename TARGET_VERIFY spans only
     annotate: bool = False  # add args["spanfix"] = {"was": ..., "by": ...} to renamed events
     max_bytes: int | None = None
@@ -105,8 +106,9 @@ def analyse(trace: Trace, options: RelabelOptions) -> tuple[TraceIndex, Attribut
     """Index and attribute one trace (shared by relabel, inspect and stats)."""
     server_args, problem = read_server_args(trace.source)
     index = build_index(trace)
-    attribution = attribute(index, rules=options.rules, algorithm=options.algorithm, server_args=server_args)
-    return index, attribution, [*trace.warnings, *([problem] if problem else [])]
+    attribution = attribute(index, rules=options.rules, algorithm=options.algorithm, server_args=server_args,
+                            num_steps=options.num_steps)
+    return index, attribution, [*trace.warnings, *([problem] if problem else []), *attribution.algorithm.warnings]
 
 
 def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dry_run: bool = False,
@@ -173,8 +175,8 @@ def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: Rel
         changed += 1
         gpu_copies += len(step.gpu_events)
     for orphan in index.gpu_orphans:
-        ambiguous.append(AmbiguousSpan(orphan.name, orphan.track, orphan.start,
-                                       "GPU annotation without a CPU span of the same External id", ()))
+        ambiguous.append(AmbiguousSpan(orphan.span.name, orphan.span.track, orphan.span.start,
+                                       f"GPU annotation: {orphan.why}", ()))
     guess = attribution.algorithm
     result = RelabelResult(
         input=trace.source, output=None, changed=changed, gpu_copies=gpu_copies,

@@ -25,13 +25,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
-ALGORITHMS = ("eagle", "eagle3", "nextn", "mtp", "frozen-kv", "dflash", "dspark", "eagle-v1", "none")
+ALGORITHMS = ("eagle", "eagle3", "nextn", "standalone", "mtp", "frozen-kv", "dflash", "dspark", "eagle-v1", "ngram",
+              "none")
 FORMS = ("object", "array", "array-unterminated")
 
 
 @dataclass(frozen=True)
 class SynthSpec:
-    algorithm: str = "eagle"  # one of ALGORITHMS; eagle/eagle3/nextn are the "EAGLE v2" rows of the table
+    algorithm: str = "eagle"  # one of ALGORITHMS; eagle/eagle3/nextn/standalone are the "EAGLE v2" rows of the table
     cuda_graph: bool = True
     stage_spans: bool = True  # `draft`/`draft_extend` spans; only the EAGLE v2 family and frozen-KV have them
     python_stacks: bool = True
@@ -138,6 +139,7 @@ _DRAFT_MODEL = {
     "dflash": "models/dflash.py(240): forward",
     "dspark": "models/dspark.py(197): forward",
     "eagle-v1": "models/llama_eagle.py(133): forward",
+    "standalone": "models/qwen3.py(507): forward",  # a separate small model of the target's family
 }
 
 _GEMM = ("aten::mm", "nvjet_tst_128x64_64x8_2x1_v_bz_coopA_NTN")
@@ -187,7 +189,8 @@ def _forward_kernels(count: int, sampler: tuple[str, str]) -> tuple[tuple[str, s
 
 _SERVER_ALGORITHM = {
     "eagle": "EAGLE", "eagle3": "EAGLE3", "nextn": "NEXTN", "mtp": "NEXTN", "frozen-kv": "FROZEN_KV_MTP",
-    "dflash": "DFLASH", "dspark": "DSPARK", "eagle-v1": "EAGLE", "none": None,
+    "dflash": "DFLASH", "dspark": "DSPARK", "eagle-v1": "EAGLE", "standalone": "STANDALONE", "ngram": "NGRAM",
+    "none": None,
 }
 
 # ForwardModes that SGLang replays from a CUDA graph when graphs are on; extend-shaped batches run eagerly.
@@ -788,9 +791,24 @@ class _EagleV1(_Script):
                     b.forward("draft", "DRAFT_EXTEND", w.n, None, suffix)
 
 
+class _NGram(_Script):
+    """No draft model: the worker proposes tokens from an n-gram cache on the CPU, then the target verifies."""
+
+    worker_frame = _f("speculative/ngram_worker.py", 233, "forward_batch_generation")
+
+    def decode(self, b, w):
+        with b.frame(self.worker_frame):
+            with b.frame(_f("speculative/ngram_worker.py", 181, "_prepare_draft_tokens")):
+                b.work(20_000, 60_000)
+            b.target_forward("TARGET_VERIFY", w.n, None, w.verify())
+        w.accept()
+
+
+# STANDALONE is the EAGLE v2 worker (a subclass of it) with a separate small draft model: same layout.
 _SCRIPTS: dict[str, type[_Script]] = {
-    "eagle": _EagleV2, "eagle3": _EagleV2, "nextn": _EagleV2, "mtp": _MultiLayer, "frozen-kv": _FrozenKV,
-    "dflash": _DFlash, "dspark": _DFlash, "eagle-v1": _EagleV1, "none": _NoSpec,
+    "eagle": _EagleV2, "eagle3": _EagleV2, "nextn": _EagleV2, "standalone": _EagleV2, "mtp": _MultiLayer,
+    "frozen-kv": _FrozenKV, "dflash": _DFlash, "dspark": _DFlash, "eagle-v1": _EagleV1, "ngram": _NGram,
+    "none": _NoSpec,
 }
 
 
@@ -889,29 +907,50 @@ def generate(spec: SynthSpec) -> SynthTrace:
     return _generate(spec, 0, 1)
 
 
-def generate_ranks(spec: SynthSpec, ranks: int) -> list[SynthTrace]:
-    """One trace per TP rank, like SGLang's per-rank files: same batches, own pid, thread ids and device."""
-    return [_generate(spec, rank, ranks) for rank in range(ranks)]
+def generate_ranks(spec: SynthSpec, ranks: int, *, varied: bool = False) -> list[SynthTrace]:
+    """One trace per rank, like SGLang's per-rank files: own pid, thread ids and device, and id counters
+    (External id, correlation, Python id) that start alike in every rank, as Kineto's do.
+
+    TP ranks run the same batches in lockstep. With `varied`, rank r runs other batches, as DP ranks do
+    (batch size + r, and one more prefill iteration on odd ranks): the same id then names different
+    work in different ranks."""
+    def rank_spec(rank: int) -> SynthSpec:
+        if not varied:
+            return spec
+        return replace(spec, batch_size=spec.batch_size + rank, prefill_iterations=spec.prefill_iterations + rank % 2)
+    return [_generate(rank_spec(rank), rank, ranks) for rank in range(ranks)]
 
 
-def merge(traces: list[SynthTrace]) -> SynthTrace:
-    """What SGLang's profile merger writes: every pid prefixed with its rank label, tids untouched.
+RANK_KINDS = ("TP", "DP", "PP", "EP")
 
+
+def merge(traces: list[SynthTrace], kinds: tuple[str, ...] = ("TP",)) -> SynthTrace:
+    """What SGLang's profile merger (`profile_merger.py`) writes: every pid, CPU and GPU alike, prefixed
+    with its rank's label, tids and every id untouched (so ids collide across ranks).
+
+    The merger builds the label from the rank kinds found in each file's name, in the order TP, DP,
+    PP, EP, two digits each: `kinds=("TP",)` (a TP-only run's `-TP-<r>` files) gives "[TP00] 251",
+    `kinds=RANK_KINDS` gives "[TP01-DP00-PP00-EP00] 251". Rank r is TP r; the other kinds are 0.
     As the merger does, "traceEvents" comes first, other keys are taken from the first trace that has
-    them, deviceProperties are concatenated, and small integer pids get rank-weighted sort indexes.
+    them, deviceProperties are concatenated, and integer pids below 1000 get a rank-weighted
+    `process_sort_index`.
     """
+    unknown = [kind for kind in kinds if kind not in RANK_KINDS]
+    if unknown or list(kinds) != [kind for kind in RANK_KINDS if kind in kinds]:
+        raise ValueError(f"kinds must be some of {', '.join(RANK_KINDS)}, in that order; got {kinds}")
     events: list[dict] = []
     truths: list[StepTruth] = []
     metadata: dict = {}
     devices: list = []
     for rank, trace in enumerate(traces):
-        label = f"[TP{rank:02d}-DP00-PP00-EP00]"
+        indexes = {"TP": rank, "DP": 0, "PP": 0, "EP": 0}
+        label = "[" + "-".join(f"{kind}{indexes[kind]:02d}" for kind in kinds) + "]" if kinds else "[Unknown]"
         offset = len(events)
         for event in trace.events:
             event = dict(event)
             pid = event.get("pid")
             if event.get("name") == "process_sort_index" and isinstance(pid, int) and pid < 1000:
-                event["args"] = {**event["args"], "sort_index": rank * 100 + pid}
+                event["args"] = {**event["args"], "sort_index": indexes["TP"] * 100 + pid}
             event["pid"] = f"{label} {pid}"
             events.append(event)
         truths += [replace(truth, index=truth.index + offset) for truth in trace.truths]
@@ -1058,6 +1097,6 @@ def truths_json(trace: SynthTrace) -> dict:
 
 
 __all__ = [
-    "ALGORITHMS", "FORMS", "Micros", "StepTruth", "SynthSpec", "SynthTrace", "dumps", "generate",
+    "ALGORITHMS", "FORMS", "RANK_KINDS", "Micros", "StepTruth", "SynthSpec", "SynthTrace", "dumps", "generate",
     "generate_ranks", "merge", "relabelled", "shuffle", "stream_large", "truths_json", "write",
 ]

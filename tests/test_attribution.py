@@ -137,3 +137,80 @@ def test_evidence_is_named_per_rename(tmp_path):
     assert by[("DECODE", "DRAFT")] == "stage span"
     assert by[("TARGET_VERIFY", "VERIFY")] == "mode"
     assert by[("EXTEND", "DRAFT")] == "stage span"
+
+
+# ---------------------------------------------------------------------------------------------------
+# STANDALONE, NGRAM, algorithms spanfix does not know, and the number of draft steps
+
+
+def test_ngram_without_stacks_is_decided_by_server_args(tmp_path):
+    """NGRAM runs no draft model: with server_args.json saying so, every step is the target's."""
+    trace = generate(SynthSpec(algorithm="ngram", python_stacks=False, run_batch=False, seed=3))
+    result, events = relabel_generated(tmp_path, trace, server_args=True)
+    assert_fully_decided(trace, result, events)
+    assert result.algorithm == "ngram" and {c.evidence for c in result.changes} == {"no draft model"}
+
+
+def test_ngram_without_any_evidence_stays_ambiguous(tmp_path):
+    trace = generate(SynthSpec(algorithm="ngram", python_stacks=False, run_batch=False, seed=3))
+    result, events = relabel_generated(tmp_path, trace)
+    assert_never_wrong(trace, result, events)
+    assert result.ambiguous and "--algorithm" in result.ambiguous[0].detail
+
+
+def test_ngram_and_standalone_by_option(tmp_path):
+    trace = generate(SynthSpec(algorithm="ngram", python_stacks=False, run_batch=False, seed=3))
+    result, events = relabel_generated(tmp_path, trace, algorithm="ngram")
+    assert_fully_decided(trace, result, events)
+    trace = generate(SynthSpec(algorithm="standalone", python_stacks=False, cuda_graph=False, seed=3))
+    result, events = relabel_generated(tmp_path, trace, algorithm="standalone")
+    assert_fully_decided(trace, result, events)
+    assert result.algorithm == "standalone"
+
+
+@pytest.mark.parametrize("value, label", [("STANDALONE", "eagle-v1 or standalone"), ("NGRAM", "ngram"),
+                                          ("FROZEN_KV_MTP", "frozen-kv"), ("dflash", "dflash")])
+def test_server_args_names(tmp_path, value, label):
+    from spanfix.algorithms import algorithms_from_server_args
+    allowed, problem = algorithms_from_server_args({"speculative_algorithm": value})
+    assert " or ".join(sorted(allowed)) == label and problem is None
+
+
+def test_an_unknown_server_args_algorithm_is_named_and_the_trace_decides(tmp_path):
+    trace = generate(SynthSpec(algorithm="eagle", python_stacks=False, cuda_graph=False, seed=3))
+    trace.server_args["speculative_algorithm"] = "LOOKAHEAD_PLUS"
+    result, events = relabel_generated(tmp_path, trace, server_args=True)
+    assert_fully_decided(trace, result, events)
+    assert any("speculative_algorithm='LOOKAHEAD_PLUS' is not an algorithm spanfix knows" in w
+               and "deciding from the trace alone" in w for w in result.warnings)
+
+
+def test_num_steps_decides_the_multi_layer_graph_span(tmp_path):
+    trace = generate(SynthSpec(algorithm="mtp", cuda_graph=True, python_stacks=False, num_steps=3, seed=1))
+    result, events = relabel_generated(tmp_path, trace, algorithm="mtp")
+    assert_never_wrong(trace, result, events)
+    [why] = {a.detail for a in result.ambiguous}
+    assert "--num-steps N" in why and "server_args.json" in why
+    result, events = relabel_generated(tmp_path, trace, algorithm="mtp", num_steps=3)
+    assert_fully_decided(trace, result, events)
+
+
+def test_num_steps_overrides_server_args_with_a_warning(tmp_path):
+    trace = generate(SynthSpec(algorithm="mtp", cuda_graph=True, python_stacks=False, num_steps=3, seed=1))
+    result, events = relabel_generated(tmp_path, trace, server_args=True, num_steps=4)
+    assert_fully_decided(trace, result, events)
+    assert "--num-steps 4 overrides server_args.json's speculative_num_steps 3" in result.warnings
+
+
+def test_cli_takes_num_steps_and_the_new_algorithms(tmp_path):
+    from click.testing import CliRunner
+
+    from spanfix.cli import main
+    trace = generate(SynthSpec(algorithm="mtp", cuda_graph=True, python_stacks=False, num_steps=3, seed=1))
+    write(trace, tmp_path / "t.json")
+    for command in (["relabel", "--dry-run", "--strict"], ["stats"], ["check"], ["inspect"]):
+        out = CliRunner().invoke(main, [*command, "--algorithm", "mtp", "--num-steps", "3", str(tmp_path / "t.json")])
+        assert out.exit_code == 0, (command, out.output)
+    out = CliRunner().invoke(main, ["stats", "--algorithm", "ngram", str(tmp_path / "t.json")])
+    assert out.exit_code == 0
+    assert "--num-steps" in CliRunner().invoke(main, ["stats", "--help"]).output

@@ -175,7 +175,8 @@ def test_ambiguous_spans_get_their_own_row(tmp_path):
 
 @pytest.mark.parametrize("name, rank", [
     ("1712-TP-3.trace.json.gz", "TP3"), ("p-1712-TP-1-DP-2-PP-0-EP-4-DECODE.trace.json.gz", "TP1-DP2-EP4"),
-    ("x/run-TP-0-DP-0.trace.json", "TP0"), ("trace.json", None), ("TP-3.json", None)])
+    ("x/run-TP-0-DP-0.trace.json", "TP0"), ("trace.json", None), ("TP-3.json", "TP3"), ("merged-1.trace.json", None),
+    ("run-STP-3.json", None), ("a-DP-1-TP-2.trace.json", "TP2-DP1")])
 def test_rank_from_file_name(name, rank):
     assert rank_from_file_name(name) == rank
 

@@ -21,12 +21,22 @@ from pathlib import Path
 import pytest
 
 from spanfix import synth
-from spanfix.synth import ALGORITHMS, SynthSpec, dumps, generate, generate_ranks, merge, relabelled, shuffle
+from spanfix.synth import (
+    ALGORITHMS,
+    RANK_KINDS,
+    SynthSpec,
+    dumps,
+    generate,
+    generate_ranks,
+    merge,
+    relabelled,
+    shuffle,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP = re.compile(r"step\[(\w+)((?: \w+=\d+)*)\]")
 FORWARD = "model_executor/model_runner.py(3123): forward"
-V2_FAMILY = ("eagle", "eagle3", "nextn")
+V2_FAMILY = ("eagle", "eagle3", "nextn", "standalone")
 STAGED = (*V2_FAMILY, "frozen-kv")
 
 
@@ -63,13 +73,16 @@ def expected_order(spec: SynthSpec, phase: str) -> list[tuple[str, str, str | No
         extend = [("target", "EXTEND", None)]
         return extend + {
             "eagle": [("draft", "EXTEND", "draft_extend")], "eagle3": [("draft", "EXTEND", "draft_extend")],
-            "nextn": [("draft", "EXTEND", "draft_extend")], "mtp": [("draft", "EXTEND", None)] * steps,
+            "nextn": [("draft", "EXTEND", "draft_extend")], "standalone": [("draft", "EXTEND", "draft_extend")],
+            "mtp": [("draft", "EXTEND", None)] * steps,
             "eagle-v1": [("draft", "EXTEND", None)],
         }.get(a, [])
     if phase == "mixed":
         return [("target", "MIXED", None)]
     if a == "none":
         return [("target", "DECODE", None)]
+    if a == "ngram":
+        return target
     if a in V2_FAMILY:
         if g:
             return target
@@ -395,13 +408,35 @@ def test_relabelled_is_what_new_sglang_writes(spec):
     assert old.events[old.truths[0].index]["name"] == old.truths[0].old_name, "input left alone"
 
 
+@pytest.mark.parametrize("kinds, label", [(("TP",), "[TP{:02d}]"), (("TP", "DP"), "[TP{:02d}-DP00]"),
+                                          (("TP", "PP", "EP"), "[TP{:02d}-PP00-EP00]"), ((), "[Unknown]")])
+def test_merge_labels_pids_with_the_kinds_in_the_file_names(kinds, label):
+    ranks = generate_ranks(SynthSpec(algorithm="eagle", decode_iterations=1), 2)
+    merged = merge(ranks, kinds)
+    offset = len(ranks[0].events)
+    assert merged.events[0]["pid"] == f"{label.format(0)} {ranks[0].events[0]['pid']}"
+    assert merged.events[offset]["pid"] == f"{label.format(1)} {ranks[1].events[0]['pid']}"
+
+
+def test_merge_refuses_kinds_out_of_order():
+    with pytest.raises(ValueError, match="in that order"):
+        merge(generate_ranks(SynthSpec(decode_iterations=1), 2), ("DP", "TP"))
+
+
+def test_varied_ranks_reuse_ids_for_other_work():
+    ranks = generate_ranks(SynthSpec(algorithm="eagle", decode_iterations=2), 2, varied=True)
+    by_id = [{e["args"]["External id"]: e["name"] for e in r.events if e.get("cat") == "user_annotation"} for r in ranks]
+    shared = by_id[0].keys() & by_id[1].keys()
+    assert shared and any(by_id[0][i] != by_id[1][i] for i in shared)
+
+
 def test_merge_rewrites_pids_and_keeps_tids():
     spec = SynthSpec(algorithm="eagle", cuda_graph=False, draft_thread=True)
     ranks = generate_ranks(spec, 2)
     assert [r.metadata["distributedInfo"]["rank"] for r in ranks] == [0, 1]
     assert ranks[0].events[0]["pid"] != ranks[1].events[0]["pid"]
     assert [t.old_name for t in ranks[0].truths] == [t.old_name for t in ranks[1].truths]
-    merged = merge(ranks)
+    merged = merge(ranks, RANK_KINDS)
     assert len(merged.events) == sum(len(r.events) for r in ranks)
     offset = len(ranks[0].events)
     for rank, source in enumerate(ranks):

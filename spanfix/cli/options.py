@@ -16,6 +16,9 @@ _ATTRIBUTION_OPTIONS = [
     click.option("--algorithm", type=click.Choice(sorted(ALGORITHMS)), default=None,
                  help="The speculative algorithm, when the trace cannot show it (server_args.json beside "
                       "the trace is read automatically)."),
+    click.option("--num-steps", type=click.IntRange(min=1), default=None, metavar="N",
+                 help="Draft steps per iteration (server_args.json's speculative_num_steps): tells the "
+                      "multi-layer (MTP) worker's own graph span from its eager steps."),
     click.option("--draft-thread", "draft_threads", multiple=True, metavar="REGEX",
                  help="Tracks whose thread_name matches are the draft worker's (repeatable)."),
     click.option("--draft-process", "draft_processes", multiple=True, metavar="REGEX",
@@ -44,8 +47,8 @@ def _patterns(values: tuple[str, ...], flag: str) -> list[re.Pattern]:
         raise click.BadParameter(f"not a regular expression: {exc}", param_hint=flag) from None
 
 
-def relabel_options(algorithm, draft_threads, draft_processes, draft_pids, draft_tids, max_bytes,
+def relabel_options(algorithm, draft_threads, draft_processes, draft_pids, draft_tids, max_bytes, num_steps=None,
                     **extra) -> RelabelOptions:
     rules = DraftRules(_patterns(draft_threads, "--draft-thread"), _patterns(draft_processes, "--draft-process"),
                        set(draft_pids), set(draft_tids))
-    return RelabelOptions(rules=rules, algorithm=algorithm, max_bytes=max_bytes, **extra)
+    return RelabelOptions(rules=rules, algorithm=algorithm, num_steps=num_steps, max_bytes=max_bytes, **extra)

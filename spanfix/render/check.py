@@ -27,6 +27,7 @@ def check_text(report: CheckReport) -> str:
     for outcome in report.outcomes:
         line = f"  {'held  ' if outcome.held else 'BROKEN'}  {label(outcome).ljust(width)}  {outcome.figure}"
         lines.append(line + (f"  ({outcome.detail})" if outcome.detail else ""))
+    lines += [f"warning: {warning}" for warning in report.stats.warnings]
     return "\n".join(lines) + "\n"
 
 
@@ -38,6 +39,7 @@ def check_markdown(report: CheckReport) -> str:
     if rows:
         sections.append(markdown_table(header, rows, left={"result", "rule", "input", "detail"}))
     sections += [f"> error: {error}" for error in report.errors]
+    sections += [f"> warning: {warning}" for warning in report.stats.warnings]
     return "\n".join(sections) + "\n"
 
 

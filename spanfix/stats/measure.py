@@ -59,16 +59,16 @@ def load(source: str, options: RelabelOptions) -> tuple[Trace, TraceIndex, Attri
 def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = ()) -> TraceMeasures:
     file_rank = rank_from_file_name(trace.source)
     stages = [stage_of(step, verdict.role) for step, verdict in zip(index.steps, attribution.verdicts)]
+    device, device_problems = device_times(trace, index)
     steps = []
-    for step, verdict, stage, (gpu_us, source) in zip(index.steps, attribution.verdicts, stages,
-                                                      device_times(trace, index)):
+    for step, verdict, stage, (gpu_us, source) in zip(index.steps, attribution.verdicts, stages, device):
         attributed = verdict.role in (DRAFT, TARGET)
         name = relabel_step_name(step.name, is_draft=verdict.role == DRAFT) if attributed else step.name
         steps.append(StepTiming(trace.source, rank_from_pid(step.track[0]) or file_rank, stage, name, step.step.bs,
                                 step.span.end - step.span.start, gpu_us, source))
     iterations = [IterationTiming(trace.source, rank_from_pid(pid) or file_rank, total, parts)
                   for pid, total, parts in decode_iterations(index, stages)]
-    notes = [f"{trace.source}: {warning}" for warning in (*trace.warnings, *warnings)]
+    notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *device_problems)]
     if not index.steps:
         notes.append(f"{trace.source}: no step spans")
     return TraceMeasures(trace.source, steps, iterations, notes)
