@@ -19,13 +19,15 @@ from dataclasses import dataclass, field
 
 from .attribute import Attribution
 from .index import TraceIndex
-from .naming import parse_step_name
+from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage, parse_step_name
 from .reader import Trace, TraceError
 from .relabel import RelabelOptions, plan
 from .stats import (
     AMBIGUOUS_STAGE,
     CLOCKS,
     CPU,
+    DEVICE_PARTS,
+    GPU,
     PARTS,
     STATISTICS,
     StatsResult,
@@ -43,18 +45,24 @@ ITERATION = "iteration"
 DEFAULT_MAX_REGRESSION = 10.0  # percent
 # Modes that the newer naming never writes: seeing one means the trace was not relabelled.
 OLD_ONLY_MODES = frozenset({"TARGET_VERIFY", "DRAFT_EXTEND"})
+# Every stage a stats row can have: the stage words of the newer naming, the workers' own spans, ambiguous.
+KNOWN_STAGES = tuple(sorted({new_stage(mode, is_draft=False) for mode in RUNNER_MODES} | NEW_STAGES | WORKER_MODES
+                            | {"DRAFT_EXTEND_V2"})) + (AMBIGUOUS_STAGE,)
 
 OPERATORS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq}
 UNITS = {"": 1.0, "us": 1.0, "ms": 1_000.0, "s": 1_000_000.0}
+STAGE_STATISTICS = (*STATISTICS, "share", "busy", "busy_share")  # busy and busy_share: the gpu clock only
 PART_STATISTICS = ("total", "mean", "share")
-BUDGET_GRAMMAR = ("STAGE[.CLOCK].STAT OP VALUE[UNIT], e.g. VERIFY.p90<=12ms, VERIFY.gpu.mean<800us, "
-                  "DRAFT.share<=0.35, DECODE.count>=100, iteration.mean<=40ms, iteration.draft.share<=0.5 "
-                  f"(CLOCK: {'|'.join(CLOCKS)}; STAT: {'|'.join((*STATISTICS, 'share'))}; "
-                  f"OP: {'|'.join(OPERATORS)}; UNIT: us|ms|s, times only)")
+FRACTIONS = frozenset({"share", "busy_share"})  # a fraction from 0 to 1, or a percentage with %
+BUDGET_GRAMMAR = ("STAGE[.CLOCK].STAT OP VALUE[UNIT] or iteration[.CLOCK][.PART].STAT OP VALUE[UNIT], e.g. "
+                  "VERIFY.p90<=12ms, VERIFY.gpu.mean<800us, DRAFT.share<=0.35, DRAFT.gpu.busy_share>=50%, "
+                  "iteration.mean<=40ms, iteration.gpu.draft.share<=0.3, iteration.gpu.idle.share<=0.2 "
+                  f"(CLOCK: {'|'.join(CLOCKS)}; STAT: {'|'.join(STAGE_STATISTICS)}; PART: {'|'.join(DEVICE_PARTS)}; "
+                  f"OP: {'|'.join(OPERATORS)}; UNIT: us|ms|s for times, % for shares)")
 
-_BUDGET = re.compile(r"\s*(?P<stage>[A-Za-z_][A-Za-z0-9_]*)(?:\.(?P<middle>[A-Za-z_]+))?\.(?P<stat>[A-Za-z0-9]+)"
-                     r"\s*(?P<op><=|>=|==|<|>)\s*(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z]*)\s*")
+_BUDGET = re.compile(r"\s*(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){1,3})"
+                     r"\s*(?P<op><=|>=|==|<|>)\s*(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*")
 
 
 class BudgetError(ValueError):
@@ -65,47 +73,57 @@ class BudgetError(ValueError):
 class Budget:
     text: str  # as the user wrote it: the rule's name
     stage: str  # a stage word (upper case), "ambiguous" or "iteration"
-    clock: str  # cpu or gpu; decode iterations are measured on the host clock only
-    part: str | None  # iteration parts: draft, verify, draft_extend, other
-    statistic: str  # count, total, mean, p50, p90, p99, max, share
+    clock: str  # cpu or gpu
+    part: str | None  # iteration parts: draft, verify, draft_extend, ambiguous, other, idle
+    statistic: str  # count, total, mean, p50, p90, p99, max, share, busy, busy_share
     op: str
-    limit: float  # in microseconds for times
+    limit: float  # in microseconds for times, a fraction for shares
 
     @property
     def is_time(self) -> bool:
-        return self.statistic not in ("count", "share")
+        return self.statistic not in ("count", *FRACTIONS)
 
 
 def parse_budget(text: str) -> Budget:
     match = _BUDGET.fullmatch(text)
     if match is None:
         raise BudgetError(f"{text!r}: expected {BUDGET_GRAMMAR}")
-    stage, middle, statistic = match["stage"], match["middle"], match["stat"].lower()
+    words = match["path"].split(".")
+    stage, statistic, middle = words[0], words[-1].lower(), [word.lower() for word in words[1:-1]]
     unit = match["unit"].lower()
     clock, part = CPU, None
+    if middle and middle[0] in CLOCKS:
+        clock = middle.pop(0)
     if stage.lower() == ITERATION:
         stage = ITERATION
-        if middle is not None:
-            part = middle.lower()
-            if part not in PARTS:
-                raise BudgetError(f"{text!r}: a decode iteration's parts are {', '.join(PARTS)}, not {middle!r}")
+        if middle:
+            part = middle.pop(0)
+            parts = DEVICE_PARTS if clock == GPU else PARTS
+            if part not in parts:
+                raise BudgetError(f"{text!r}: a decode iteration's parts are {', '.join(parts)} "
+                                  f"(idle on the gpu clock only), not {part!r}")
         allowed = PART_STATISTICS if part else STATISTICS
     else:
         stage = AMBIGUOUS_STAGE if stage.lower() == AMBIGUOUS_STAGE else stage.upper()
-        if middle is not None:
-            clock = middle.lower()
-            if clock not in CLOCKS:
-                raise BudgetError(f"{text!r}: the clock is {' or '.join(CLOCKS)}, not {middle!r}")
-        allowed = (*STATISTICS, "share")
+        if stage not in KNOWN_STAGES:
+            raise BudgetError(f"{text!r}: {words[0]!r} is not a stage; stats rows are {', '.join(KNOWN_STAGES)}")
+        allowed = STAGE_STATISTICS
+    if middle:
+        raise BudgetError(f"{text!r}: the clock is {' or '.join(CLOCKS)}, not {middle[0]!r}")
     if statistic not in allowed:
         raise BudgetError(f"{text!r}: {statistic!r} is not a statistic of {stage}{'.' + part if part else ''}; "
                           f"expected one of {', '.join(allowed)}")
-    if unit not in UNITS:
-        raise BudgetError(f"{text!r}: unknown unit {match['unit']!r}; expected us, ms or s")
-    budget = Budget(text, stage, clock, part, statistic, match["op"], float(match["number"]) * UNITS[unit])
-    if unit and not budget.is_time:
+    if statistic in ("busy", "busy_share") and clock != GPU:
+        raise BudgetError(f"{text!r}: {statistic} is a device figure: write {stage}.gpu.{statistic}")
+    if unit not in UNITS and unit != "%":
+        raise BudgetError(f"{text!r}: unknown unit {match['unit']!r}; expected us, ms or s (or % for a share)")
+    scale = UNITS.get(unit, 0.01)
+    budget = Budget(text, stage, clock, part, statistic, match["op"], float(match["number"]) * scale)
+    if unit == "%" and statistic not in FRACTIONS:
+        raise BudgetError(f"{text!r}: % goes with a share, not with {statistic}")
+    if unit and unit != "%" and not budget.is_time:
         raise BudgetError(f"{text!r}: {statistic} takes a plain number"
-                          + (" (a fraction from 0 to 1)" if statistic == "share" else ""))
+                          + (" (a fraction from 0 to 1, or a percentage with %)" if statistic in FRACTIONS else ""))
     return budget
 
 
@@ -204,7 +222,7 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
 def trust_outcomes(trace: Trace, index: TraceIndex, attribution: Attribution, options: RelabelOptions,
                    check: CheckOptions) -> list[Outcome]:
     """The relabel summary (the same one `relabel --strict` judges) read as rules about one input."""
-    _, summary = plan(trace, index, attribution, options)
+    _, summary = plan(trace, index, attribution, options, patches_wanted=False)
     source = trace.source
     ambiguous = summary.ambiguous
     first = f"{ambiguous[0].name} at {ambiguous[0].start_us:.3f} us: {ambiguous[0].detail}" if ambiguous else ""
@@ -252,11 +270,13 @@ def budget_outcome(budget: Budget, stats: StatsResult) -> Outcome:
 def measured(budget: Budget, stats: StatsResult) -> tuple[float | None, str]:
     """The figure a budget speaks of, or None and why there is none. Counts, totals and shares of
     what never ran are zero; a mean or percentile of nothing is not measured, so its budget breaks."""
-    zero = 0.0 if budget.statistic in ("count", "total", "share") else None
+    zero = 0.0 if budget.statistic in ("count", "total", "share", "busy") else None
     if budget.stage == ITERATION:
-        found = stats.iterations[0] if stats.iterations else None
+        found = stats.iteration(budget.clock)
         if found is None:
-            return zero, "no decode iterations (scheduler.run_batch or draft stage spans with a VERIFY step)"
+            return zero, (f"no decode iterations on the {budget.clock} clock (scheduler.run_batch or draft stage "
+                          "spans with a VERIFY step" + (", and device work they launched" if budget.clock == GPU
+                                                        else "") + ")")
         if budget.part is None:
             return found.summary.statistic(budget.statistic), ""
         return {"total": found.parts[budget.part], "mean": found.part_mean(budget.part),
@@ -265,21 +285,34 @@ def measured(budget: Budget, stats: StatsResult) -> tuple[float | None, str]:
                 and row.clock == budget.clock), None)
     if row is None:
         return zero, f"no {budget.stage} step spans on the {budget.clock} clock"
-    return (row.share if budget.statistic == "share" else row.summary.statistic(budget.statistic)), ""
+    if budget.statistic == "share":
+        return row.share, ""
+    if budget.statistic in ("busy", "busy_share"):
+        value = row.busy_us if budget.statistic == "busy" else row.busy_share
+        return value, "" if value is not None else f"no device work joined to the {budget.stage} step spans"
+    return row.summary.statistic(budget.statistic), ""
 
 
 def _figure(budget: Budget, value: float) -> str:
-    if budget.statistic == "share":
+    if budget.statistic in FRACTIONS:
         return f"{value:.3f}"
     if budget.statistic == "count":
         return f"{value:.0f}"
     return format_us(value)
 
 
+# Iteration parts a baseline gates: the speculative stages. The residual parts (ambiguous, other, idle)
+# are shown by stats against the baseline but not gated: budget them explicitly.
+GATED_PARTS = ("draft", "verify", "draft_extend")
+
+
 def regression_outcomes(stats: StatsResult, max_regression: float) -> list[Outcome]:
     compared = [(f"{stats.stage_of(row)}.{row.clock}.mean", row.summary.mean_us, row.baseline)
                 for row in stats.rows]
-    compared += [("iteration.mean", it.summary.mean_us, it.baseline) for it in stats.iterations]
+    for it in stats.iterations:
+        compared.append((f"iteration.{it.clock}.mean", it.summary.mean_us, it.baseline))
+        compared += [(f"iteration.{it.clock}.{part}.mean", it.part_mean(part), it.part_baselines.get(part))
+                     for part in GATED_PARTS if part in it.parts]
     outcomes = []
     for subject, mean, change in compared:
         if change is None or change.change_pct is None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .attribute import AMBIGUOUS
 from .relabel import AmbiguousSpan, RelabelOptions, analyse, load
-from .stats.device import launch_table
+from .stats.device import device_work
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,7 @@ def inspect_trace(source: str, options: RelabelOptions) -> InspectReport:
     ambiguous = [AmbiguousSpan.of_step(s, v.detail) for s, v in zip(index.steps, attribution.verdicts)
                  if v.role == AMBIGUOUS]
     guess = attribution.algorithm
-    _, device_problems = launch_table(trace)
+    device_warnings = device_work(trace).warnings()
     return InspectReport(
         input=source, events=len(trace.events), form=trace.form, gzipped=trace.gzipped, tracks=tracks,
         algorithm=guess.label, algorithm_reasons=list(guess.reasons), conflicts=list(guess.conflicts),
@@ -73,4 +73,4 @@ def inspect_trace(source: str, options: RelabelOptions) -> InspectReport:
         roles=dict(Counter(v.role for v in attribution.verdicts).most_common()),
         ambiguous=ambiguous, gpu_copies=sum(len(s.gpu_events) for s in index.steps),
         gpu_orphans=len(index.gpu_orphans), overlaps=index.overlaps, unmatched=index.unmatched,
-        warnings=[*warnings, *index.notes(), *(f"{count} {why}" for why, count in sorted(device_problems.items()))])
+        warnings=[*warnings, *index.notes(), *device_warnings])

@@ -39,7 +39,7 @@ import msgspec
 
 from .events import UNUSABLE, Buffer, Event, Events, NameSlot, NotAnObject, decode_raw_event, is_step_name, repaired
 from .locate import locate_by_regex, locate_exactly
-from .selective import Selected, decode_selected, raw_events
+from .selective import Reducer, Selected, decode_selected, raw_events
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -67,8 +67,9 @@ class Trace:
     compressed: Buffer | None  # the gzip file as read: an unchanged trace is copied, not recompressed
     form: str  # "object", "array" or "array-unterminated"
     events: Events
-    step_slots: list[NameSlot]  # one per event whose name starts with "step[", in event order
+    step_slots: list[NameSlot]  # one per event whose name starts with "step[", in event order (when located)
     warnings: list[str] = field(default_factory=list)  # odd input read leniently, one line each
+    reduced: list | None = None  # what read_trace's reduce made of the events, one result per stretch read
 
     @property
     def gzipped(self) -> bool:
@@ -76,20 +77,28 @@ class Trace:
 
 
 def read_trace(source: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
-               select: Callable[[str], bool] | None = None) -> Trace:
+               select: Callable[[str], bool] | None = None, reduce: Reducer | None = None) -> Trace:
     """Read and decode a trace. With select, only events whose name it accepts (plus step spans and
-    unnamed events, which close B/E pairs) are decoded up front; the rest stay raw until asked for."""
+    unnamed events, which close B/E pairs) are decoded up front; the rest stay raw until asked for.
+    With reduce (and select), every event is decoded and handed to reduce, a stretch at a time, in
+    the process that read it (Trace.reduced); the step names' bytes are then not located: that is
+    for reading what a relabel would not write (stats)."""
     source = str(source)
     data, compressed = read_document_bytes(source, max_bytes=max_bytes)
     form, parse_buffer, warnings = container_form(source, data)
     with _gc_paused():
-        selected = decode_selected(parse_buffer, data, form, select) if select is not None else None
+        selected = decode_selected(parse_buffer, data, form, select, reduce) if select is not None else None
         if selected is None:
             decoded, decode_warnings = decode_events(source, parse_buffer, form)
-            selected, warnings = Selected(Events.all_decoded(decoded), None), warnings + decode_warnings
+            selected = Selected(Events.all_decoded(decoded), None, [reduce(decoded)] if reduce else None)
+            warnings = warnings + decode_warnings
     del parse_buffer
-    slots = selected.slots if selected.slots is not None else locate_step_names(source, data, selected.events, form)
-    return Trace(source, data, compressed, form, selected.events, slots, warnings)
+    if reduce is not None:
+        slots = []
+    else:
+        slots = selected.slots if selected.slots is not None else locate_step_names(source, data, selected.events,
+                                                                                   form)
+    return Trace(source, data, compressed, form, selected.events, slots, warnings, selected.reduced)
 
 
 @contextlib.contextmanager

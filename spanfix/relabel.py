@@ -16,6 +16,7 @@ from .index import StepSpan, TraceIndex, build_index, indexed_name
 from .naming import new_stage, parse_step_name
 from .patch import Patch, output_folder, patched_chunks, write_output
 from .reader import STDIN, NameSlot, Trace, TraceError, read_trace
+from .selective import Reducer
 
 
 @dataclass(slots=True)
@@ -96,9 +97,10 @@ def default_output(source: str) -> str:
     return str(path.with_name(name[:cut] + ".relabeled" + name[cut:]))
 
 
-def load(source: str, options: RelabelOptions) -> Trace:
-    """Read a trace, decoding in full only the events attribution looks at."""
-    return read_trace(source, select=indexed_name,
+def load(source: str, options: RelabelOptions, reduce: Reducer | None = None) -> Trace:
+    """Read a trace, decoding in full only the events attribution looks at (with reduce: every
+    event, handed to reduce as it is read, for what attribution does not need)."""
+    return read_trace(source, select=indexed_name, reduce=reduce,
                       **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
 
 
@@ -142,9 +144,10 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: RelabelOptions
-         ) -> tuple[list[Patch], RelabelResult]:
-    """The byte patches that rename the spans, and the summary of what and why."""
+def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: RelabelOptions, *,
+         patches_wanted: bool = True) -> tuple[list[Patch], RelabelResult]:
+    """The byte patches that rename the spans (none unless wanted: they need the names' bytes located),
+    and the summary of what and why."""
     slots = {slot.event: slot for slot in trace.step_slots}
     patches: list[Patch] = []
     changes: Counter = Counter()
@@ -166,11 +169,11 @@ def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: Rel
         if stage == mode:
             left_alone[f"{verdict.role}, name kept"] += 1
             continue
-        events = [*step.span.events, *step.gpu_events]
-        step_patches = [_rename(trace.data, slots[e], step.name, stage) for e in events]
-        if options.annotate:
-            step_patches += [p for e in events if (p := _annotation(trace.data, slots[e], verdict.evidence))]
-        patches += step_patches
+        if patches_wanted:
+            events = [*step.span.events, *step.gpu_events]
+            patches += [_rename(trace.data, slots[e], step.name, stage) for e in events]
+            if options.annotate:
+                patches += [p for e in events if (p := _annotation(trace.data, slots[e], verdict.evidence))]
         changes[(mode, stage, verdict.evidence)] += 1
         changed += 1
         gpu_copies += len(step.gpu_events)

@@ -27,7 +27,7 @@ import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -69,7 +69,7 @@ def raw_events(buffer: Buffer, kind: str) -> list[msgspec.Raw]:
     return every_event(buffer, kind, msgspec.Raw)
 
 
-class Part(msgspec.Struct, gc=False):
+class Part(msgspec.Struct, dict=True):
     """What reading one stretch of the events array found; sent from the child as msgpack."""
 
     count: int  # events in this stretch
@@ -79,6 +79,7 @@ class Part(msgspec.Struct, gc=False):
     phased: bool  # it held unnamed events, so every B and E was chosen too
     first: int  # where its first event starts in the document
     end: int  # where its last event ends
+    reduced: bytes = b""  # the reducer's result over every event of the stretch, pickled
 
 
 _PART = msgspec.msgpack.Decoder(Part)
@@ -88,6 +89,16 @@ _PART = msgspec.msgpack.Decoder(Part)
 class Selected:
     events: Events
     slots: list[NameSlot] | None  # one per step-span event, in event order; None: locate them otherwise
+    reduced: list | None = None  # the reducer's result for each stretch read, in file order
+
+
+class Reducer(Protocol):
+    """What a read hands every event to (see decode_selected)."""
+
+    item: type  # the msgspec Struct each event is decoded as: `name` and what the reducer reads, named as Event's
+
+    def __call__(self, events: list) -> object:
+        """Every event of a stretch, as item (or as Event) -> something that pickles."""
 
 
 @dataclass(slots=True)
@@ -126,15 +137,18 @@ class Document:
         return [head[0], pickle.loads(payload)]  # the child's, forked from this process: trusted
 
 
-def decode_selected(buffer: Buffer, data: Buffer, form: str,
-                    select: Callable[[str], bool]) -> Selected | None:
+def decode_selected(buffer: Buffer, data: Buffer, form: str, select: Callable[[str], bool],
+                    reduce: Reducer | None = None) -> Selected | None:
     """buffer: the document as the JSON decoder takes it (same offsets as data, the bytes as read).
-    None: the document needs the careful path (odd values, invalid bytes, not a trace)."""
+    With reduce, every event is decoded in full (not only the chosen ones), reduce runs over each
+    stretch's events where it was read (in the child for the tail), and the names' bytes are not
+    located: what stats wants, which reads every launch and kernel. None: the document needs the
+    careful path (odd values, invalid bytes, not a trace)."""
     kind = "object" if form == "object" else "array"
-    halves = _in_halves(buffer, data, kind, select) if len(buffer) >= FORK_BYTES and _can_fork() else None
+    halves = _in_halves(buffer, data, kind, select, reduce) if len(buffer) >= FORK_BYTES and _can_fork() else None
     parts, cut = halves if halves is not None else (None, None)
     if parts is None:
-        whole = _read_part(buffer, data, kind, select, shift=0)
+        whole = _read_part(buffer, data, kind, select, shift=0, reduce=reduce)
         if whole is None:
             return None
         parts = [whole]
@@ -149,15 +163,33 @@ def decode_selected(buffer: Buffer, data: Buffer, form: str,
             slots += part.slots if not first_index else [
                 NameSlot(slot.event + first_index, slot.start, slot.end) for slot in part.slots]
         first_index += part.count
-    return Selected(Events(first_index, decoded, Document(buffer, kind, cut)), slots)
+    reduced = [_result(part) for part in parts] if reduce is not None else None
+    return Selected(Events(first_index, decoded, Document(buffer, kind, cut)), slots, reduced)
+
+
+def _result(part: Part) -> object:
+    """A part's reduced result: its own (read here) or, from the child, unpickled."""
+    result = getattr(part, "result", _NONE)
+    return pickle.loads(part.reduced) if result is _NONE else result
+
+
+_NONE = object()
 
 
 def _read_part(doc: Buffer, data: Buffer, kind: str, select: Callable[[str], bool],
-               *, shift: int, keep_pairs: bool = False) -> Part | None:
+               *, shift: int, keep_pairs: bool = False, reduce: Reducer | None = None) -> Part | None:
     """Read doc, a whole document whose events sit in data at their offset in doc plus shift.
-    keep_pairs: choose every B and E even if doc holds no unnamed event (the other half does)."""
+    keep_pairs: choose every B and E even if doc holds no unnamed event (the other half does).
+    reduce: decode every event and reduce them (see decode_selected)."""
+    reduced = None
     try:
-        chosen, phased = _selection(doc, kind, select, keep_pairs)
+        if reduce is None:
+            chosen, phased = _selection(doc, kind, select, keep_pairs)
+        else:
+            every = every_event(doc, kind, reduce.item)
+            chosen, phased = _choice(list(map(_NAME, every)), select, keep_pairs, lambda: _phases(doc, kind))
+            reduced = reduce(every)
+            del every
         raws = raw_events(doc, kind)
     except (*_DECODE_ERRORS, TypeError):  # TypeError: a name that is a list or an object
         return None
@@ -166,19 +198,34 @@ def _read_part(doc: Buffer, data: Buffer, kind: str, select: Callable[[str], boo
         return None
     base = address(doc)
     if base is None or not raws:
-        return Part(len(raws), chosen, events, None, phased, -1, -1)
-    shift -= base
-    slots = _name_slots(data, raws, chosen, events, shift)
-    return Part(len(raws), chosen, events, slots, phased, address(raws[0]) + shift,
-                address(raws[-1]) + shift + len(raws[-1]))
+        part = Part(len(raws), chosen, events, None, phased, -1, -1)
+    else:
+        shift -= base
+        slots = _name_slots(data, raws, chosen, events, shift) if reduce is None else None
+        part = Part(len(raws), chosen, events, slots, phased, address(raws[0]) + shift,
+                    address(raws[-1]) + shift + len(raws[-1]))
+    part.result = reduced  # not a field: it crosses from the child pickled, as Part.reduced
+    return part
 
 
 def _selection(doc: Buffer, kind: str, select: Callable[[str], bool], keep_pairs: bool = False
                ) -> tuple[list[int], bool]:
-    """The indexes of the events to decode in full: names select accepts, step spans, unnamed
-    events, and every B and E where unnamed events exist or keep_pairs says so (and then True)."""
+    """The indexes of the events to decode in full, from a pass that reads only their names."""
     named = _decoder(kind, _Named).decode(doc)
     names = list(map(_NAME, named.traceEvents if kind == "object" else named))
+    return _choice(names, select, keep_pairs, lambda: _phases(doc, kind))
+
+
+def _phases(doc: Buffer, kind: str) -> list:
+    decoded = _decoder(kind, _NamedPhased).decode(doc)
+    return decoded.traceEvents if kind == "object" else decoded
+
+
+def _choice(names: list, select: Callable[[str], bool], keep_pairs: bool, phases: Callable[[], list]
+            ) -> tuple[list[int], bool]:
+    """The indexes of the events to decode in full: names select accepts, step spans, unnamed
+    events, and every B and E where unnamed events exist or keep_pairs says so (and then True).
+    phases: the events with their ph, asked for only then."""
     distinct = set(names)
     wanted = {name for name in distinct if not isinstance(name, str) or is_step_name(name) or select(name)}
     chosen = itertools.compress(itertools.count(), map(wanted.__contains__, names))
@@ -187,9 +234,7 @@ def _selection(doc: Buffer, kind: str, select: Callable[[str], bool], keep_pairs
     # (one more pass) and keep every B and E.
     if None not in distinct and not keep_pairs:
         return list(chosen), False
-    phased = _decoder(kind, _NamedPhased).decode(doc)
-    phased = phased.traceEvents if kind == "object" else phased
-    paired = itertools.compress(itertools.count(), [event.ph in ("B", "E") for event in phased])
+    paired = itertools.compress(itertools.count(), [event.ph in ("B", "E") for event in phases()])
     return sorted(set(chosen).union(paired)), True
 
 
@@ -239,8 +284,8 @@ _BETWEEN_EVENTS = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r\n]*\{")
 _WS = b" \t\r\n"
 
 
-def _in_halves(buffer: Buffer, data: Buffer, kind: str, select: Callable[[str], bool]
-               ) -> tuple[list[Part], int] | None:
+def _in_halves(buffer: Buffer, data: Buffer, kind: str, select: Callable[[str], bool],
+               reduce: Reducer | None = None) -> tuple[list[Part], int] | None:
     """The head in this process, the tail in a forked child, cut at a comma near the middle.
 
     Each half is read as a complete document: the head closed at the cut ("]}" or "]"), the tail
@@ -257,13 +302,13 @@ def _in_halves(buffer: Buffer, data: Buffer, kind: str, select: Callable[[str], 
 
     def read_tail(keep_pairs: bool = False) -> Part | None:
         with _tail(buffer, kind, comma) as (tail, start):
-            return _read_part(tail, data, kind, select, shift=start, keep_pairs=keep_pairs)
+            return _read_part(tail, data, kind, select, shift=start, keep_pairs=keep_pairs, reduce=reduce)
 
     def read_head(keep_pairs: bool = False) -> Part | None:
         with _head(buffer, kind, comma) as head:
-            return _read_part(head, data, kind, select, shift=0, keep_pairs=keep_pairs)
+            return _read_part(head, data, kind, select, shift=0, keep_pairs=keep_pairs, reduce=reduce)
 
-    payload, head = _beside(lambda: (part := read_tail()) and msgspec.msgpack.encode(part), read_head)
+    payload, head = _beside(lambda: (part := read_tail()) and msgspec.msgpack.encode(_picklable(part)), read_head)
     if payload is None or head is None:
         return None
     tail_part = _PART.decode(payload)
@@ -279,6 +324,14 @@ def _in_halves(buffer: Buffer, data: Buffer, kind: str, select: Callable[[str], 
     if head is None or tail_part is None:
         return None
     return [head, tail_part], comma
+
+
+def _picklable(part: Part) -> Part:
+    """The part as the child sends it: its reduced result pickled into a field."""
+    result = getattr(part, "result", None)
+    if result is not None:
+        part.reduced = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    return part
 
 
 @contextlib.contextmanager

@@ -20,7 +20,7 @@ import json
 import random
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import IO
@@ -67,6 +67,20 @@ class StepTruth:
     clock: str  # "cpu" (user_annotation) or "gpu" (gpu_user_annotation)
 
 
+@dataclass(frozen=True)
+class KernelTruth:
+    """One kernel the generator launched, and whose work it was (the generator knows; the trace may not say)."""
+
+    rank: int
+    iteration: int  # the scheduler iteration that launched it, from 0
+    phase: str  # "prefill", "mixed" or "decode"
+    start_ns: int
+    end_ns: int
+    name: str
+    stage: str | None  # the stage word (newer naming) of the step span that launched it; None outside steps
+    part: str | None  # decode iterations: draft, verify, draft_extend or other
+
+
 @dataclass
 class SynthTrace:
     spec: SynthSpec
@@ -75,6 +89,7 @@ class SynthTrace:
     truths: list[StepTruth]
     server_args: dict
     leading_keys: int = 0  # how many metadata keys are written before "traceEvents"
+    kernels: list[KernelTruth] = field(default_factory=list)
 
 
 class Micros(float):
@@ -284,13 +299,16 @@ class _Open:
 
 
 class _Track:
-    """One CPU thread: its open python frames (for parent ids) and open ops (for External ids)."""
+    """One CPU thread: its open python frames (for parent ids), open ops (for External ids), and for the
+    kernels' truth, its open step spans (stage word, role) and whether draft work is under way."""
 
-    __slots__ = ("frames", "ops")
+    __slots__ = ("drafting", "frames", "ops", "steps")
 
     def __init__(self):
         self.frames: list[int] = []
         self.ops: list[_Open] = []
+        self.steps: list[tuple[str, str]] = []
+        self.drafting = 0
 
 
 class _Builder:
@@ -318,6 +336,8 @@ class _Builder:
         self.activity: list[dict] = []
         self.gpu_ann: list[dict] = []
         self.truths: list[tuple[dict, dict | None, str, str, str]] = []
+        self.kernel_truths: list[KernelTruth] = []
+        self.iteration_number, self.phase, self.verified = -1, "prefill", False
         self.roots: list[dict] = []
         loop = _LOOP_NORMAL if spec.algorithm == "eagle-v1" else _LOOP_OVERLAP
         self._root(self.sched_tid, loop)
@@ -392,7 +412,14 @@ class _Builder:
         self.cpu_ops.append(event)
         entry = _Open(event, ext, user=True)
         track.ops.append(entry)
+        if truth is not None:
+            stage = truth[0][5:].split(" ", 1)[0].rstrip("]")
+            track.steps.append((stage, truth[1]))
+            if truth[1] == "target" and stage == "VERIFY":
+                self.verified = True
         yield
+        if truth is not None:
+            track.steps.pop()
         track.ops.pop()
         self._close(event)
         gpu = None
@@ -441,11 +468,24 @@ class _Builder:
                         pid=self.device, tid=self.spec.stream, ts=start)
         event["dur"] = Micros(dur)
         self.activity.append(event)
+        if self.keep_truths:
+            self.kernel_truths.append(KernelTruth(self.rank, self.iteration_number, self.phase, start, start + dur, name,
+                                                  *self._whose()))
         if annotated:
             for entry in self.track.ops:
                 if entry.user:
                     entry.lo = start if entry.lo is None else entry.lo
                     entry.hi = self.gpu_t
+
+    def _whose(self) -> tuple[str | None, str | None]:
+        """The stage of the innermost step span open on this thread, and the decode iteration's part."""
+        track = self.track
+        stage, role = track.steps[-1] if track.steps else (None, None)
+        if self.phase != "decode":
+            return stage, None
+        if role in ("draft", "worker") or (role is None and track.drafting):
+            return stage, "draft_extend" if self.verified else "draft"
+        return stage, "verify" if stage == "VERIFY" and role == "target" else "other"
 
     def _flow_start(self, corr: int, ts: Micros) -> None:
         self.activity.append({"ph": "s", "id": corr, "pid": self.pid, "tid": self.tid, "ts": ts,
@@ -506,11 +546,13 @@ class _Builder:
         if on_thread:
             self.tid = self.draft_tid
             frames = frames if thread_frames is None else thread_frames
+        self.track.drafting += 1
         with ExitStack() as stack:
             stack.enter_context(self.maybe_annotation(stage, stage is not None and spec.stage_spans))
             for name in frames:
                 stack.enter_context(self.frame(name))
             yield
+        self.track.drafting -= 1
         self.tid = previous
 
     # -- step spans
@@ -555,7 +597,9 @@ class _Builder:
 
     # -- scheduler iterations
 
-    def iteration(self, body: Callable[[], None]) -> None:
+    def iteration(self, body: Callable[[], None], phase: str = "decode") -> None:
+        self.iteration_number += 1
+        self.phase, self.verified = phase, False
         annotate = self.spec.run_batch
         with self.maybe_annotation("scheduler.recv_requests", annotate), self.frame(_RECV):
             self.work(3_000, 12_000)
@@ -832,10 +876,10 @@ def _run(b: _Builder, spec: SynthSpec, endless: bool = False) -> Iterator[None]:
     """
     script, w = _SCRIPTS[spec.algorithm](spec), _Workload(spec)
     for j in range(spec.prefill_iterations):
-        b.iteration(lambda j=j: script.prefill(b, w, j))
+        b.iteration(lambda j=j: script.prefill(b, w, j), "prefill")
         yield
     for _ in range(spec.mixed_iterations):
-        b.iteration(lambda: script.mixed(b, w))
+        b.iteration(lambda: script.mixed(b, w), "mixed")
         yield
     done = 0
     while endless or done < spec.decode_iterations:
@@ -899,7 +943,7 @@ def _generate(spec: SynthSpec, rank: int, world: int) -> SynthTrace:
             truths.append(StepTruth(position[id(gpu)], written, expected, role, "gpu"))
     truths.sort(key=lambda truth: truth.index)
     metadata, leading = _metadata(spec, rank, world)
-    return SynthTrace(spec, events, metadata, truths, _server_args(spec, world), leading)
+    return SynthTrace(spec, events, metadata, truths, _server_args(spec, world), leading, b.kernel_truths)
 
 
 def generate(spec: SynthSpec) -> SynthTrace:
@@ -962,7 +1006,8 @@ def merge(traces: list[SynthTrace], kinds: tuple[str, ...] = ("TP",)) -> SynthTr
     if devices:
         metadata["deviceProperties"] = devices
     first = traces[0]
-    return SynthTrace(first.spec, events, metadata, truths, dict(first.server_args), leading_keys=0)
+    return SynthTrace(first.spec, events, metadata, truths, dict(first.server_args), leading_keys=0,
+                      kernels=[kernel for trace in traces for kernel in trace.kernels])
 
 
 def shuffle(trace: SynthTrace, seed: int) -> SynthTrace:
@@ -1097,6 +1142,6 @@ def truths_json(trace: SynthTrace) -> dict:
 
 
 __all__ = [
-    "ALGORITHMS", "FORMS", "RANK_KINDS", "Micros", "StepTruth", "SynthSpec", "SynthTrace", "dumps", "generate",
+    "ALGORITHMS", "FORMS", "RANK_KINDS", "KernelTruth", "Micros", "StepTruth", "SynthSpec", "SynthTrace", "dumps", "generate",
     "generate_ranks", "merge", "relabelled", "shuffle", "stream_large", "truths_json", "write",
 ]

@@ -2,6 +2,7 @@
 exit 2, and every format parses back."""
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -125,11 +126,15 @@ def test_gpu_clock_budget(tmp_path):
     ("DRAFT.share<=35ms", "share takes a plain number"),
     ("DECODE.count>=100us", "count takes a plain number"),
     ("iteration.share<=0.5", "'share' is not a statistic of iteration"),
-    ("iteration.think.mean<=1ms", "a decode iteration's parts are draft, verify, draft_extend, other"),
+    ("iteration.think.mean<=1ms", "a decode iteration's parts are draft, verify, draft_extend, ambiguous, other"),
+    ("DRAFTS.mean<=1ms", "'DRAFTS' is not a stage; stats rows are DECODE"),
+    ("DRAFT.busy_share>=0.5", "busy_share is a device figure: write DRAFT.gpu.busy_share"),
+    ("iteration.idle.share<=0.2", "parts are draft, verify, draft_extend, ambiguous, other (idle on the gpu clock only)"),
+    ("VERIFY.mean<=5%", "% goes with a share"),
     ("iteration.draft.p90<=1ms", "'p90' is not a statistic of iteration.draft"),
 ])
 def test_malformed_budgets_are_usage_errors(old, budget, message):
-    with pytest.raises(BudgetError, match=message.replace("[", r"\[").replace(".", r"\.")):
+    with pytest.raises(BudgetError, match=re.escape(message)):
         parse_budget(budget)
     result = run("check", old, "--budget", budget)
     assert result.exit_code == 2 and message in result.stderr and "--budget" in result.stderr
@@ -249,3 +254,52 @@ def test_ctrl_c_exits_130_with_one_line(old, monkeypatch, command):
     monkeypatch.setattr(relabel, "read_trace", interrupted)
     result = run(command, old, "-j", "1") if command != "inspect" else run(command, old)
     assert (result.exit_code, result.stderr) == (130, "spanfix: interrupted\n")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Budgets on the device view
+
+
+def _graph_eagle(tmp_path, scale=1.0, name="t.json"):
+    from spanfix import synth
+    trace = synth.generate(synth.SynthSpec(algorithm="eagle", cuda_graph=True, gpu_annotations=False,
+                                           decode_iterations=4, seed=4))
+    path = tmp_path / name
+    synth.write(trace, path)
+    return path
+
+
+@pytest.mark.parametrize("budget, held", [
+    ("iteration.gpu.draft.share<=0.35", True), ("iteration.gpu.draft.share<=0.25", False),
+    ("iteration.gpu.draft.share<=35%", True), ("iteration.gpu.idle.share<=0.2", True),
+    ("iteration.gpu.verify.mean>=300us", True), ("iteration.gpu.mean<=500us", False),
+    ("VERIFY.gpu.busy_share>=0.99", True), ("VERIFY.gpu.busy>=1ms", True), ("DRAFT.gpu.busy_share>=0.5", True),
+    ("DECODE.gpu.busy_share>=0.5", False),  # no DECODE ran: not measured, so it breaks
+])
+def test_device_budgets(tmp_path, budget, held):
+    result = run("check", _graph_eagle(tmp_path), "--budget", budget)
+    assert result.exit_code == (0 if held else 1), result.output
+    figures = json.loads(run("check", _graph_eagle(tmp_path), "--budget", budget, "--format", "json").stdout)
+    [rule] = [r for r in figures["rules"] if r["kind"] == "budget"]
+    assert rule["held"] is held
+
+
+def test_regression_by_iteration_part_on_both_clocks(tmp_path):
+    path = _graph_eagle(tmp_path)
+    saved = tmp_path / "stats.json"
+    document = json.loads(run("stats", path, "--format", "json").stdout)
+    for iteration in document["iterations"]:
+        for part in iteration["parts"]:
+            if part["part"] == "draft":
+                part["mean_us"] = round(part["mean_us"] / 2, 3)  # the baseline drafted twice as fast
+    saved.write_text(json.dumps(document))
+    result = run("check", path, "--baseline", saved)
+    assert result.exit_code == 1
+    assert "BROKEN  iteration.gpu.draft.mean within +10% of baseline" in result.stdout
+    assert "BROKEN  iteration.cpu.draft.mean within +10% of baseline" in result.stdout
+    assert "held    iteration.gpu.verify.mean within +10% of baseline" in result.stdout
+    assert "held    iteration.gpu.mean within +10% of baseline" in result.stdout
+    stats = json.loads(run("stats", path, "--baseline", saved, "--format", "json").stdout)
+    [gpu] = [it for it in stats["iterations"] if it["clock"] == "gpu"]
+    draft = next(part for part in gpu["parts"] if part["part"] == "draft")
+    assert draft["baseline"]["change_pct"] == pytest.approx(100, abs=0.1)

@@ -90,7 +90,7 @@ def test_stats_by_rank_equal_each_rank_measured_alone(captured):
     assert {row["rank"] for row in merged["stages"]} == {f"TP{r}" for r in range(len(rank_files))}
     assert any(row["clock"] == "gpu" for row in merged["stages"])
     assert merged["stages"] == alone["stages"]  # every row, every figure, to the nanosecond
-    assert merged["iterations"] == alone["iterations"] and len(merged["iterations"]) == len(rank_files)
+    assert merged["iterations"] == alone["iterations"] and len(merged["iterations"]) == 2 * len(rank_files)
     assert not [w for w in merged["warnings"] if "not used" in w or "not joined" in w]
 
 
@@ -165,7 +165,7 @@ def test_a_correlation_id_on_two_launches_is_not_used(tmp_path):
               span("k", 130, 10, pid=0, tid=7, cat="kernel", correlation=1)]
     result = json.loads(_run("stats", _trace(tmp_path, events), "--format", "json").stdout)
     assert [row["clock"] for row in result["stages"]] == ["cpu"]
-    assert any("share their correlation id" in w for w in result["warnings"])
+    assert any("correlation ids that several launches of one rank share" in w for w in result["warnings"])
 
 
 def test_a_gpu_copy_before_its_cpu_span_is_not_joined(tmp_path):

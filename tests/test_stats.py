@@ -208,19 +208,29 @@ def _iteration_events(run_batch=True):
 
 def test_iteration_breakdown_from_run_batch(tmp_path):
     result = stats_of(write_trace(tmp_path / "t.json", _iteration_events()))
-    [it] = result.iterations
-    assert (it.summary.count, it.summary.mean_us, it.summary.max_us) == (2, 75, 100)
+    [it] = result.iterations  # the host clock only: nothing ran on a device
+    assert (it.clock, it.summary.count, it.summary.mean_us, it.summary.max_us) == ("cpu", 2, 75, 100)
     # draft 20 + 4, verify 40 + 30, draft_extend 15 + 4, other (100 - 75) + (50 - 38)
-    assert it.parts == {"draft": 24, "verify": 70, "draft_extend": 19, "other": 37}
-    assert [it.part_mean(p) for p in PARTS] == [12, 35, 9.5, 18.5]
+    assert it.parts == {"draft": 24, "verify": 70, "draft_extend": 19, "ambiguous": 0, "other": 37}
+    assert [it.part_mean(p) for p in PARTS] == [12, 35, 9.5, 0, 18.5]
     assert it.part_share("verify") == pytest.approx(70 / 150)
+
+
+def test_ambiguous_steps_are_a_part_of_their_own(tmp_path):
+    """A step that stays ambiguous is neither draft nor other: here an EXTEND after the verify whose batch
+    is not the first EXTEND's, in a trace whose algorithm cannot be told."""
+    events = [span("scheduler.run_batch", 0, 100), span("step[EXTEND bs=2 toks=9]", 5, 10),
+              span("step[TARGET_VERIFY bs=2]", 30, 40), span("step[EXTEND bs=3 toks=7]", 75, 10)]
+    measures, _ = measure_files([str(write_trace(tmp_path / "t.json", events))], OPTIONS)
+    [it] = aggregate(measures).iterations
+    assert (it.parts["ambiguous"], it.parts["verify"], it.parts["other"]) == (10, 40, 50)
 
 
 def test_iteration_breakdown_from_stage_spans_without_run_batch(tmp_path):
     result = stats_of(write_trace(tmp_path / "t.json", _iteration_events(run_batch=False)))
     [it] = result.iterations  # only the first iteration has stage spans around its verify: [5, 90]
     assert it.summary.count == 1 and it.summary.total_us == 85
-    assert it.parts == {"draft": 20, "verify": 40, "draft_extend": 15, "other": 10}
+    assert it.parts == {"draft": 20, "verify": 40, "draft_extend": 15, "ambiguous": 0, "other": 10}
 
 
 def test_no_breakdown_without_speculation(timed, tmp_path):
@@ -257,7 +267,7 @@ def test_generated_trace_totals_match_the_generator(tmp_path, algorithm):
         assert found.summary.count == counts[stage, clock]
         assert found.summary.total_us == pytest.approx(total, abs=1e-3 * counts[stage, clock])
         assert clock == "cpu" or found.device_source == "annotation"
-    [it] = result.iterations
+    it = result.iteration("cpu")
     assert it.summary.count == spec.decode_iterations
     assert it.part_mean("verify") * it.summary.count == pytest.approx(totals["VERIFY", "cpu"], abs=0.01)
     assert sum(it.parts.values()) == pytest.approx(it.summary.total_us)
@@ -279,7 +289,8 @@ def test_merged_ranks_split_by_rank(tmp_path):
     result = stats_of(path, by=["rank"])
     assert {r.keys[0] for r in result.rows} == {"TP0", "TP1"}
     assert row(result, "VERIFY", rank="TP1").summary.count == 3
-    assert [it.keys for it in result.iterations] == [("TP0",), ("TP1",)]
+    assert [(it.clock, it.keys) for it in result.iterations] == [
+        ("cpu", ("TP0",)), ("cpu", ("TP1",)), ("gpu", ("TP0",)), ("gpu", ("TP1",))]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -341,16 +352,20 @@ def test_json_format(timed, tmp_path):
     verify = next(r for r in data["stages"] if r["stage"] == "VERIFY" and r["clock"] == "cpu")
     assert verify == {"stage": "VERIFY", "bs": 2, "clock": "cpu", "count": 10, "total_us": 550, "mean_us": 55,
                       "p50_us": 50, "p90_us": 90, "p99_us": 100, "max_us": 100, "share": round(550 / 570, 6),
-                      "device_source": None, "baseline": {"mean_us": 27.5, "change_us": 27.5, "change_pct": 100}}
-    assert data["iterations"] == []
+                      "device_source": None, "busy_us": None, "busy_share": None,
+                      "baseline": {"mean_us": 27.5, "change_us": 27.5, "change_pct": 100}}
+    gpu = next(r for r in data["stages"] if r["stage"] == "VERIFY" and r["clock"] == "gpu")
+    # Verify 3's kernels ran 3040-3045, 3046-3048 and 3050-3054: 11 of its 14 us (the others have no kernels).
+    assert (gpu["busy_us"], gpu["busy_share"]) == (11, round(11 / 14, 6))
+    assert data["iterations"] == [] and data["kernels"] is None
 
 
 def test_json_iterations(tmp_path):
     path = write_trace(tmp_path / "t.json", _iteration_events())
     data = json.loads(run("stats", path, "--format", "json").stdout)
     [it] = data["iterations"]
-    assert (it["count"], it["mean_us"]) == (2, 75)
-    assert it["parts"][1] == {"part": "verify", "mean_us": 35, "share": round(70 / 150, 6)}
+    assert (it["clock"], it["count"], it["mean_us"]) == ("cpu", 2, 75)
+    assert it["parts"][1] == {"part": "verify", "mean_us": 35, "share": round(70 / 150, 6), "baseline": None}
 
 
 def test_csv_format(timed):
@@ -368,7 +383,8 @@ def test_markdown_format(timed, tmp_path):
     lines = text.splitlines()
     header = lines.index("| stage | count | total | mean | p50 | p90 | p99 | max | share |")
     assert lines[header + 1].startswith("| :-- | --: |")
-    assert "### Host time (CPU spans), times in us" in lines and "### Decode iterations (host clock)" in lines
+    assert "### Host time (CPU spans), times in us" in lines
+    assert "### Decode iterations: where the time goes, host and device" in lines
     verify = next(line for line in lines[header:] if line.startswith("| VERIFY |"))
     assert verify.split(" | ")[1:3] == ["12", "620.0"]  # 10 + 2 verifies; 550 + 40 + 30 us
 
@@ -428,3 +444,6 @@ def test_readme_documents_the_json_as_written(tmp_path):
     assert list(example["stages"][0]) == list(written["stages"][0])
     assert list(example["iterations"][0]) == list(written["iterations"][0])
     assert list(example["iterations"][0]["parts"][0]) == list(written["iterations"][0]["parts"][0])
+    kernels = json.loads(run("stats", write_trace(tmp_path / "k.json", _iteration_events()), "--kernels",
+                             "--format", "json").stdout)["kernels"]
+    assert list(example["kernels"]) == list(kernels)

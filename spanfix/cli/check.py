@@ -26,7 +26,8 @@ def _budgets(ctx, param, values):
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("--budget", "budgets", multiple=True, callback=_budgets, metavar="EXPR",
               help="A rule on the stats of all inputs together, e.g. VERIFY.p90<=12ms, VERIFY.gpu.mean<800us, "
-                   "DRAFT.share<=0.35, DECODE.count>=100, iteration.mean<=40ms (repeatable).")
+                   "DRAFT.share<=35%, DRAFT.gpu.busy_share>=0.5, iteration.mean<=40ms, "
+                   "iteration.gpu.draft.share<=0.3, iteration.gpu.idle.share<=0.2 (repeatable).")
 @click.option("--baseline", metavar="FILE",
               help="A trace or a saved `spanfix stats --format json` result; every stage's mean is compared with it.")
 @click.option("--max-regression", type=click.FloatRange(min=0), default=None, metavar="PCT",
@@ -44,8 +45,9 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, require_ne
 
     Fails when a step span stays ambiguous (unless --allow-ambiguous), when evidence conflicts,
     when old names remain (with --require-new-names), when a --budget is broken, or when a
-    stage's mean grew over the --baseline by more than --max-regression percent. Budgets read
-    STAGE[.CLOCK].STAT OP VALUE[UNIT]; the clock is cpu (host) unless it says gpu. On GitHub
+    stage's mean (or the decode iteration's, whole or by part) grew over the --baseline by more
+    than --max-regression percent. Budgets read STAGE[.CLOCK].STAT OP VALUE[UNIT] or
+    iteration[.CLOCK][.PART].STAT OP VALUE[UNIT]; the clock is cpu (host) unless it says gpu. On GitHub
     Actions, broken rules are also written as ::error:: annotations (on standard error).
 
     \b

@@ -8,7 +8,7 @@ from rich.console import Console
 
 from ..reader import TraceError
 from ..render.stats import stats_csv, stats_markdown, stats_table
-from ..stats import GROUP_KEYS, aggregate, compare, load_baseline, measure_file
+from ..stats import GROUP_KEYS, CategoryError, KernelClasses, aggregate, compare, load_baseline, measure_file
 from . import EXIT_BAD_INPUT
 from .options import attribution_options, jobs_option, relabel_options
 from .parallel import run_each
@@ -24,39 +24,56 @@ def report_errors(errors: list[str]) -> None:
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("--by", "by", multiple=True, type=click.Choice(GROUP_KEYS),
               help="Split the rows further (repeatable, combinable): file, rank (-TP-<r> in the file name or a "
-                   "merged trace's [TP..] pids), stage (always), name, bs.")
+                   "merged trace's [TP..] pids), stage (always), name, mode-name (the name without its detailed "
+                   "suffix), bs, toks.")
+@click.option("--kernels", is_flag=True,
+              help="Also list the kernels of every stage and iteration part: the top ones by device time, and "
+                   "the share of each category (gemm, attention, moe, comm, norm, activation, embedding, "
+                   "memcpy, memset, other).")
+@click.option("--kernel-category", "kernel_categories", multiple=True, metavar="NAME=REGEX",
+              help="Add a kernel category, or replace one, matched on the lower-cased kernel name before "
+                   "SGLang's own classes (repeatable).")
+@click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Kernels listed per group in tables (JSON and CSV list all).")
 @click.option("--baseline", metavar="OTHER",
               help="A trace, or a saved `spanfix stats --format json` result, to compare the mean of every row with.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
               show_default=True, help="table for people; json (documented in the README), csv, markdown for CI summaries.")
 @jobs_option
 @attribution_options
-def stats(inputs, by, baseline, output_format, jobs, **attribution):
+def stats(inputs, by, kernels, kernel_categories, top, baseline, output_format, jobs, **attribution):
     """Per-stage timing of step spans: where a speculative step spends its time.
 
     Every INPUT (old or new naming; nothing is written) is attributed like relabel does, and
     its step spans are summed per stage of the newer naming, on the host (CPU span) and on
-    the device (GPU annotation, or the kernels the step launched where that is missing).
-    Several inputs make one table. Speculative traces also get the split of a decode
-    iteration into draft, verify, draft_extend and other.
+    the device (GPU annotation, or the kernels the step launched where that is missing),
+    with the share of that device time its kernels were busy. Several inputs make one table.
+    Speculative traces also get the split of a decode iteration into draft, verify,
+    draft_extend, ambiguous and other, on the host and on the device (plus idle), CUDA-graph
+    replays included.
 
     \b
     Examples:
       spanfix stats run-TP-0.trace.json.gz
       spanfix stats traces/*.json.gz --by rank --by bs
+      spanfix stats run-TP-0.trace.json.gz --kernels      # which kernels each stage ran
       spanfix stats new.json.gz --baseline old.json.gz --format markdown >> "$GITHUB_STEP_SUMMARY"
       spanfix stats traces/*.json.gz --format json > stats.json   # a baseline for later runs
     """
     options = relabel_options(**attribution)
+    try:
+        classes = KernelClasses.with_overrides(kernel_categories) if kernels or kernel_categories else None
+    except CategoryError as exc:
+        raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
     measures, errors = [], []
     with file_progress(list(inputs), machine_output=output_format != "table") as progress:
-        for source, outcome in run_each(_measure_one, [(source, options) for source in inputs], jobs):
+        for source, outcome in run_each(_measure_one, [(source, options, classes) for source in inputs], jobs):
             progress.done(source)
             if isinstance(outcome, TraceError):
                 errors.append(str(outcome))
             else:
                 measures.append(outcome)
-    result = aggregate(measures, by)
+    result = aggregate(measures, by, kernel_categories=classes.names if classes else ())
     if baseline:
         try:
             result = compare(result, load_baseline(baseline, options, by))
@@ -69,17 +86,17 @@ def stats(inputs, by, baseline, output_format, jobs, **attribution):
         elif output_format == "csv":
             click.echo(stats_csv(result), nl=False)
         elif output_format == "markdown":
-            click.echo(stats_markdown(result), nl=False)
+            click.echo(stats_markdown(result, top), nl=False)
         else:
             # A file or a pipe has no width of its own: do not squeeze the table into 80 columns.
             console = Console(width=None if sys.stdout.isatty() else 200)
-            console.print(stats_table(result, bars=console.is_terminal))
+            console.print(stats_table(result, bars=console.is_terminal, top=top))
     if errors:
         sys.exit(EXIT_BAD_INPUT)
 
 
-def _measure_one(source: str, options) -> object:
+def _measure_one(source: str, options, classes) -> object:
     try:
-        return measure_file(source, options)
+        return measure_file(source, options, kernels=classes)
     except TraceError as exc:
         return exc

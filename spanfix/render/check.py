@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..check import CheckReport, Outcome
-from .stats import markdown_table
+from .stats import markdown_table, markdown_text
 
 
 def label(outcome: Outcome) -> str:
@@ -33,13 +33,13 @@ def check_text(report: CheckReport) -> str:
 
 def check_markdown(report: CheckReport) -> str:
     header = ["result", "rule", "input", "measured", "detail"]
-    rows = [["✅ held" if o.held else "❌ broken", f"`{o.rule}`", o.input or "", o.figure, o.detail]
+    rows = [["✅ held" if o.held else "❌ broken", o.rule, o.input or "", o.figure, o.detail]
             for o in report.outcomes]
     sections = [f"### {'✅' if report.passed else '❌'} {verdict_line(report)}", ""]
     if rows:
-        sections.append(markdown_table(header, rows, left={"result", "rule", "input", "detail"}))
-    sections += [f"> error: {error}" for error in report.errors]
-    sections += [f"> warning: {warning}" for warning in report.stats.warnings]
+        sections.append(markdown_table(header, rows, left={"result", "rule", "input", "detail"}, code={"rule"}))
+    sections += [f"> error: {markdown_text(error)}" for error in report.errors]
+    sections += [f"> warning: {markdown_text(warning)}" for warning in report.stats.warnings]
     return "\n".join(sections) + "\n"
 
 

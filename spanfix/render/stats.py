@@ -1,7 +1,9 @@
 """The stats result as rich tables, CSV or a markdown job summary (JSON is StatsResult.to_json).
 
 People get one table per clock (shares then add up to 100% within a table) and each time column in
-one unit, named in its header, so that the figures line up and the table fits a terminal.
+one unit, named in its header, so that the figures line up and the table fits a terminal. The decode
+iteration shows both clocks side by side, part by part. Trace text (names, paths) is data: it reaches
+rich as Text, never as markup.
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..stats import CLOCKS, PARTS, STATISTICS, Change, StatsResult, format_us
+from ..stats import CLOCKS, CPU, GPU, STATISTICS, Change, IterationBreakdown, StatsResult, format_us
+from ..stats.kernels import short_kernel_name
+from ..stats.table import category_rows, kernel_rows
 
 BAR_WIDTH = 8
-TEXT_COLUMNS = frozenset({"file", "rank", "stage", "name", "source", "part"})  # left-aligned; figures go right
+TOP_KERNELS = 10
+TEXT_COLUMNS = frozenset({"file", "rank", "stage", "name", "mode-name", "source", "part", "kernel", "category",
+                          "group"})  # left-aligned; figures go right
 CLOCK_TITLES = {"cpu": "host time (CPU spans)", "gpu": "device time (GPU annotations, or launched kernels)"}
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 _UNITS = (("us", 1.0, 1), ("ms", 1e3, 3), ("s", 1e6, 3))  # name, microseconds per unit, decimals
@@ -31,13 +37,15 @@ def share_bar(share: float, width: int = BAR_WIDTH) -> str:
     return ("█" * full + (_EIGHTHS[rest] if rest else "")).ljust(width)
 
 
-def _share(share: float, bars: bool) -> list[str]:
+def _share(share: float | None, bars: bool) -> list[str]:
     # The bar has a column of its own: a narrow terminal then wraps neither the figure nor the bar.
+    if share is None:
+        return ["-", ""] if bars else ["-"]
     return [f"{share:.1%}", share_bar(share)] if bars else [f"{share:.1%}"]
 
 
-def _share_header(bars: bool) -> list[str]:
-    return ["share", ""] if bars else ["share"]
+def _share_header(bars: bool, name: str = "share") -> list[str]:
+    return [name, ""] if bars else [name]
 
 
 def _change(change: Change | None) -> str:
@@ -61,42 +69,111 @@ def stage_cells(result: StatsResult, clock: str, bars: bool = False) -> tuple[st
     rows = [row for row in result.rows if row.clock == clock]
     unit, scale, digits = _unit([row.summary.mean_us for row in rows])
     sources = any(row.device_source not in (None, "annotation") for row in rows)
+    busy = clock == GPU and any(row.busy_share is not None for row in rows)
     header = [*result.by, *(["source"] if sources else []), *STATISTICS, *_share_header(bars)]
+    header += ["busy"] if busy else []
     header += ["mean vs baseline"] if result.baseline else []
     cells = []
     for row in rows:
         line = [*_keys(row.keys), *([row.device_source] if sources else []), str(row.summary.count)]
         line += [f"{row.summary.statistic(name) / scale:.{digits}f}" for name in STATISTICS[1:]]
         line += _share(row.share, bars)
+        line += [("-" if row.busy_share is None else f"{row.busy_share:.0%}")] if busy else []
         cells.append(line + ([_change(row.baseline)] if result.baseline else []))
     return unit, header, cells
 
 
 def iteration_cells(result: StatsResult, bars: bool = False) -> tuple[list[str], list[list[str]]]:
-    """Per decode iteration: the whole iteration, then where its time goes."""
-    baseline = ["mean vs baseline"] if result.baseline else []
-    header = [*result.scope, "part", "iterations", "mean per iteration", *_share_header(bars), *baseline]
+    """Per decode iteration, host and device side by side: the whole iteration, then where its time goes."""
+    baseline = bool(result.baseline)
+    header = [*result.scope, "part", "iterations", "host mean", *_share_header(bars, "host"),
+              "device mean", *_share_header(bars, "device")]
+    header += ["host vs baseline", "device vs baseline"] if baseline else []
     rows = []
-    for it in result.iterations:
-        keys = _keys(it.keys)
-        rows.append([*keys, "decode iteration", str(it.summary.count), format_us(it.summary.mean_us),
-                     *_share(1.0, bars)] + ([_change(it.baseline)] if baseline else []))
-        rows += [[*keys, part, "", format_us(it.part_mean(part)), *_share(it.part_share(part), bars)]
-                 + [""] * len(baseline) for part in PARTS]
+    for keys in dict.fromkeys(it.keys for it in result.iterations):
+        host, device = result.iteration(CPU, keys), result.iteration(GPU, keys)
+        count = host.summary.count if host else device.summary.count
+        line = [*_keys(keys), "decode iteration", str(count), *_whole(host, bars), *_whole(device, bars)]
+        line += [_vs(host, None), _vs(device, None)] if baseline else []
+        rows.append(line)
+        parts = dict.fromkeys([*(host.parts if host else ()), *(device.parts if device else ())])
+        for part in parts:
+            line = [*_keys(keys), part, "", *_part(host, part, bars), *_part(device, part, bars)]
+            line += [_vs(host, part), _vs(device, part)] if baseline else []
+            rows.append(line)
     return header, rows
+
+
+def _whole(it: IterationBreakdown | None, bars: bool) -> list[str]:
+    if it is None:
+        return ["-", *_share(None, bars)]
+    return [format_us(it.summary.mean_us), *_share(1.0, bars)]
+
+
+def _part(it: IterationBreakdown | None, part: str, bars: bool) -> list[str]:
+    if it is None or part not in it.parts:
+        return ["-", *_share(None, bars)]
+    return [format_us(it.part_mean(part)), *_share(it.part_share(part), bars)]
+
+
+def _vs(it: IterationBreakdown | None, part: str | None) -> str:
+    if it is None or (part is not None and part not in it.parts):
+        return "-"
+    return _change(it.baseline if part is None else it.part_baselines.get(part))
+
+
+def category_cells(result: StatsResult) -> tuple[list[str], list[list[str]]]:
+    """One row per stage row or iteration part with kernels: its device busy time and each category's share."""
+    groups = result.kernels or []
+    present = [c for c in result.kernel_categories if any(c in g.tally.by_category() for g in groups)]
+    header = ["group", "busy", *present]
+    rows = []
+    for group in groups:
+        found = {category: total for category, _, total in category_rows(group.tally, present)}
+        rows.append([_group_label(result, group), format_us(group.busy_us),
+                     *[(f"{found[c] / group.busy_us:.0%}" if c in found and group.busy_us else "-") for c in present]])
+    return header, rows
+
+
+def kernel_cells(result: StatsResult, group, top: int = TOP_KERNELS, width: int = 60
+                 ) -> tuple[list[str], list[list[str]]]:
+    header = ["kernel", "category", "count", "total", "mean", "share"]
+    rows = []
+    listed = kernel_rows(group.tally)
+    for name, count, total in listed[:top]:
+        share = f"{total / group.busy_us:.1%}" if group.busy_us else "-"
+        rows.append([short_kernel_name(name, width), group.tally.category_of[name], str(count), format_us(total),
+                     format_us(total / count), share])
+    if len(listed) > top:
+        rest = listed[top:]
+        rows.append([f"… {len(rest)} more kernels", "", str(sum(c for _, c, _ in rest)),
+                     format_us(sum(t for _, _, t in rest)), "", ""])
+    return header, rows
+
+
+def _group_label(result: StatsResult, group) -> str:
+    if group.part is None:
+        return " ".join(_keys(group.keys))
+    return " ".join([*_keys(group.keys), f"iteration: {group.part}"])
 
 
 def _clocks(result: StatsResult) -> list[str]:
     return [clock for clock in CLOCKS if any(row.clock == clock for row in result.rows)]
 
 
-def stats_table(result: StatsResult, bars: bool = True) -> Group:
+def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS) -> Group:
     parts: list = []
     for clock in _clocks(result):
         unit, header, rows = stage_cells(result, clock, bars)
         parts.append(_rich(f"{CLOCK_TITLES[clock]}, times in {unit}", header, rows))
     if result.iterations:
-        parts.append(_rich("decode iterations (host clock)", *iteration_cells(result, bars)))
+        parts.append(_rich("decode iterations: where the time goes, host and device",
+                           *iteration_cells(result, bars)))
+    if result.kernels:
+        parts.append(_rich("kernel categories: share of each group's device busy time", *category_cells(result)))
+        for group in result.kernels:
+            parts.append(_rich(f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
+                               *kernel_cells(result, group, top)))
     if not result.rows:
         parts.append(Text("no step spans"))
     if result.baseline:
@@ -106,49 +183,90 @@ def stats_table(result: StatsResult, bars: bool = True) -> Group:
 
 
 def _rich(title: str, header: list[str], rows: list[list[str]]) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=True)
     for name in header:
-        table.add_column(name, justify="left" if name in TEXT_COLUMNS or not name else "right",
+        table.add_column(Text(name), justify="left" if name in TEXT_COLUMNS or not name else "right",
                          style="bold" if name == "stage" else None)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))
     return table
 
 
-def stats_markdown(result: StatsResult) -> str:
+def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
     sections = []
     for clock in _clocks(result):
         unit, header, rows = stage_cells(result, clock)
         title = CLOCK_TITLES[clock]
         sections += [f"### {title[0].upper()}{title[1:]}, times in {unit}", "", markdown_table(header, rows), ""]
     if result.iterations:
-        sections += ["### Decode iterations (host clock)", "", markdown_table(*iteration_cells(result)), ""]
+        sections += ["### Decode iterations: where the time goes, host and device", "",
+                     markdown_table(*iteration_cells(result)), ""]
+    if result.kernels:
+        sections += ["### Kernel categories: share of each group's device busy time", "",
+                     markdown_table(*category_cells(result)), ""]
+        for group in result.kernels:
+            sections += [f"#### Kernels of {markdown_text(_group_label(result, group))}", "",
+                         markdown_table(*kernel_cells(result, group, top)), ""]
     if not result.rows:
         sections += ["No step spans.", ""]
     if result.baseline:
-        sections += [f"Baseline: `{result.baseline}`", ""]
-    sections += [f"> warning: {warning}" for warning in result.warnings]
+        sections += [f"Baseline: {markdown_code(result.baseline)}", ""]
+    sections += [f"> warning: {markdown_text(warning)}" for warning in result.warnings]
     return "\n".join(sections).rstrip("\n") + "\n"
 
 
-def markdown_table(header: list[str], rows: list[list[str]], left: Collection[str] = TEXT_COLUMNS) -> str:
-    """A GitHub-flavoured table; the `left` columns (text) aligned left, figures right."""
-    def line(cells: list[str]) -> str:
-        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
+def markdown_text(text: str) -> str:
+    """Trace text in markdown: one line, its markup characters escaped."""
+    text = " ".join(str(text).split())
+    return "".join("\\" + char if char in "\\`*_{}[]()#+!|<>~" else char for char in text)
+
+
+def markdown_code(text: str) -> str:
+    text = " ".join(str(text).split()).replace("`", "'")
+    return f"`{text}`"
+
+
+def markdown_table(header: list[str], rows: list[list[str]], left: Collection[str] = TEXT_COLUMNS,
+                   code: Collection[str] = ()) -> str:
+    """A GitHub-flavoured table; the `left` columns (text) aligned left, figures right, the `code` columns
+    as code spans. Every cell is text: its markup characters are escaped."""
+    def line(cells: list[str], names: list[str]) -> str:
+        return "| " + " | ".join(markdown_code(cell) if name in code and cell else markdown_text(cell)
+                                 for cell, name in zip(cells, names)) + " |"
     align = [":--" if name in left else "--:" for name in header]
-    return "\n".join([line(header), line(align), *(line(row) for row in rows)])
+    return "\n".join([line(header, [""] * len(header)), "| " + " | ".join(align) + " |",
+                      *(line(row, header) for row in rows)])
 
 
 def stats_csv(result: StatsResult) -> str:
-    """The stage rows, one line each, in raw microseconds (the iteration breakdown is in the JSON)."""
+    """The stage rows, one line each, in raw microseconds (the iteration breakdown is in the JSON); with
+    kernels asked for, the kernel rows instead: one line per group and kernel."""
+    if result.kernels is not None:
+        return kernels_csv(result)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     baseline = ["baseline_mean_us", "change_us", "change_pct"] if result.baseline else []
     times = [f"{name}_us" for name in STATISTICS[1:]]
-    writer.writerow([*result.by, "clock", "count", *times, "share", "device_source", *baseline])
+    columns = ("clock", "count", *times, "share", "device_source", "busy_us", "busy_share")
+    writer.writerow([*result.by, *columns, *baseline])
     for data in result.to_json()["stages"]:
         change = data["baseline"] or {}
-        cells = [data[key] for key in (*result.by, "clock", "count", *times, "share", "device_source")]
+        cells = [data[key] for key in (*result.by, *columns)]
         cells += [change.get(key) for key in ("mean_us", "change_us", "change_pct")][:len(baseline)]
         writer.writerow(["" if cell is None else cell for cell in cells])
+    return out.getvalue()
+
+
+def kernels_csv(result: StatsResult) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    document = result.to_json()["kernels"]
+    writer.writerow([*result.by, "part", "kernel", "category", "count", "total_us", "mean_us", "share", "busy_us"])
+    for group in (*document["stages"], *document["iteration_parts"]):
+        keys = ["" if group.get(key) is None else group.get(key) for key in result.by]
+        for kernel in group["kernels"]:
+            writer.writerow([*keys, group.get("part", ""), kernel["name"], kernel["category"], kernel["count"],
+                             kernel["total_us"], kernel["mean_us"], "" if kernel["share"] is None else kernel["share"],
+                             group["busy_us"]])
     return out.getvalue()

@@ -25,8 +25,9 @@ into rows, baseline.py compares them with an earlier result. Definitions, also i
 
 from ..ranks import rank_from_file_name, rank_from_pid
 from .baseline import Baseline, baseline_from_json, compare, load_baseline
-from .device import DEVICE_CATEGORIES, device_times
-from .iterations import DRAFT_WORK, PARTS, decode_iterations
+from .device import DEVICE_CATEGORIES, DeviceReducer, DeviceWork, device_work, union_length
+from .iterations import DEVICE_PARTS, DRAFT_WORK, PARTS, Iteration, decode_iterations
+from .kernels import CATEGORIES, SGLANG_CLASSES, CategoryError, KernelClasses, KernelTally, short_kernel_name
 from .measure import (
     AMBIGUOUS_STAGE,
     IterationTiming,
@@ -47,6 +48,7 @@ from .table import (
     SCOPE_KEYS,
     Change,
     IterationBreakdown,
+    KernelGroup,
     StageRow,
     StatsResult,
     aggregate,
@@ -54,10 +56,53 @@ from .table import (
 )
 
 __all__ = [
-    "AMBIGUOUS_STAGE", "CLOCKS", "CPU", "DEVICE_CATEGORIES", "DRAFT_WORK", "GPU", "GROUP_KEYS", "PARTS",
-    "PERCENTILES", "SCOPE_KEYS", "STATISTICS", "Baseline", "Change", "IterationBreakdown", "IterationTiming",
-    "StageRow", "StatsResult", "StepTiming", "Summary", "TraceMeasures", "aggregate", "baseline_from_json",
-    "compare", "decode_iterations", "device_times", "format_us", "group_keys", "load", "load_baseline", "measure",
-    "measure_file", "measure_files", "nearest_rank", "rank_from_file_name", "rank_from_pid", "stage_of",
+    "AMBIGUOUS_STAGE",
+    "CATEGORIES",
+    "CLOCKS",
+    "CPU",
+    "DEVICE_CATEGORIES",
+    "DEVICE_PARTS",
+    "DRAFT_WORK",
+    "GPU",
+    "GROUP_KEYS",
+    "PARTS",
+    "PERCENTILES",
+    "SCOPE_KEYS",
+    "SGLANG_CLASSES",
+    "STATISTICS",
+    "Baseline",
+    "CategoryError",
+    "Change",
+    "DeviceReducer",
+    "DeviceWork",
+    "Iteration",
+    "IterationBreakdown",
+    "IterationTiming",
+    "KernelClasses",
+    "KernelGroup",
+    "KernelTally",
+    "StageRow",
+    "StatsResult",
+    "StepTiming",
+    "Summary",
+    "TraceMeasures",
+    "aggregate",
+    "baseline_from_json",
+    "compare",
+    "decode_iterations",
+    "device_work",
+    "format_us",
+    "group_keys",
+    "load",
+    "load_baseline",
+    "measure",
+    "measure_file",
+    "measure_files",
+    "nearest_rank",
+    "rank_from_file_name",
+    "rank_from_pid",
+    "short_kernel_name",
+    "stage_of",
     "summarize",
+    "union_length",
 ]

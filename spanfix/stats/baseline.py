@@ -1,4 +1,7 @@
-"""Comparing a stats result with a baseline: another trace, or a saved `stats --format json` result."""
+"""Comparing a stats result with a baseline: another trace, or a saved `stats --format json` result.
+
+Means are compared (captures differ in length, totals would not be): every stage row's on its clock,
+and every decode iteration's, whole and by part, on both clocks."""
 
 from __future__ import annotations
 
@@ -12,14 +15,15 @@ from ..reader import TraceError, read_document_bytes
 from ..relabel import RelabelOptions
 from .measure import load, measure
 from .numbers import us
-from .table import SCOPE_KEYS, Change, StatsResult, aggregate, group_keys
+from .table import CPU, SCOPE_KEYS, Change, StatsResult, aggregate, group_keys
 
 
 @dataclass(frozen=True, slots=True)
 class Baseline:
     source: str
     means: dict[tuple, float]  # (match key, clock) -> mean_us of a stage row
-    iteration_means: dict[tuple, float]  # match key of the scope -> mean_us of the decode iterations
+    iteration_means: dict[tuple, float]  # (match key of the scope, clock) -> mean_us of the decode iterations
+    part_means: dict[tuple, float]  # (match key of the scope, clock, part) -> mean_us of the part
 
 
 def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Baseline:
@@ -52,11 +56,15 @@ def baseline_from_json(document: dict, by: tuple[str, ...], source: str) -> Base
     try:
         means = {(_match_key(by, [row[key] for key in by]), row["clock"]): float(row["mean_us"])
                  for row in document["stages"]}
-        iteration_means = {_match_key(scope, [it[key] for key in scope]): float(it["mean_us"])
-                           for it in document.get("iterations") or []}
+        iteration_means, part_means = {}, {}
+        for it in document.get("iterations") or []:
+            key = _match_key(scope, [it[name] for name in scope]), it.get("clock", CPU)  # older results: host only
+            iteration_means[key] = float(it["mean_us"])
+            for part in it.get("parts") or []:
+                part_means[(*key, part["part"])] = float(part["mean_us"])
     except (KeyError, TypeError, ValueError) as exc:
         raise TraceError(f"{source}: not a spanfix stats result (bad or missing {exc})") from None
-    return Baseline(source, means, iteration_means)
+    return Baseline(source, means, iteration_means, part_means)
 
 
 def _match_key(names: Sequence[str], values: Sequence) -> tuple:
@@ -66,13 +74,16 @@ def _match_key(names: Sequence[str], values: Sequence) -> tuple:
 
 
 def compare(result: StatsResult, baseline: Baseline) -> StatsResult:
-    """Each row's mean against the baseline's, both at the nanosecond precision a saved result keeps."""
+    """Each mean against the baseline's, both at the nanosecond precision a saved result keeps."""
     rows = [replace(row, baseline=_change(row.summary.mean_us,
                                           baseline.means.get((_match_key(result.by, row.keys), row.clock))))
             for row in result.rows]
-    iterations = [replace(it, baseline=_change(it.summary.mean_us,
-                                               baseline.iteration_means.get(_match_key(result.scope, it.keys))))
-                  for it in result.iterations]
+    iterations = []
+    for it in result.iterations:
+        key = _match_key(result.scope, it.keys), it.clock
+        parts = {part: _change(it.part_mean(part), baseline.part_means.get((*key, part))) for part in it.parts}
+        iterations.append(replace(it, baseline=_change(it.summary.mean_us, baseline.iteration_means.get(key)),
+                                  part_baselines=parts))
     return replace(result, rows=rows, iterations=iterations, baseline=baseline.source)
 
 

@@ -1,128 +1,86 @@
-"""Device time of step spans: their GPU annotation copies, or else the device work their launches queued.
+"""Device work: every launch joined to the kernels and memory copies it queued, and what a host span
+(a step, a stage span, an iteration) launched.
 
-A launch on a host thread (`cuda_runtime`, `cuda_driver`) and the kernels or memory copies it queued
-share `args.correlation`. Those ids are unique within one rank only: a merged trace repeats them in
-every rank, so launches and device work are joined within the rank's scope (ranks.scope_of). A pair
-is used only when it is physically possible: one launch for the id, and no device work starting
-before it. What breaks either rule is counted and reported, never measured.
+A launch on a host thread (`cuda_runtime`, `cuda_driver`) and the device work it queued share
+`args.correlation`; a `cudaGraphLaunch` queues a whole graph's kernels under one id. Those ids are
+unique within one rank only: a merged trace repeats them in every rank, so launches and device work
+are joined within the rank's scope (ranks.scope_of). A pair is used only when it is physically
+possible: one launch for the id, and no device work starting before it. What breaks either rule is
+counted and reported, never measured.
+
+Reading every launch and kernel of a large trace is most of what stats costs, so it happens while
+the trace is read: `DeviceReducer` turns each stretch of decoded events into plain columns where
+the stretch was read (both halves of a large trace at once), and `DeviceWork.joined` joins the
+stretches' columns. Device work is held as numbered items; the items a launch queued are numbered
+consecutively, so that a span's work is a few ranges of numbers.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
+from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
-from ..events import Stamp
-from ..index import StepSpan, TraceIndex, Track, is_number, track_of
+from ..events import Event, Stamp
+from ..index import Span, Track, hashable
 from ..ranks import scope_of
-from ..reader import Event, Trace
 
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 LAUNCH_SUFFIXES = ("_runtime", "_driver")  # cuda_runtime, cuda_driver (ROCm traces keep these names too)
 Interval = tuple[float, float]
 # Why a launch's device work was not used.
-SHARED_CORRELATION = "launches share their correlation id with another launch of the same rank (device work not used)"
+SHARED_CORRELATION = "correlation ids that several launches of one rank share (their device work not used)"
 BEFORE_LAUNCH = "launches whose device work starts before the launch itself (device work not used)"
+_CATEGORY = operator.attrgetter("cat")
+_NUMBERS = frozenset({int, float})
+_IDS = frozenset({int, str})
 
 
-def device_times(trace: Trace, index: TraceIndex) -> tuple[list[tuple[float | None, str | None]], list[str]]:
-    """(device microseconds, "annotation" | "kernels") per step, (None, None) when nothing ran on a
-    device; and what could not be used, one line each."""
-    events = trace.events
-    annotated = [_hull(filter(None, (_interval(events[i]) for i in step.gpu_events))) for step in index.steps]
-    launched, problems = _launched_extents(trace, [step for step, extent in zip(index.steps, annotated)
-                                                   if extent is None])
-    times = []
-    for step, extent in zip(index.steps, annotated):
-        source = "annotation"
-        if extent is None:
-            extent, source = launched.get(step), "kernels"
-        times.append((extent[1] - extent[0], source) if extent else (None, None))
-    return times, [f"{count} {why}" for why, count in sorted(problems.items())]
+@dataclass(slots=True)
+class DeviceColumns:
+    """The launches and device work of one stretch of events, as plain columns that pickle fast.
+    Rank scopes and tracks are numbered: `scopes[i]`, `tracks[i]`."""
+
+    scopes: list  # rank scope of each number
+    tracks: list[Track]  # host track of each number
+    launch_scopes: array  # per launch: its scope's number
+    launch_ids: list  # per launch: correlation id
+    launch_tracks: array  # per launch: its track's number
+    launch_times: array
+    item_scopes: array  # per device item
+    item_ids: list
+    starts: array
+    ends: array
+    categories: list[str]
+    names: list[str] | None
+
+    def launch_keys(self) -> Iterator[tuple]:
+        return zip(map(self.scopes.__getitem__, self.launch_scopes), self.launch_ids)
+
+    def item_keys(self) -> Iterator[tuple]:
+        return zip(map(self.scopes.__getitem__, self.item_scopes), self.item_ids)
 
 
-def _launched_extents(trace: Trace, steps: list[StepSpan]) -> tuple[dict[StepSpan, Interval], Counter]:
-    """For each step, the extent of the device work queued by the launches inside its CPU span."""
-    if not steps:
-        return {}, Counter()
-    launches, problems = launch_table(trace)
-    extents = {}
-    for step in steps:
-        found = launches.get(step.track, [])
-        lo = bisect_left(found, step.span.start, key=_first)
-        hi = bisect_right(found, step.span.end, key=_first)
-        extent = _hull(work for _, work in found[lo:hi])
-        if extent is not None:
-            extents[step] = extent
-    return extents, problems
-
-
-def launch_table(trace: Trace) -> tuple[dict[Track, list[tuple[float, Interval]]], Counter]:
-    """Per host track, its launches that queued usable device work, (launch time, extent of that
-    work), sorted by time; and the count of launches whose device work could not be used, by why."""
-    launches: dict[tuple, tuple[Track, float]] = {}
-    shared: set[tuple] = set()
-    device: dict[tuple, Interval] = {}
-    # Every launch and kernel is read: on a large trace, each half of it by its own process.
-    for part_launches, part_shared, part_device in trace.events.map(_Launched, _launch_tables):
-        shared |= part_shared | (part_launches.keys() & launches.keys())
-        launches.update(part_launches)
-        for key, extent in part_device.items():
-            # A CUDA graph launch starts many kernels under one correlation id, maybe in both halves.
-            device[key] = _hull([extent, device[key]]) if key in device else extent
-    table: dict[Track, list[tuple[float, Interval]]] = defaultdict(list)
-    problems: Counter = Counter()
-    for key, work in device.items():
-        found = launches.get(key)
-        if found is None:
-            continue  # its launch was not captured
-        if key in shared:
-            problems[SHARED_CORRELATION] += 1
-            continue
-        track, start = found
-        if work[0] < start - 4 * math.ulp(start):
-            problems[BEFORE_LAUNCH] += 1
-            continue
-        table[track].append((start, work))
-    for found in table.values():
-        found.sort(key=_first)
-    return dict(table), problems
-
-
-def _launch_tables(events: Iterable) -> tuple[dict[tuple, tuple[Track, float]], set[tuple], dict[tuple, Interval]]:
-    """From some events: the launches by (rank scope, correlation id), with their track and start;
-    the ids more than one launch carries; and the extent of the device work queued under each id."""
-    launches: dict[tuple, tuple[Track, float]] = {}
-    shared: set[tuple] = set()
-    device: dict[tuple, Interval] = {}
-    for event in events:
-        correlation = event.args.correlation if event.args is not None else None
-        if not isinstance(correlation, (int, str)):
-            continue
-        key = scope_of(event.pid), correlation
-        if event.cat in DEVICE_CATEGORIES:
-            interval = _interval(event)
-            if interval is not None:
-                device[key] = _hull([interval, device[key]]) if key in device else interval
-        elif isinstance(event.cat, str) and event.cat.endswith(LAUNCH_SUFFIXES) and is_number(event.ts):
-            if key in launches:
-                shared.add(key)
-            launches[key] = track_of(event), float(event.ts)
-    return launches, shared, device
+_TS, _DUR, _PID, _TID, _ARGS, _NAME = map(operator.attrgetter, ("ts", "dur", "pid", "tid", "args", "name"))
+_CORRELATION = operator.attrgetter("args.correlation")
 
 
 class _Correlated(msgspec.Struct, gc=False):
     correlation: Any = None
 
 
-class _Launched(msgspec.Struct, gc=False):
-    """What the device join reads of every event (a launch, a kernel, or neither)."""
+class _Light(msgspec.Struct, gc=False):
+    """What the device view reads of every event, and the name the reader chooses events by."""
 
+    name: Any = None
     cat: Any = None
     pid: Any = None
     tid: Any = None
@@ -131,21 +89,243 @@ class _Launched(msgspec.Struct, gc=False):
     args: _Correlated | None = None
 
 
-def _first(pair: tuple) -> Any:
-    return pair[0]
+@dataclass(frozen=True, slots=True)
+class DeviceReducer:
+    """A stretch of decoded events -> DeviceColumns (a reader's reduce: it runs where the stretch is read).
+
+    A stretch is a million events: columns are taken with C-level maps and checked whole (the classes
+    of their values); only a column that fails a check is read again event by event, keeping the
+    usable events (a correlation id, a finite time and, for device work, a duration not negative)."""
+
+    names: bool = False  # keep each kernel's name (for --kernels)
+    item = _Light
+
+    def __call__(self, events: list) -> DeviceColumns:
+        categories = _hashables(list(map(_CATEGORY, events)))
+        distinct = set(categories)
+        device = DEVICE_CATEGORIES.intersection(distinct)
+        launch = {c for c in distinct if isinstance(c, str) and c.endswith(LAUNCH_SUFFIXES)}
+        inf = math.inf
+        # One comprehension each, checking every value by its class: a million events, no calls.
+        items = [(e.pid, a.correlation, ts, d, e.cat, e.name)
+                 for e in itertools.compress(events, map(device.__contains__, categories))
+                 if (a := e.args) is not None and a.correlation.__class__ in _IDS and (ts := e.ts).__class__ in _NUMBERS
+                 and (d := e.dur).__class__ in _NUMBERS and -inf < ts < inf and 0 <= d < inf]
+        launches = [(e.pid, e.tid, a.correlation, ts)
+                    for e in itertools.compress(events, map(launch.__contains__, categories))
+                    if (a := e.args) is not None and a.correlation.__class__ in _IDS and (ts := e.ts).__class__ in _NUMBERS
+                    and -inf < ts < inf]
+        del categories
+        item_pids, item_ids, starts, lengths, item_categories, item_names = zip(*items) if items else ((),) * 6
+        launch_pids, launch_tids, launch_ids, times = zip(*launches) if launches else ((),) * 4
+        item_pids, launch_pids = _hashables(item_pids), _hashables(launch_pids)
+        scopes: dict = {}
+        scope_of_pid = {pid: scopes.setdefault(scope_of(pid), len(scopes)) for pid in {*item_pids, *launch_pids}}
+        tracks = list(zip(launch_pids, _hashables(launch_tids)))
+        numbers = {track: number for number, track in enumerate(set(tracks))}
+        starts = array("d", starts)
+        return DeviceColumns(
+            list(scopes), list(numbers),
+            array("I", map(scope_of_pid.__getitem__, launch_pids)), list(launch_ids),
+            array("I", map(numbers.__getitem__, tracks)), array("d", times),
+            array("I", map(scope_of_pid.__getitem__, item_pids)), list(item_ids),
+            starts, array("d", map(operator.add, starts, lengths)), list(item_categories),
+            [n if isinstance(n, str) else "?" for n in item_names] if self.names else None)
 
 
-def _interval(event: Event) -> Interval | None:
-    if is_number(event.ts) and is_number(event.dur) and event.dur >= 0:
-        return float(event.ts), float(event.ts) + float(event.dur)
-    return None
+def _hashables(values: Sequence) -> Sequence:
+    """The values themselves when all can key a dict (the usual case), else each made one."""
+    try:
+        set(values)
+    except TypeError:
+        return list(map(hashable, values))
+    return values
 
 
-def _hull(intervals: Iterable[Interval]) -> Interval | None:
-    intervals = list(intervals)
-    if not intervals:
-        return None
-    return min(start for start, _ in intervals), max(end for _, end in intervals)
+@dataclass(slots=True)
+class TrackLaunches:
+    """One host track's launches that queued usable device work, in time order. Their items are
+    numbered consecutively: launch k queued the items from bounds[k] to bounds[k + 1]."""
+
+    times: list[float] = field(default_factory=list)
+    bounds: list[int] = field(default_factory=list)  # one more than there are launches
+
+    def between(self, start: float, end: float) -> range:
+        """The items of the launches made from start to end, both included."""
+        return range(self.bounds[bisect_left(self.times, start)], self.bounds[bisect_right(self.times, end)])
 
 
-__all__ = ["BEFORE_LAUNCH", "DEVICE_CATEGORIES", "SHARED_CORRELATION", "device_times", "launch_table"]
+@dataclass(slots=True)
+class DeviceWork:
+    """The device items of a trace and the host launches that queued them. Items are numbered by
+    track, then launch time, then start: the items a span's launches queued are one range."""
+
+    tracks: dict[Track, TrackLaunches]
+    starts: list[float]  # per item
+    ends: list[float]
+    scopes: dict[Hashable, tuple[list[float], list[float], list[int]]]  # rank scope -> sorted starts, running
+    # maximum of ends, item numbers: the items of a rank in start order
+    names: list[str] | None = None  # per item, when kernel names were read
+    categories: list[str] = field(default_factory=list)  # per item: the event's cat (kernel, gpu_memcpy, ...)
+    problems: Counter = field(default_factory=Counter)
+
+    @property
+    def empty(self) -> bool:
+        return not self.starts
+
+    def launched(self, span: Span) -> range:
+        """The items queued by the launches inside a host span, on its own track."""
+        launches = self.tracks.get(span.track)
+        return launches.between(span.start, span.end) if launches is not None else range(0)
+
+    def extent(self, items: range) -> Interval | None:
+        if not items:
+            return None
+        return min(self.starts[items.start:items.stop]), max(self.ends[items.start:items.stop])
+
+    def sequential(self, items: range) -> bool:
+        """Each item starts after the one before it ends (one stream): then their busy time is their sum.
+        Times are floats: an item may seem to start a few ulps before the one before it ends."""
+        a, b = items.start, items.stop
+        if b - a < 2:
+            return True
+        overlap = max(map(operator.sub, self.ends[a:b - 1], self.starts[a + 1:b]))
+        return overlap <= slack(self.ends[b - 1])
+
+    def busy(self, items: range) -> float:
+        """The time at least one of the items runs: overlapping streams count once."""
+        a, b = items.start, items.stop
+        if self.sequential(items):
+            return self.duration(items)
+        return union_length(zip(self.starts[a:b], self.ends[a:b]))
+
+    def duration(self, items: range) -> float:
+        """The items' durations added up (each a difference of nearby times: exact, unlike two large sums)."""
+        return math.fsum(map(operator.sub, self.ends[items.start:items.stop], self.starts[items.start:items.stop]))
+
+    def overlapping_count(self, scope: Hashable, start: float, end: float) -> int:
+        """How many items of a rank run at some time between start and end."""
+        found = self.scopes.get(scope)
+        if found is None:
+            return 0
+        starts, reach, _ = found
+        lo, hi = bisect_left(starts, start), bisect_left(starts, end)
+        if lo and reach[lo - 1] > start + slack(start):  # something that started earlier is still running
+            return sum(1 for _ in self.overlapping(scope, start, end))
+        return hi - lo
+
+    def overlapping(self, scope: Hashable, start: float, end: float) -> Iterator[int]:
+        """Every item of a rank that runs at some time between start and end."""
+        found = self.scopes.get(scope)
+        if found is None:
+            return
+        starts, reach, ids = found
+        ends = self.ends
+        # The running maximum of ends says how far back an item can still be running at start.
+        after = start + slack(start)
+        first = bisect_right(reach, after)
+        for position in range(first, bisect_left(starts, end)):
+            item = ids[position]
+            if ends[item] > after:
+                yield item
+
+    def warnings(self) -> list[str]:
+        return [f"{count} {why}" for why, count in sorted(self.problems.items())]
+
+    @classmethod
+    def joined(cls, stretches: Iterable[DeviceColumns]) -> DeviceWork:
+        """Join every stretch's launches and device work within each rank; see the module's docstring.
+        Hundreds of thousands of items: C-level maps and sorts, few Python loops."""
+        stretches = list(stretches)
+        names = bool(stretches) and all(stretch.names is not None for stretch in stretches)
+        tracks: dict[Track, int] = {}
+        launch_keys, launch_tracks, launch_times = [], [], []
+        for stretch in stretches:
+            numbers = [tracks.setdefault(track, len(tracks)) for track in stretch.tracks]
+            launch_keys += stretch.launch_keys()
+            launch_tracks += map(numbers.__getitem__, stretch.launch_tracks)
+            launch_times += stretch.launch_times
+        launch_of = dict(zip(launch_keys, range(len(launch_keys))))
+        shared = set()
+        if len(launch_of) < len(launch_keys):  # rare: the ids more than one launch carries
+            shared = {key for key, count in Counter(launch_keys).items() if count > 1}
+        owners, starts, ends, categories, kernel_names = [], [], [], [], []
+        for stretch in stretches:
+            owners += map(launch_of.get, stretch.item_keys())
+            starts += stretch.starts
+            ends += stretch.ends
+            categories += stretch.categories
+            if names:
+                kernel_names += stretch.names
+        problems: Counter = Counter()
+        if shared:
+            bad = {launch_of[key] for key in shared}
+            problems[SHARED_CORRELATION] = len(shared)
+            owners = [None if owner in bad else owner for owner in owners]
+        items = [item for item, owner in enumerate(owners) if owner is not None]
+        # Launches by track, then time; items by launch, then start (stable sorts on C-level keys).
+        launched = sorted({owners[item] for item in items}, key=launch_times.__getitem__)
+        launched.sort(key=launch_tracks.__getitem__)
+        position = dict(zip(launched, range(len(launched))))
+        items.sort(key=starts.__getitem__)
+        rank = list(map(position.__getitem__, map(owners.__getitem__, items)))
+        order = sorted(range(len(items)), key=rank.__getitem__)
+        items = list(map(items.__getitem__, order))
+        rank = list(map(rank.__getitem__, order))
+        # Device work cannot start before its launch: such a launch's items are dropped.
+        firsts = [0, *(k for k in range(1, len(rank)) if rank[k] != rank[k - 1])] if rank else []
+        early = {rank[k] for k in firsts if starts[items[k]] < launch_times[launched[rank[k]]] - 4 * math.ulp(
+            launch_times[launched[rank[k]]])}
+        if early:
+            problems[BEFORE_LAUNCH] = len(early)
+            keep = [k for k in range(len(items)) if rank[k] not in early]
+            items, rank = list(map(items.__getitem__, keep)), list(map(rank.__getitem__, keep))
+            firsts = [0, *(k for k in range(1, len(rank)) if rank[k] != rank[k - 1])] if rank else []
+        work = cls({}, list(map(starts.__getitem__, items)), list(map(ends.__getitem__, items)), {},
+                   list(map(kernel_names.__getitem__, items)) if names else None,
+                   list(map(categories.__getitem__, items)), problems)
+        track_names = list(tracks)
+        for k, first in enumerate(firsts):
+            launch = launched[rank[first]]
+            track = track_names[launch_tracks[launch]]
+            on_track = work.tracks.get(track)
+            if on_track is None:
+                on_track = work.tracks[track] = TrackLaunches(bounds=[first])
+            on_track.times.append(launch_times[launch])
+            on_track.bounds.append(firsts[k + 1] if k + 1 < len(firsts) else len(items))
+        # Each rank's items in start order, with the running maximum of their ends.
+        scoped: dict[Hashable, list[int]] = defaultdict(list)
+        for track, on_track in work.tracks.items():
+            scoped[scope_of(track[0])] += range(on_track.bounds[0], on_track.bounds[-1])
+        for scope, ids in scoped.items():
+            ids.sort(key=work.starts.__getitem__)
+            work.scopes[scope] = (list(map(work.starts.__getitem__, ids)),
+                                  list(itertools.accumulate(map(work.ends.__getitem__, ids), max)), ids)
+        return work
+
+
+def device_work(trace, names: bool = False) -> DeviceWork:
+    """The trace's device work: from what its read reduced, or else by reading every event now."""
+    if trace.reduced is not None and (not names or all(c.names is not None for c in trace.reduced)):
+        return DeviceWork.joined(trace.reduced)
+    return DeviceWork.joined(trace.events.map(Event, DeviceReducer(names)))
+
+
+def slack(time: float) -> float:
+    """How far apart two float times may be and still be one time: a few ulps (epoch-based microsecond
+    times hold about a nanosecond, so do their sums)."""
+    return 4 * math.ulp(time)
+
+
+def union_length(intervals: Iterable[Interval]) -> float:
+    total, reach = 0.0, -math.inf
+    for start, end in sorted(intervals):
+        if end <= reach:
+            continue
+        total += end - max(start, reach)
+        reach = end
+    return total
+
+
+__all__ = ["BEFORE_LAUNCH", "DEVICE_CATEGORIES", "SHARED_CORRELATION", "DeviceColumns", "DeviceReducer",
+           "DeviceWork", "TrackLaunches", "device_work", "union_length"]

@@ -1,86 +1,259 @@
-"""Decode iterations and where their time goes: draft, verify, draft_extend, other."""
+"""Decode iterations and where their time goes, on the host clock and on the device clock.
+
+Iterations are the `scheduler.run_batch` spans of a process; in a process without any (SGLang before
+mid-2026), a window from a `draft` stage span to the end of the `draft_extend` span that follows a
+verify. An iteration is a decode iteration when it holds a VERIFY step. Work is matched to the
+iteration in which it starts, on any track of the same process (a draft worker may have a thread of
+its own). Its parts:
+
+  draft         `draft` stage spans, and draft work outside them that starts before the first VERIFY:
+                DRAFT steps, DRAFT_LOOP and DRAFT_EXTEND_V2 worker spans, and the speculative worker's
+                draft functions in the python stacks (a frame in speculative/ whose file or function
+                names the draft, such as `eagle_worker.py: draft` or a draft graph runner's `replay`,
+                and which holds no VERIFY step): CUDA-graph replays have no step span of their own;
+  verify        VERIFY steps;
+  draft_extend  `draft_extend` stage spans, and draft work outside stage spans after the first VERIFY
+                (every algorithm drafts before verifying and extends after);
+  ambiguous     steps outside those whose attribution stays ambiguous;
+  other         the rest of the iteration: scheduling, sampling, gaps.
+Where these nest, the outermost counts (a DRAFT step inside a `draft` stage span is that span's).
+
+On the device clock an iteration lasts from the first start to the last end of the device work its
+launches queued (see device.py). Each moment of that extent goes to the part whose launch queued the
+work running then (a launch inside a part's host span belongs to that part, any other launch of the
+iteration to `other`), to `other` for another iteration's work, and to `idle` when nothing of the
+rank runs. When work of several parts runs at once (several streams), the moment is split equally
+among them, so that the parts add up to the extent exactly.
+"""
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from ..index import TraceIndex
+from ..index import Span, TraceIndex, Track
+from ..ranks import scope_of
+from .device import DeviceWork
 
-PARTS = ("draft", "verify", "draft_extend", "other")
+PARTS = ("draft", "verify", "draft_extend", "ambiguous", "other")
+DEVICE_PARTS = (*PARTS, "idle")
 # Step stages that are draft-side work: the draft runner's steps and the workers' own graph spans.
 DRAFT_WORK = frozenset({"DRAFT", "DRAFT_LOOP", "DRAFT_EXTEND_V2"})
+_STAGE_SPANS = ("draft", "draft_extend")
 
 
 @dataclass(slots=True)
-class _ProcessSpans:
+class Iteration:
+    pid: Hashable
+    start: float  # the host window
+    end: float
+    parts: dict[str, float]  # host microseconds per part (PARTS)
+    device: tuple[float, float] | None = None  # the device extent, None when it launched no device work
+    device_parts: dict[str, float] | None = None  # device microseconds per part (DEVICE_PARTS)
+    items: dict[str, list[range]] | None = None  # the device items each part queued
+
+    @property
+    def host_us(self) -> float:
+        return self.end - self.start
+
+    @property
+    def device_us(self) -> float | None:
+        return None if self.device is None else self.device[1] - self.device[0]
+
+
+@dataclass(slots=True)
+class _Member:
+    start: float
+    end: float
+    kind: str  # a part, or "draft work" until the first verify is known
+    track: Track
+
+
+@dataclass(slots=True)
+class _Process:
     runs: list[tuple[float, float]] = field(default_factory=list)  # scheduler.run_batch windows
-    items: list[tuple[float, str, float]] = field(default_factory=list)  # (start, kind, duration)
+    members: list[_Member] = field(default_factory=list)
 
 
-def decode_iterations(index: TraceIndex, stages: list[str]) -> list[tuple[Hashable, float, dict[str, float]]]:
-    """(pid, duration, microseconds per part) for every decode iteration, host clock.
-
-    Iterations are the `scheduler.run_batch` spans of a process; in a process without any (SGLang
-    before mid-2026), a window from a `draft` stage span to the end of the `draft_extend` span that
-    follows a verify. An iteration is a decode iteration when it holds a VERIFY step. Work is matched
-    to the iteration in which it starts, on any track of the same process (a draft worker may have a
-    thread of its own). Its parts:
-      draft         `draft` stage spans, and draft work (DRAFT steps, DRAFT_LOOP and DRAFT_EXTEND_V2
-                    worker spans) outside any stage span that starts before the first VERIFY;
-      verify        VERIFY steps;
-      draft_extend  `draft_extend` stage spans, and draft work outside stage spans after the first VERIFY
-                    (every algorithm drafts before verifying and extends after);
-      other         the rest of the iteration: scheduling, sampling, ambiguous steps, idle gaps.
-    """
-    processes: dict[Hashable, _ProcessSpans] = defaultdict(_ProcessSpans)
+def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | None = None) -> list[Iteration]:
+    """Every decode iteration with its parts, on the host clock and, given the device work, the device's."""
+    processes: dict[Hashable, _Process] = defaultdict(_Process)
     for (pid, _), spans in index.spans.items():
         for span in spans:
             if span.kind == "iteration":
                 processes[pid].runs.append((span.start, span.end))
-            elif span.kind == "stage":
-                processes[pid].items.append((span.start, span.name, span.end - span.start))
-    for step, stage in zip(index.steps, stages):
-        span = step.span
-        if stage == "VERIFY":
-            kind = "verify"
-        elif stage in DRAFT_WORK and not any(a.kind == "stage" for a in span.ancestors()):
-            kind = "draft work"
-        else:
-            continue
-        processes[step.track[0]].items.append((span.start, kind, span.end - span.start))
+    for span, kind in _members(index, stages).items():
+        processes[span.track[0]].members.append(_Member(span.start, span.end, kind, span.track))
 
+    tracks_of: dict[Hashable, list[Track]] = defaultdict(list)
+    for track in (work.tracks if work is not None else ()):
+        tracks_of[track[0]].append(track)
     found = []
-    for pid, spans in processes.items():
-        items = sorted(spans.items)
-        starts = [start for start, _, _ in items]
-        for start, end in sorted(spans.runs) or _stage_windows(items):
-            members = items[bisect_left(starts, start):bisect_right(starts, end)]
-            verifies = [item_start for item_start, kind, _ in members if kind == "verify"]
+    for pid, process in processes.items():
+        members = sorted(process.members, key=_start)
+        starts = [member.start for member in members]
+        for start, end in sorted(process.runs) or _stage_windows(members):
+            inside = members[bisect_left(starts, start):bisect_right(starts, end)]
+            verifies = [member.start for member in inside if member.kind == "verify"]
             if not verifies:
                 continue
             parts = dict.fromkeys(PARTS, 0.0)
-            for item_start, kind, duration in members:
-                if kind == "draft work":
-                    kind = "draft" if item_start < verifies[0] else "draft_extend"
-                parts[kind] += duration
+            placed = []
+            for member in inside:
+                if member.kind == "draft work":
+                    member = _Member(member.start, member.end, "draft" if member.start < verifies[0] else "draft_extend",
+                                     member.track)
+                parts[member.kind] += member.end - member.start
+                placed.append(member)
             parts["other"] = max(0.0, (end - start) - math.fsum(parts.values()))
-            found.append((pid, end - start, parts))
+            iteration = Iteration(pid, start, end, parts)
+            if work is not None and not work.empty:
+                _on_device(iteration, placed, work, tracks_of.get(pid, ()))
+            found.append(iteration)
     return found
 
 
-def _stage_windows(items: list[tuple[float, str, float]]) -> list[tuple[float, float]]:
+def _members(index: TraceIndex, stages: list[str]) -> dict[Span, str]:
+    """The spans whose time is a part's, outermost only: stage spans, draft frames, and steps."""
+    candidates: dict[Span, str] = {}
+    for spans in index.spans.values():
+        for span in spans:
+            if span.kind == "stage" and span.name in _STAGE_SPANS:
+                candidates[span] = span.name
+            elif span.kind == "frame" and is_draft_frame(span.name):
+                candidates[span] = "draft work"
+    holding_verify: set[Span] = set()
+    for step, stage in zip(index.steps, stages):
+        kind = _kind(stage)
+        if kind is not None:
+            candidates[step.span] = kind
+        if kind == "verify":
+            holding_verify.update(step.span.ancestors())
+    # A span that holds a verify is not draft work, whatever it is called (a fork's draft_and_verify).
+    for span in holding_verify:
+        if candidates.get(span) is not None and span.kind != "step":
+            del candidates[span]
+    return {span: kind for span, kind in candidates.items()
+            if not any(outer in candidates for outer in span.ancestors())}
+
+
+_DRAFT_FRAME = re.compile(r"(?:/speculative/|/dspark_components/)(?P<file>[^/]*?)\.py\(\d+\): (?P<function>\S+)$")
+
+
+@functools.lru_cache(maxsize=2**12)
+def is_draft_frame(name: str) -> bool:
+    """A python frame of a speculative worker that runs the draft model: its file or function names the draft."""
+    match = _DRAFT_FRAME.search(name)
+    return match is not None and ("draft" in match["file"].lower() or "draft" in match["function"].lower())
+
+
+def _kind(stage: str) -> str | None:
+    if stage == "VERIFY":
+        return "verify"
+    if stage in DRAFT_WORK:
+        return "draft work"
+    if stage == "ambiguous":
+        return "ambiguous"
+    return None
+
+
+def _start(member: _Member) -> float:
+    return member.start
+
+
+def _stage_windows(members: list[_Member]) -> list[tuple[float, float]]:
     windows = []
     opened, verified = None, False
-    for start, kind, duration in items:
-        if kind == "draft":
-            opened, verified = start, False
-        elif kind == "verify":
+    for member in members:
+        if member.kind == "draft":
+            opened, verified = member.start, False
+        elif member.kind == "verify":
             verified = opened is not None
-        elif kind == "draft_extend" and verified:
-            windows.append((opened, start + duration))
+        elif member.kind == "draft_extend" and verified:
+            windows.append((opened, member.end))
             opened, verified = None, False
     return windows
+
+
+def _on_device(iteration: Iteration, members: list[_Member], work: DeviceWork, tracks: list[Track]) -> None:
+    """The iteration's device extent and its split into parts (see the module's docstring)."""
+    by_track: dict[Track, list[_Member]] = defaultdict(list)
+    for member in members:
+        by_track[member.track].append(member)
+    claimed: list[tuple[range, str]] = []  # the iteration's own items, each range with its part
+    windows = []
+    for track in tracks:
+        launches = work.tracks[track]
+        window = launches.between(iteration.start, iteration.end)
+        if not window:
+            continue
+        windows.append(window)
+        cursor = window.start
+        for member in by_track.get(track, ()):  # in start order; members of a track do not nest
+            mine = launches.between(member.start, member.end)
+            mine = range(max(mine.start, cursor), min(mine.stop, window.stop))
+            if not mine:
+                continue
+            if mine.start > cursor:
+                claimed.append((range(cursor, mine.start), "other"))
+            claimed.append((mine, member.kind))
+            cursor = mine.stop
+        if cursor < window.stop:
+            claimed.append((range(cursor, window.stop), "other"))
+    if not windows:
+        return
+    first = min(work.extent(window)[0] for window in windows)
+    last = max(work.extent(window)[1] for window in windows)
+    iteration.device = (first, last)
+    scope = scope_of(iteration.pid)
+    own = sum(len(window) for window in windows)
+    if len(windows) == 1 and work.sequential(windows[0]) and work.overlapping_count(scope, first, last) == own:
+        # One stream of its own work alone on the rank (the usual case): each part is its items' sum.
+        parts = dict.fromkeys(DEVICE_PARTS, 0.0)
+        for items, part in claimed:
+            parts[part] += work.duration(items)
+        parts["idle"] = max(0.0, (last - first) - math.fsum(parts.values()))
+    else:
+        parts = _partition(work, {item: part for items, part in claimed for item in items}, scope, first, last)
+    iteration.device_parts = parts
+    grouped: dict[str, list[range]] = defaultdict(list)
+    for items, part in claimed:
+        grouped[part].append(items)
+    iteration.items = dict(grouped)
+
+
+def _partition(work: DeviceWork, owner: dict[int, str], scope: Hashable, first: float, last: float
+               ) -> dict[str, float]:
+    edges = []
+    for item in work.overlapping(scope, first, last):
+        start, end = max(work.starts[item], first), min(work.ends[item], last)
+        if end > start:
+            part = owner.get(item, "other")
+            edges.append((start, 1, part))
+            edges.append((end, -1, part))
+    edges.sort()
+    parts = dict.fromkeys(DEVICE_PARTS, 0.0)
+    running: dict[str, int] = defaultdict(int)
+    previous = first
+    for time, change, part in edges:
+        if time > previous:
+            _credit(parts, running, time - previous)
+            previous = time
+        running[part] += change
+    if last > previous:
+        parts["idle"] += last - previous
+    return parts
+
+
+def _credit(parts: dict[str, float], running: dict[str, int], length: float) -> None:
+    active = [part for part, count in running.items() if count > 0]
+    if not active:
+        parts["idle"] += length
+        return
+    for part in active:
+        parts[part] += length / len(active)

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import itertools
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
-from ..index import StepSpan, TraceIndex
-from ..naming import new_stage, relabel_step_name
+from ..index import StepSpan, TraceIndex, Track, is_number
+from ..naming import new_stage, parse_step_name, relabel_step_name
 from ..ranks import rank_from_file_name, rank_from_pid
 from ..reader import Trace, TraceError
 from ..relabel import RelabelOptions, analyse
 from ..relabel import load as load_trace
-from .device import device_times
-from .iterations import decode_iterations
+from .device import DeviceReducer, DeviceWork, device_work
+from .iterations import Iteration, decode_iterations
+from .kernels import KernelClasses, KernelTally, tally
 
 AMBIGUOUS_STAGE = "ambiguous"
 
@@ -28,18 +30,33 @@ class StepTiming:
     name: str  # under the newer naming when attributed, else as written
     bs: int | None
     cpu_us: float
-    gpu_us: float | None  # None: no GPU copy and no kernel found
+    gpu_us: float | None  # None: no GPU copy and no device work found
     device_source: str | None  # "annotation" or "kernels"
+    busy_us: float | None = None  # time its device work ran (overlaps once); None: no device work joined
+    toks: int | None = None
+    mode_name: str = ""  # the name without its detailed suffix: step[STAGE bs=N toks=T]
+    old_name: str = ""  # the name as written in the trace
+    role: str = ""  # draft, target, worker, ambiguous, already new, unknown mode
+    evidence: str = ""  # what decided it (or, ambiguous, what was missing)
+    track: Track = (None, None)
+    start_us: float = 0.0  # host clock, as in the trace
+    device_start_us: float | None = None
+    device_end_us: float | None = None
+    kernels: KernelTally | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class IterationTiming:
-    """One decode iteration: its host duration and the microseconds of it spent in each part."""
+    """One decode iteration: its duration on each clock and the microseconds of each part."""
 
     file: str
     rank: str | None
-    total_us: float
-    parts: dict[str, float]
+    total_us: float  # host
+    parts: dict[str, float]  # host microseconds per part
+    start_us: float = 0.0
+    gpu_us: float | None = None  # the device extent; None when it launched no device work
+    gpu_parts: dict[str, float] | None = None
+    kernels: dict[str, KernelTally] | None = None  # per part
 
 
 @dataclass(slots=True)
@@ -48,42 +65,103 @@ class TraceMeasures:
     steps: list[StepTiming]
     iterations: list[IterationTiming]
     warnings: list[str]
+    kernels_read: bool = False  # kernel names were read (StepTiming.kernels and IterationTiming.kernels)
 
 
-def load(source: str, options: RelabelOptions) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
-    """Read, index and attribute one trace, exactly as relabel does."""
-    trace = load_trace(source, options)
+def load(source: str, options: RelabelOptions, *, kernel_names: bool = False
+         ) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
+    """Read, index and attribute one trace, exactly as relabel does, and read its device work on the way."""
+    trace = load_trace(source, options, reduce=DeviceReducer(kernel_names))
     return (trace, *analyse(trace, options))
 
 
-def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = ()) -> TraceMeasures:
+def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
+            kernels: KernelClasses | None = None) -> TraceMeasures:
+    """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each."""
+    work = device_work(trace, names=kernels is not None)
     file_rank = rank_from_file_name(trace.source)
+
+    def rank_of(pid: Hashable) -> str | None:
+        return rank_from_pid(pid) or file_rank
+
     stages = [stage_of(step, verdict.role) for step, verdict in zip(index.steps, attribution.verdicts)]
-    device, device_problems = device_times(trace, index)
-    steps = []
-    for step, verdict, stage, (gpu_us, source) in zip(index.steps, attribution.verdicts, stages, device):
-        attributed = verdict.role in (DRAFT, TARGET)
-        name = relabel_step_name(step.name, is_draft=verdict.role == DRAFT) if attributed else step.name
-        steps.append(StepTiming(trace.source, rank_from_pid(step.track[0]) or file_rank, stage, name, step.step.bs,
-                                step.span.end - step.span.start, gpu_us, source))
-    iterations = [IterationTiming(trace.source, rank_from_pid(pid) or file_rank, total, parts)
-                  for pid, total, parts in decode_iterations(index, stages)]
-    notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *device_problems)]
+    steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), kernels)
+             for step, verdict, stage in zip(index.steps, attribution.verdicts, stages)]
+    iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, work, kernels)
+                  for iteration in decode_iterations(index, stages, work)]
+    notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings())]
     if not index.steps:
         notes.append(f"{trace.source}: no step spans")
-    return TraceMeasures(trace.source, steps, iterations, notes)
+    return TraceMeasures(trace.source, steps, iterations, notes, kernels is not None)
 
 
-def measure_file(source: str, options: RelabelOptions) -> TraceMeasures:
-    return measure(*load(source, options))
+def _step_timing(trace: Trace, work: DeviceWork, step: StepSpan, verdict, stage: str, rank: str | None,
+                 kernels: KernelClasses | None) -> StepTiming:
+    attributed = verdict.role in (DRAFT, TARGET)
+    name = relabel_step_name(step.name, is_draft=verdict.role == DRAFT) if attributed else step.name
+    items = work.launched(step.span)
+    # Device time: the GPU annotation copies when Kineto wrote them, else the device work launched.
+    extent, source = _annotated(trace, step), "annotation"
+    if extent is None:
+        extent, source = work.extent(items), "kernels"
+    tallied = None
+    if kernels is not None and items:
+        tallied = tally(items, work.names, work.categories, work.starts, work.ends, kernels)
+    busy = None
+    if items and extent is not None:
+        # Added-up float times can pass the extent by an ulp or two: busy time never does.
+        busy = min(work.busy(items), extent[1] - extent[0])
+    span = step.span
+    return StepTiming(
+        trace.source, rank, stage, name, step.step.bs, span.end - span.start,
+        None if extent is None else extent[1] - extent[0], None if extent is None else source,
+        busy, step.step.toks, _mode_name(name), step.name, verdict.role,
+        verdict.evidence or verdict.detail, step.track, span.start,
+        None if extent is None else extent[0], None if extent is None else extent[1], tallied)
 
 
-def measure_files(sources: Iterable[str], options: RelabelOptions) -> tuple[list[TraceMeasures], list[str]]:
+def _annotated(trace: Trace, step: StepSpan) -> tuple[float, float] | None:
+    intervals = []
+    for index in step.gpu_events:
+        event = trace.events[index]
+        if is_number(event.ts) and is_number(event.dur) and event.dur >= 0:
+            intervals.append((float(event.ts), float(event.ts) + float(event.dur)))
+    if not intervals:
+        return None
+    return min(start for start, _ in intervals), max(end for _, end in intervals)
+
+
+def _iteration_timing(source: str, rank: str | None, iteration: Iteration, work: DeviceWork,
+                      kernels: KernelClasses | None) -> IterationTiming:
+    tallied = None
+    if kernels is not None and iteration.items:
+        tallied = {part: tally(itertools.chain.from_iterable(ranges), work.names, work.categories, work.starts,
+                               work.ends, kernels) for part, ranges in iteration.items.items()}
+    return IterationTiming(source, rank, iteration.host_us, iteration.parts, iteration.start,
+                           iteration.device_us, iteration.device_parts, tallied)
+
+
+def _mode_name(name: str) -> str:
+    """step[STAGE bs=N toks=T]: the name without the detailed-annotation suffix, for grouping."""
+    step = parse_step_name(name)
+    if step is None:
+        return name
+    kept = [token for token in step.rest.split() if token.split("=", 1)[0] in ("bs", "toks", "raw_bs", "topk")
+            or "=" not in token]
+    return f"step[{step.mode}{''.join(' ' + token for token in kept)}]"
+
+
+def measure_file(source: str, options: RelabelOptions, *, kernels: KernelClasses | None = None) -> TraceMeasures:
+    return measure(*load(source, options, kernel_names=kernels is not None), kernels=kernels)
+
+
+def measure_files(sources: Iterable[str], options: RelabelOptions, *, kernels: KernelClasses | None = None
+                  ) -> tuple[list[TraceMeasures], list[str]]:
     """Every readable input measured, and one line per input that could not be used."""
     measures, errors = [], []
     for source in sources:
         try:
-            measures.append(measure_file(source, options))
+            measures.append(measure_file(source, options, kernels=kernels))
         except TraceError as exc:
             errors.append(str(exc))
     return measures, errors

@@ -1,5 +1,5 @@
-"""Several traces' measures into one table: rows per stage (and grouping key) and clock, and the
-decode iteration breakdown per file or rank."""
+"""Several traces' measures into one table: rows per stage (and grouping key) and clock, the decode
+iteration breakdown per file or rank and clock, and (when asked for) the kernels of each."""
 
 from __future__ import annotations
 
@@ -8,19 +8,20 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .iterations import PARTS
-from .measure import IterationTiming, TraceMeasures
+from .iterations import DEVICE_PARTS, PARTS
+from .kernels import KernelTally
+from .measure import IterationTiming, StepTiming, TraceMeasures
 from .numbers import STATISTICS, Summary, summarize, us
 
 CPU, GPU = "cpu", "gpu"
 CLOCKS = (CPU, GPU)
-GROUP_KEYS = ("file", "rank", "stage", "name", "bs")  # every grouping key, in column order
+GROUP_KEYS = ("file", "rank", "stage", "name", "mode-name", "bs", "toks")  # every grouping key, in column order
 SCOPE_KEYS = ("file", "rank")  # keys that split the whole (shares, iterations); the others split stages
 
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """A row against the baseline: means are compared, since captures differ in length (totals do not)."""
+    """A figure against the baseline: means are compared, since captures differ in length (totals do not)."""
 
     baseline_mean_us: float
     change_us: float
@@ -35,20 +36,34 @@ class StageRow:
     share: float
     device_source: str | None = None  # GPU rows: "annotation", "kernels" or "mixed"
     baseline: Change | None = None
+    busy_us: float | None = None  # GPU rows: the time the spans' device work ran, where it was joined
+    busy_share: float | None = None  # that time over the device extents of the same spans
 
 
 @dataclass(frozen=True, slots=True)
 class IterationBreakdown:
     keys: tuple  # the values of StatsResult.scope
-    summary: Summary  # of the decode iterations' host durations
+    clock: str
+    summary: Summary  # of the decode iterations' durations on this clock
     parts: dict[str, float]  # total microseconds per part, over all the iterations
     baseline: Change | None = None
+    part_baselines: dict[str, Change | None] = field(default_factory=dict)
 
     def part_mean(self, part: str) -> float:
         return self.parts[part] / self.summary.count
 
     def part_share(self, part: str) -> float:
         return self.parts[part] / self.summary.total_us if self.summary.total_us else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class KernelGroup:
+    """The kernels of one stage row (part None) or of one iteration part."""
+
+    keys: tuple  # the values of StatsResult.by, or of StatsResult.scope for an iteration part
+    part: str | None
+    busy_us: float  # the group's device time: its spans' busy time, or the part's share of the device
+    tally: KernelTally
 
 
 @dataclass(slots=True)
@@ -59,6 +74,8 @@ class StatsResult:
     iterations: list[IterationBreakdown]
     warnings: list[str] = field(default_factory=list)
     baseline: str | None = None  # where the baseline came from
+    kernels: list[KernelGroup] | None = None  # when kernels were asked for
+    kernel_categories: tuple[str, ...] = ()
 
     @property
     def scope(self) -> tuple[str, ...]:
@@ -66,6 +83,9 @@ class StatsResult:
 
     def stage_of(self, row: StageRow) -> str:
         return row.keys[self.by.index("stage")]
+
+    def iteration(self, clock: str, keys: tuple = ()) -> IterationBreakdown | None:
+        return next((it for it in self.iterations if it.clock == clock and (not keys or it.keys == keys)), None)
 
     def to_json(self) -> dict:
         return {
@@ -75,13 +95,50 @@ class StatsResult:
             "baseline": self.baseline,
             "stages": [{**dict(zip(self.by, row.keys)), "clock": row.clock, **_summary_json(row.summary),
                         "share": round(row.share, 6), "device_source": row.device_source,
+                        "busy_us": None if row.busy_us is None else us(row.busy_us),
+                        "busy_share": None if row.busy_share is None else round(row.busy_share, 6),
                         "baseline": change_json(row.baseline)} for row in self.rows],
-            "iterations": [{**dict(zip(self.scope, it.keys)), **_summary_json(it.summary),
+            "iterations": [{**dict(zip(self.scope, it.keys)), "clock": it.clock, **_summary_json(it.summary),
                             "parts": [{"part": part, "mean_us": us(it.part_mean(part)),
-                                       "share": round(it.part_share(part), 6)} for part in PARTS],
+                                       "share": round(it.part_share(part), 6),
+                                       "baseline": change_json(it.part_baselines.get(part))} for part in it.parts],
                             "baseline": change_json(it.baseline)} for it in self.iterations],
+            "kernels": None if self.kernels is None else self._kernels_json(),
             "warnings": self.warnings,
         }
+
+    def _kernels_json(self) -> dict:
+        stages, parts = [], []
+        for group in self.kernels:
+            entry = {**dict(zip(self.by if group.part is None else self.scope, group.keys)),
+                     **({} if group.part is None else {"part": group.part}), "busy_us": us(group.busy_us),
+                     "kernels": [{"name": name, "category": group.tally.category_of[name], "count": count,
+                                  "total_us": us(total), "mean_us": us(total / count),
+                                  "share": _share(total, group.busy_us)}
+                                 for name, count, total in kernel_rows(group.tally)],
+                     "categories": [{"category": category, "count": count, "total_us": us(total),
+                                     "share": _share(total, group.busy_us)}
+                                    for category, count, total in category_rows(group.tally, self.kernel_categories)]}
+            (stages if group.part is None else parts).append(entry)
+        return {"categories": list(self.kernel_categories), "stages": stages, "iteration_parts": parts}
+
+
+def _share(total: float, whole: float) -> float | None:
+    return round(total / whole, 6) if whole else None
+
+
+def kernel_rows(kernels: KernelTally) -> list[tuple[str, int, float]]:
+    """(name, count, total) by total time, the largest first."""
+    return sorted(((name, count, kernels.totals[name]) for name, count in kernels.counts.items()),
+                  key=lambda row: (-row[2], row[0]))
+
+
+def category_rows(kernels: KernelTally, order: Iterable[str]) -> list[tuple[str, int, float]]:
+    """(category, count, total) for the categories that ran, largest first."""
+    found = kernels.by_category()
+    rank = {category: position for position, category in enumerate(order)}
+    return sorted(((category, count, total) for category, (count, total) in found.items()),
+                  key=lambda row: (-row[2], rank.get(row[0], len(rank))))
 
 
 def _summary_json(summary: Summary) -> dict:
@@ -104,17 +161,28 @@ def group_keys(by: Iterable[str]) -> tuple[str, ...]:
     return tuple(key for key in GROUP_KEYS if key in wanted)
 
 
-def aggregate(measures: list[TraceMeasures], by: Iterable[str] = ()) -> StatsResult:
+def key_of(step: StepTiming, by: tuple[str, ...]) -> tuple:
+    return tuple(getattr(step, name.replace("-", "_")) for name in by)
+
+
+def aggregate(measures: list[TraceMeasures], by: Iterable[str] = (), *, kernel_categories: tuple[str, ...] = ()
+              ) -> StatsResult:
     by = group_keys(by)
     scope = [position for position, key in enumerate(by) if key in SCOPE_KEYS]
     samples: dict[tuple[tuple, str], list[float]] = defaultdict(list)
     sources: dict[tuple, set[str]] = defaultdict(set)
+    busy: dict[tuple, list[tuple[float, float]]] = defaultdict(list)  # (busy, extent) of spans with both
+    kernels: dict[tuple, KernelTally] = {}
     for step in (step for m in measures for step in m.steps):
-        key = tuple(getattr(step, name) for name in by)
+        key = key_of(step, by)
         samples[key, CPU].append(step.cpu_us)
         if step.gpu_us is not None:
             samples[key, GPU].append(step.gpu_us)
             sources[key].add(step.device_source)
+            if step.busy_us is not None:
+                busy[key].append((step.busy_us, step.gpu_us))
+        if step.kernels is not None:
+            kernels.setdefault(key, KernelTally()).merge(step.kernels)
     summaries = {group: summarize(values) for group, values in samples.items()}
     whole: dict[tuple, float] = defaultdict(float)
     for (key, clock), summary in summaries.items():
@@ -122,24 +190,51 @@ def aggregate(measures: list[TraceMeasures], by: Iterable[str] = ()) -> StatsRes
     rows = []
     for (key, clock), summary in summaries.items():
         total = whole[tuple(key[i] for i in scope), clock]
-        source = None
+        source = busy_total = busy_share = None
         if clock == GPU:
-            source = sources[key].pop() if len(sources[key]) == 1 else "mixed"
-        rows.append(StageRow(key, clock, summary, summary.total_us / total if total else 0.0, source))
+            source = next(iter(sources[key])) if len(sources[key]) == 1 else "mixed"
+            if busy[key]:
+                busy_total = math.fsum(b for b, _ in busy[key])
+                extents = math.fsum(e for _, e in busy[key])
+                busy_share = busy_total / extents if extents else None
+        rows.append(StageRow(key, clock, summary, summary.total_us / total if total else 0.0, source,
+                             busy_us=busy_total, busy_share=busy_share))
     # Biggest first within each clock and scope, so a table reads from where the time goes.
     rows.sort(key=lambda row: (CLOCKS.index(row.clock), _sortable(row.keys[i] for i in scope), -row.summary.total_us,
                                _sortable(row.keys)))
-    return StatsResult([m.source for m in measures], by, rows, _breakdowns(measures, tuple(by[i] for i in scope)),
-                       [warning for m in measures for warning in m.warnings])
+    scope_names = tuple(by[i] for i in scope)
+    iterations, part_kernels = _breakdowns(measures, scope_names)
+    groups = None
+    if measures and any(m.kernels_read for m in measures):
+        groups = [KernelGroup(row.keys, None, row.busy_us or 0.0, kernels[row.keys])
+                  for row in rows if row.clock == GPU and row.keys in kernels]
+        groups += part_kernels
+    return StatsResult([m.source for m in measures], by, rows, iterations,
+                       [warning for m in measures for warning in m.warnings], kernels=groups,
+                       kernel_categories=kernel_categories)
 
 
-def _breakdowns(measures: list[TraceMeasures], scope: tuple[str, ...]) -> list[IterationBreakdown]:
+def _breakdowns(measures: list[TraceMeasures], scope: tuple[str, ...]
+                ) -> tuple[list[IterationBreakdown], list[KernelGroup]]:
     grouped: dict[tuple, list[IterationTiming]] = defaultdict(list)
     for iteration in (it for m in measures for it in m.iterations):
         grouped[tuple(getattr(iteration, key) for key in scope)].append(iteration)
-    return [IterationBreakdown(key, summarize(it.total_us for it in found),
-                               {part: math.fsum(it.parts[part] for it in found) for part in PARTS})
-            for key, found in sorted(grouped.items(), key=lambda item: _sortable(item[0]))]
+    breakdowns, kernels = [], []
+    for key, found in sorted(grouped.items(), key=lambda item: _sortable(item[0])):
+        breakdowns.append(IterationBreakdown(key, CPU, summarize(it.total_us for it in found),
+                                             {part: math.fsum(it.parts[part] for it in found) for part in PARTS}))
+        on_device = [it for it in found if it.gpu_us is not None]
+        if on_device:
+            parts = {part: math.fsum(it.gpu_parts[part] for it in on_device) for part in DEVICE_PARTS}
+            breakdowns.append(IterationBreakdown(key, GPU, summarize(it.gpu_us for it in on_device), parts))
+            tallies: dict[str, KernelTally] = {}
+            for it in on_device:
+                for part, tallied in (it.kernels or {}).items():
+                    tallies.setdefault(part, KernelTally()).merge(tallied)
+            kernels += [KernelGroup(key, part, parts.get(part, 0.0), tallies[part])
+                        for part in DEVICE_PARTS if part in tallies]
+    breakdowns.sort(key=lambda it: (CLOCKS.index(it.clock), _sortable(it.keys)))
+    return breakdowns, kernels
 
 
 def _sortable(values: Iterable) -> tuple:

@@ -1,0 +1,137 @@
+"""Kernels per stage: which kernels a stage's device time went to, by name and by category.
+
+Categories start from the classes SGLang's own profile merger tags kernels with (`classify_kernels`,
+docs/step-spans.md section 6), matched on the lower-cased kernel name, first match wins; memory
+copies and sets are told by their event category. spanfix adds three things to SGLang's patterns,
+each seen in SGLang's own traces: cuBLAS's `nvjet` GEMM kernels are gemm, SGLang's triton attention
+kernels (`_fwd_kernel...`, `_fwd_grouped_kernel...`) are attention, and `flash` no longer sends
+flashinfer's norm, activation and sampling kernels to attention. `--kernel-category NAME=REGEX` adds
+a class or replaces one: the user's come first, in the order given.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+# SGLang's merger's classes, in its order, with the additions above. A starting point, not gospel:
+# `topk` still sends sampling kernels to moe, as in SGLang.
+SGLANG_CLASSES: tuple[tuple[str, str], ...] = (
+    ("gemm", r"cijk_alik_bljk|gemm|cublas|cublaslt|xmma|wgmma|sgemm|hgemm|dgemm|igemm|nvjet"),
+    ("moe", r"moe|expert|mixtral|fused_moe|router|topk"),
+    ("attention", (r"attn|flash(?!infer::(?:norm|activation|sampling)::)|paged|mha|mqa|gqa|qkv|kvcache|kv_cache"
+                  r"|_fwd_kernel|_fwd_grouped_kernel")),
+    ("comm", r"nccl|allreduce|all_reduce|allgather|all_gather|reduce_scatter|broadcast|sendrecv|cross_device_reduce"),
+    ("norm", r"layernorm|rmsnorm|batchnorm|groupnorm|norm"),
+    ("activation", r"gelu|silu|swiglu|relu|activation|softmax|sigmoid"),
+    ("embedding", r"embedding|rope|pos_enc|posenc"),
+)
+MEMORY_CLASSES = {"gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+OTHER = "other"
+CATEGORIES = (*(name for name, _ in SGLANG_CLASSES), "memcpy", "memset", OTHER)
+
+
+class CategoryError(ValueError):
+    """A --kernel-category that is not NAME=REGEX with a valid regular expression."""
+
+
+@dataclass(frozen=True)
+class KernelClasses:
+    rules: tuple[tuple[str, re.Pattern], ...]
+
+    @classmethod
+    def with_overrides(cls, overrides: Sequence[str] = ()) -> KernelClasses:
+        """SGLang's classes, with the user's NAME=REGEX first (a NAME SGLang has replaces its rule)."""
+        mine: dict[str, re.Pattern] = {}
+        for text in overrides:
+            name, equals, pattern = text.partition("=")
+            name = name.strip()
+            if not equals or not re.fullmatch(r"[A-Za-z_][\w.-]*", name):
+                raise CategoryError(f"{text!r}: expected NAME=REGEX, e.g. fp8_gemm=fp8.*gemm")
+            try:
+                mine[name] = re.compile(pattern, re.IGNORECASE)
+            except re.error as exc:
+                raise CategoryError(f"{text!r}: not a regular expression: {exc}") from None
+        rules = [*mine.items(), *((name, re.compile(pattern)) for name, pattern in SGLANG_CLASSES if name not in mine)]
+        return cls(tuple(rules))
+
+    def classify(self, name: str, category: str) -> str:
+        return _classify(self.rules, name, category)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (*(name for name, _ in self.rules), "memcpy", "memset", OTHER)
+
+
+@functools.lru_cache(maxsize=2**14)  # a trace has a few hundred distinct kernel names
+def _classify(rules: tuple[tuple[str, re.Pattern], ...], name: str, category: str) -> str:
+    memory = MEMORY_CLASSES.get(category)
+    if memory is not None:
+        return memory
+    lowered = name.lower()
+    for label, pattern in rules:
+        if pattern.search(lowered):
+            return label
+    return OTHER
+
+
+@dataclass(slots=True)
+class KernelTally:
+    """Device items of one group: count and total time by kernel name, and by category."""
+
+    counts: Counter = field(default_factory=Counter)
+    totals: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    category_of: dict[str, str] = field(default_factory=dict)
+
+    def add(self, name: str, category: str, duration: float) -> None:
+        self.counts[name] += 1
+        self.totals[name] += duration
+        self.category_of[name] = category
+
+    def merge(self, other: KernelTally) -> None:
+        self.counts.update(other.counts)
+        for name, total in other.totals.items():
+            self.totals[name] += total
+        self.category_of.update(other.category_of)
+
+    def by_category(self) -> dict[str, tuple[int, float]]:
+        found: dict[str, list] = defaultdict(lambda: [0, 0.0])
+        for name, count in self.counts.items():
+            entry = found[self.category_of[name]]
+            entry[0] += count
+            entry[1] += self.totals[name]
+        return {category: (count, total) for category, (count, total) in found.items()}
+
+
+def tally(items: Iterable[int], names: list[str], categories: list[str], starts: list[float], ends: list[float],
+          classes: KernelClasses) -> KernelTally:
+    result = KernelTally()
+    for item in items:
+        name = names[item]
+        result.add(name, classes.classify(name, categories[item]), ends[item] - starts[item])
+    return result
+
+
+_INNERMOST = {"<": re.compile(r"<[^<>]*>"), "(": re.compile(r"\([^()]*\)")}
+_FOLDED = {"<": ("\0", "<…>"), "(": ("\1", "(…)")}
+
+
+def short_kernel_name(name: str, width: int = 60) -> str:
+    """A templated C++ kernel name for a table: `void ns::Kernel<...>(...)` -> `ns::Kernel<…>(…)`, then
+    cut in the middle to the width. JSON and CSV always keep the full name."""
+    text = name.removeprefix("void ").strip()
+    for bracket, pattern in _INNERMOST.items():
+        mark, folded = _FOLDED[bracket]
+        for _ in range(16):  # innermost first; bounded, so that a hostile name costs linear time
+            shorter = pattern.sub(mark, text)
+            if shorter == text:
+                break
+            text = shorter
+        text = text.replace(mark, folded)
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    return text[:keep - keep // 3] + "…" + text[len(text) - keep // 3:]

@@ -1,0 +1,174 @@
+"""The device view against the generator's truth: the generator knows every kernel it launched, when it
+ran and whose work it was (which step's, which part of which decode iteration), CUDA-graph replays
+included. spanfix must find the same figures from the trace alone.
+
+Times are compared to within a nanosecond per kernel summed: Kineto's timestamps are microseconds
+with three decimals, and a float holds an epoch-relative one to about a nanosecond.
+"""
+
+import itertools
+import json
+from collections import defaultdict
+
+import pytest
+from click.testing import CliRunner
+
+from spanfix import synth
+from spanfix.cli import main
+from spanfix.relabel import RelabelOptions
+from spanfix.stats import DEVICE_PARTS, KernelClasses, aggregate, measure_files
+
+OPTIONS = RelabelOptions()
+NS = 1e-3  # one nanosecond, in microseconds
+LAYOUTS = [{"cuda_graph": g, "gpu_annotations": a} for g, a in itertools.product((True, False), repeat=2)]
+
+
+def _ids(layout):
+    return f"{'graph' if layout['cuda_graph'] else 'eager'}-{'ann' if layout['gpu_annotations'] else 'kernels'}"
+
+
+def _measured(tmp_path, trace, kernels=False, name="t-TP-0.trace.json"):
+    path = tmp_path / name
+    synth.write(trace, path)
+    measures, errors = measure_files([str(path)], OPTIONS, kernels=KernelClasses.with_overrides() if kernels else None)
+    assert not errors
+    return measures
+
+
+def _truth_iterations(trace):
+    """Per (rank, iteration): the device extent and microseconds per part, from the kernels the generator launched."""
+    found = defaultdict(list)
+    for kernel in trace.kernels:
+        if kernel.phase == "decode":
+            found[kernel.rank, kernel.iteration].append(kernel)
+    truths = []
+    for key in sorted(found):
+        kernels = found[key]
+        first, last = min(k.start_ns for k in kernels), max(k.end_ns for k in kernels)
+        parts = dict.fromkeys(DEVICE_PARTS, 0.0)
+        for kernel in kernels:
+            parts[kernel.part] += (kernel.end_ns - kernel.start_ns) / 1000
+        parts["idle"] = (last - first) / 1000 - sum(parts.values())
+        truths.append(((last - first) / 1000, parts, len(kernels)))
+    return truths
+
+
+@pytest.mark.parametrize("algorithm", synth.ALGORITHMS)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_ids)
+def test_iterations_on_the_device_clock_equal_the_truth(tmp_path, algorithm, layout):
+    trace = synth.generate(synth.SynthSpec(algorithm=algorithm, decode_iterations=4, seed=3, **layout))
+    [measured] = _measured(tmp_path, trace)
+    truths = _truth_iterations(trace)
+    if algorithm == "none":
+        assert measured.iterations == []  # no speculation: no decode iteration holds a VERIFY
+        return
+    assert len(measured.iterations) == len(truths) == 4
+    for iteration, (extent, parts, kernels) in zip(measured.iterations, truths):
+        assert iteration.gpu_us == pytest.approx(extent, abs=2 * NS)
+        for part in DEVICE_PARTS:
+            assert iteration.gpu_parts[part] == pytest.approx(parts[part], abs=kernels * NS), part
+        assert sum(iteration.gpu_parts.values()) == pytest.approx(iteration.gpu_us, abs=kernels * NS)
+    if algorithm not in ("ngram",):
+        assert sum(parts["draft"] + parts["draft_extend"] for _, parts, _ in truths) > 0
+
+
+@pytest.mark.parametrize("algorithm", synth.ALGORITHMS)
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_ids)
+def test_busy_time_and_kernels_per_stage_equal_the_truth(tmp_path, algorithm, layout):
+    trace = synth.generate(synth.SynthSpec(algorithm=algorithm, decode_iterations=3, seed=5, **layout))
+    measures = _measured(tmp_path, trace, kernels=True)
+    result = aggregate(measures, kernel_categories=KernelClasses.with_overrides().names)
+    busy, by_name, counts = defaultdict(float), defaultdict(float), defaultdict(int)
+    for kernel in trace.kernels:
+        if kernel.stage is not None:
+            duration = (kernel.end_ns - kernel.start_ns) / 1000
+            busy[kernel.stage] += duration  # one stream: kernels never overlap, so busy time is their sum
+            by_name[kernel.stage, kernel.name] += duration
+            counts[kernel.stage] += 1
+    gpu_rows = {result.stage_of(row): row for row in result.rows if row.clock == "gpu"}
+    assert set(gpu_rows) == set(busy)
+    for stage, total in busy.items():
+        assert gpu_rows[stage].busy_us == pytest.approx(total, abs=counts[stage] * NS)
+        assert 0 < gpu_rows[stage].busy_share <= 1 + 1e-9
+    groups = {group.keys[0]: group for group in result.kernels if group.part is None}
+    for (stage, name), total in by_name.items():
+        assert groups[stage].tally.totals[name] == pytest.approx(total, abs=counts[stage] * NS)
+    assert sum(len(group.tally.counts) for group in groups.values()) == len(by_name)
+
+
+def test_kernels_of_each_iteration_part_equal_the_truth(tmp_path):
+    trace = synth.generate(synth.SynthSpec(algorithm="eagle", cuda_graph=True, decode_iterations=5, seed=2))
+    result = aggregate(_measured(tmp_path, trace, kernels=True))
+    parts = {group.part: group for group in result.kernels if group.part is not None}
+    truth = defaultdict(lambda: defaultdict(float))
+    for kernel in trace.kernels:
+        if kernel.phase == "decode":
+            truth[kernel.part][kernel.name] += (kernel.end_ns - kernel.start_ns) / 1000
+    assert set(parts) == set(truth) == {"draft", "verify", "draft_extend"}
+    for part, names in truth.items():
+        assert dict(parts[part].tally.totals) == pytest.approx(dict(names), abs=100 * NS)
+
+
+def test_a_cuda_graph_eagle_drafts_on_the_device(tmp_path):
+    """The issue's case: draft decode steps are graph replays with no step span. The draft's device
+    share is what the replays took, not zero, and VERIFY does not take it all."""
+    trace = synth.generate(synth.SynthSpec(algorithm="eagle", cuda_graph=True, gpu_annotations=False,
+                                           decode_iterations=6, seed=4))
+    path = tmp_path / "t.json"
+    synth.write(trace, path)
+    out = CliRunner().invoke(main, ["stats", str(path), "--format", "json"])
+    document = json.loads(out.stdout)
+    [device] = [it for it in document["iterations"] if it["clock"] == "gpu"]
+    share = {part["part"]: part["share"] for part in device["parts"]}
+    truths = _truth_iterations(trace)
+    truth_share = sum(p["draft"] for _, p, _ in truths) / sum(extent for extent, _, _ in truths)
+    assert share["draft"] == pytest.approx(truth_share, abs=1e-5) and share["draft"] > 0.1
+    assert share["verify"] < 0.7
+
+
+@pytest.mark.parametrize("annotations", [True, False])
+def test_merged_ranks_on_the_device_clock_equal_each_rank(tmp_path, annotations):
+    spec = synth.SynthSpec(algorithm="frozen-kv", cuda_graph=True, gpu_annotations=annotations, decode_iterations=3)
+    ranks = synth.generate_ranks(spec, 2, varied=True)
+    merged = synth.merge(ranks)
+    [measured] = _measured(tmp_path, merged, name="merged.trace.json")
+    by_rank = defaultdict(list)
+    for iteration in measured.iterations:
+        by_rank[iteration.rank].append(iteration)
+    truths = _truth_iterations(merged)
+    assert len(truths) == 6
+    for rank in range(2):
+        found = sorted(by_rank[f"TP{rank}"], key=lambda it: it.start_us)
+        for iteration, (extent, parts, kernels) in zip(found, truths[3 * rank:3 * rank + 3]):
+            assert iteration.gpu_us == pytest.approx(extent, abs=2 * NS)
+            assert iteration.gpu_parts == pytest.approx(parts, abs=kernels * NS)
+
+
+def test_without_stacks_or_stage_spans_graph_replays_are_other_never_a_wrong_part(tmp_path):
+    """EAGLE v1 with CUDA graphs and no python stacks: nothing in the trace says the draft's replays are
+    the draft's. They count as other (and the verify as verify), never as another part."""
+    trace = synth.generate(synth.SynthSpec(algorithm="eagle-v1", cuda_graph=True, python_stacks=False,
+                                           decode_iterations=3, seed=6))
+    (tmp_path / "server_args.json").write_text(json.dumps(trace.server_args))
+    [measured] = _measured(tmp_path, trace)
+    for iteration, (extent, parts, kernels) in zip(measured.iterations, _truth_iterations(trace)):
+        assert iteration.gpu_parts["verify"] == pytest.approx(parts["verify"], abs=kernels * NS)
+        assert iteration.gpu_parts["draft"] == 0
+        assert iteration.gpu_parts["other"] == pytest.approx(parts["draft"] + parts["draft_extend"], abs=kernels * NS)
+
+
+def test_overlapping_streams_are_split_equally_and_add_up(tmp_path):
+    """Two parts running at once on two streams share the overlap; the parts add up to the extent."""
+    from conftest import span, thread_name, write_trace
+    events = [thread_name(1, 1, "thread 1 (sglang::schedul)"), span("scheduler.run_batch", 0, 100),
+              span("draft", 5, 10), span("step[TARGET_VERIFY bs=2]", 20, 20),
+              span("cudaLaunchKernel", 6, 1, cat="cuda_runtime", correlation=1),
+              span("cudaLaunchKernel", 21, 1, cat="cuda_runtime", correlation=2),
+              span("k1", 30, 20, pid=0, tid=7, cat="kernel", correlation=1),  # draft: 30-50
+              span("k2", 40, 30, pid=0, tid=8, cat="kernel", correlation=2)]  # verify: 40-70, overlaps 40-50
+    path = write_trace(tmp_path / "t.json", events)
+    measures, _ = measure_files([str(path)], RelabelOptions(algorithm="eagle"))
+    [iteration] = measures[0].iterations
+    assert iteration.gpu_us == 40
+    assert iteration.gpu_parts == {"draft": 15, "verify": 25, "draft_extend": 0, "ambiguous": 0, "other": 0,
+                                   "idle": 0}
