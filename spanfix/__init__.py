@@ -1,3 +1,71 @@
-"""spanfix: relabel and measure SGLang speculative-decoding step spans in captured traces."""
+"""spanfix: relabel and measure SGLang speculative-decoding step spans in captured traces.
 
-__version__ = "0.1.0"
+    import spanfix
+    trace = spanfix.open("run-TP-0.trace.json.gz")
+    trace.stats().to_json()          # per-stage timing, as `spanfix stats --format json`
+    trace.steps().to_pandas()        # every step span as a row (pip install 'spanfix[pandas]')
+
+What is in __all__ is the public API (docs/api.md); everything else may change between releases.
+The names are imported when first used, so that the command line starts without the whole library.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+# Public name -> the module that defines it.
+_PUBLIC = {
+    **dict.fromkeys(("ALGORITHM_NAMES", "Iteration", "Iterations", "Options", "Step", "Steps", "Table", "Trace",
+                     "check", "inspect", "open", "relabel", "stats"), "api"),
+    **dict.fromkeys(("Budget", "CheckReport", "Outcome", "parse_budget"), "check"),
+    **dict.fromkeys(("OutputError", "SpanfixError", "TraceError", "UsageError"), "errors"),
+    "InspectReport": "inspect",
+    **dict.fromkeys(("AmbiguousSpan", "RelabelResult"), "relabel"),
+    **dict.fromkeys(("IterationBreakdown", "KernelGroup", "StageRow", "StatsResult", "Summary"), "stats"),
+}
+
+if TYPE_CHECKING:
+    from .api import (
+        ALGORITHM_NAMES,
+        Iteration,
+        Iterations,
+        Options,
+        Step,
+        Steps,
+        Table,
+        Trace,
+        check,
+        inspect,
+        open,
+        relabel,
+        stats,
+    )
+    from .check import Budget, CheckReport, Outcome, parse_budget
+    from .errors import OutputError, SpanfixError, TraceError, UsageError
+    from .inspect import InspectReport
+    from .relabel import AmbiguousSpan, RelabelResult
+    from .stats import IterationBreakdown, KernelGroup, StageRow, StatsResult, Summary
+
+
+def __getattr__(name: str) -> Any:
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'spanfix' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])
+
+
+__all__ = [
+    "ALGORITHM_NAMES", "AmbiguousSpan", "Budget", "CheckReport", "InspectReport", "Iteration", "IterationBreakdown",
+    "Iterations", "KernelGroup", "Options", "Outcome", "OutputError", "RelabelResult", "SpanfixError", "StageRow",
+    "StatsResult", "Step", "Steps", "Summary", "Table", "Trace", "TraceError", "UsageError", "__version__",
+    "check", "inspect", "open", "parse_budget", "relabel", "stats",
+]

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .attribute import Attribution
+from .errors import UsageError
 from .index import TraceIndex
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage, parse_step_name
 from .reader import Trace, TraceError
@@ -65,7 +66,7 @@ _BUDGET = re.compile(r"\s*(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){1,3})"
                      r"\s*(?P<op><=|>=|==|<|>)\s*(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*")
 
 
-class BudgetError(ValueError):
+class BudgetError(UsageError):
     """A budget that does not parse; str() says what was expected."""
 
 

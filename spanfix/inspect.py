@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from .attribute import AMBIGUOUS
+from .attribute import AMBIGUOUS, Attribution
+from .index import TraceIndex
+from .reader import Trace
 from .relabel import AmbiguousSpan, RelabelOptions, analyse, load
 from .stats.device import device_work
 
@@ -54,6 +56,11 @@ class InspectReport:
 def inspect_trace(source: str, options: RelabelOptions) -> InspectReport:
     trace = load(source, options)
     index, attribution, warnings = analyse(trace, options)
+    return report_of(trace, index, attribution, [*warnings, *device_work(trace).warnings()], options)
+
+
+def report_of(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: list[str],
+              options: RelabelOptions) -> InspectReport:
     modes: dict[tuple, Counter] = defaultdict(Counter)
     for step in index.steps:
         modes[step.track][step.step.mode] += 1
@@ -65,12 +72,11 @@ def inspect_trace(source: str, options: RelabelOptions) -> InspectReport:
     ambiguous = [AmbiguousSpan.of_step(s, v.detail) for s, v in zip(index.steps, attribution.verdicts)
                  if v.role == AMBIGUOUS]
     guess = attribution.algorithm
-    device_warnings = device_work(trace).warnings()
     return InspectReport(
-        input=source, events=len(trace.events), form=trace.form, gzipped=trace.gzipped, tracks=tracks,
+        input=trace.source, events=len(trace.events), form=trace.form, gzipped=trace.gzipped, tracks=tracks,
         algorithm=guess.label, algorithm_reasons=list(guess.reasons), conflicts=list(guess.conflicts),
         decided_by=dict(attribution.by_evidence().most_common()),
         roles=dict(Counter(v.role for v in attribution.verdicts).most_common()),
         ambiguous=ambiguous, gpu_copies=sum(len(s.gpu_events) for s in index.steps),
         gpu_orphans=len(index.gpu_orphans), overlaps=index.overlaps, unmatched=index.unmatched,
-        warnings=[*warnings, *index.notes(), *device_warnings])
+        warnings=[*warnings, *index.notes()])

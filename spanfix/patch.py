@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from .errors import OutputError
+
 GZIP_LEVEL = 1  # relabelled traces are intermediate files: favour speed over size
 
 
@@ -41,10 +43,6 @@ def patched_chunks(data: bytes | bytearray, patches: Iterable[Patch]) -> Iterato
         yield patch.text
         position = patch.end
     yield view[position:]
-
-
-class OutputError(Exception):
-    """The output could not be written; str() is one line."""
 
 
 def write_output(target: str, chunks: Iterable[memoryview | bytes], *, gzip: bool) -> None:

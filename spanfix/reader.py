@@ -37,6 +37,7 @@ from typing import BinaryIO
 
 import msgspec
 
+from .errors import TraceError
 from .events import UNUSABLE, Buffer, Event, Events, NameSlot, NotAnObject, decode_raw_event, is_step_name, repaired
 from .locate import locate_by_regex, locate_exactly
 from .selective import Reducer, Selected, decode_selected, raw_events
@@ -50,8 +51,6 @@ _INFLATE_STEP = 2**25
 _MAX_DEFLATE_RATIO = 1032
 
 
-class TraceError(Exception):
-    """Input that spanfix cannot use. str() is one line naming the file and the problem."""
 
 
 class _ObjectForm(msgspec.Struct):
@@ -77,14 +76,19 @@ class Trace:
 
 
 def read_trace(source: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
-               select: Callable[[str], bool] | None = None, reduce: Reducer | None = None) -> Trace:
+               select: Callable[[str], bool] | None = None, reduce: Reducer | None = None,
+               content: bytes | bytearray | memoryview | BinaryIO | None = None) -> Trace:
     """Read and decode a trace. With select, only events whose name it accepts (plus step spans and
     unnamed events, which close B/E pairs) are decoded up front; the rest stay raw until asked for.
     With reduce (and select), every event is decoded and handed to reduce, a stretch at a time, in
     the process that read it (Trace.reduced); the step names' bytes are then not located: that is
-    for reading what a relabel would not write (stats)."""
+    for reading what a relabel would not write (stats). With content (bytes or a binary file object),
+    the trace is read from it and source only names it."""
     source = str(source)
-    data, compressed = read_document_bytes(source, max_bytes=max_bytes)
+    if content is None:
+        data, compressed = read_document_bytes(source, max_bytes=max_bytes)
+    else:
+        data, compressed = document_bytes_of(source, content, max_bytes=max_bytes)
     form, parse_buffer, warnings = container_form(source, data)
     with _gc_paused():
         selected = decode_selected(parse_buffer, data, form, select, reduce) if select is not None else None
@@ -134,6 +138,25 @@ def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> t
         raise TraceError(f"{source}: cannot read: {exc.strerror or exc}") from None
     if not raw:
         raise TraceError(f"{source}: empty input" + (" on standard input" if source == STDIN else ""))
+    if raw[:2] != GZIP_MAGIC:
+        return raw, None
+    return gunzip(source, raw, max_bytes=max_bytes), raw
+
+
+def document_bytes_of(source: str, content: bytes | bytearray | memoryview | BinaryIO, *,
+                      max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Buffer, Buffer | None]:
+    """read_document_bytes for a trace already in memory, or in a file object the caller opened."""
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        raw: Buffer = bytes(content) if isinstance(content, memoryview) else content
+        if len(raw) > max_bytes:
+            raise TraceError(f"{source}: larger than --max-bytes ({max_bytes} bytes)")
+    else:
+        try:
+            raw = _read_all(content, source, max_bytes)
+        except OSError as exc:
+            raise TraceError(f"{source}: cannot read: {exc.strerror or exc}") from None
+    if not raw:
+        raise TraceError(f"{source}: empty input")
     if raw[:2] != GZIP_MAGIC:
         return raw, None
     return gunzip(source, raw, max_bytes=max_bytes), raw

@@ -115,17 +115,35 @@ def analyse(trace: Trace, options: RelabelOptions) -> tuple[TraceIndex, Attribut
 
 def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dry_run: bool = False,
                  in_place: bool = False) -> RelabelResult:
+    target = _target(source, output, in_place)
+    if not dry_run and target != STDIN:
+        output_folder(target)  # before reading: a mistyped -o fails at once, not after minutes of work
+    trace = load(source, options)
+    index, attribution, warnings = analyse(trace, options)
+    if dry_run:
+        _, result = plan(trace, index, attribution, options, patches_wanted=False)
+        result.warnings.extend(warnings)
+        return result
+    return write_relabelled(trace, index, attribution, warnings, options, output, in_place=in_place)
+
+
+def _target(source: str, output: str | None, in_place: bool) -> str:
     target = source if in_place else (output or default_output(source))
     # Checked before reading, so a mistaken command fails at once, not after minutes of work.
     if not in_place and target != STDIN and source != STDIN and _same_file(source, target):
         raise TraceError(f"{source}: output would overwrite the input; pass --in-place to replace it")
-    if not dry_run and target != STDIN:
-        output_folder(target)
-    trace = load(source, options)
-    index, attribution, warnings = analyse(trace, options)
+    return target
+
+
+def write_relabelled(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: list[str],
+                     options: RelabelOptions, output: str | None, *, in_place: bool = False) -> RelabelResult:
+    """Write a read and attributed trace with its spans renamed: all or nothing, only the renamed
+    bytes changed (an unchanged gzip input is copied as it is)."""
+    source = trace.source
+    target = _target(source, output, in_place)
     patches, result = plan(trace, index, attribution, options)
     result.warnings.extend(warnings)
-    if dry_run or (in_place and not patches):
+    if in_place and not patches:
         return result
     if patches or trace.compressed is None or target == STDIN:
         gzip = trace.gzipped if target == source or output is None else target.endswith(".gz")

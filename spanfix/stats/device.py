@@ -61,6 +61,7 @@ class DeviceColumns:
     ends: array
     categories: list[str]
     names: list[str] | None
+    first_time: float | None = None  # the earliest timestamp of any event of the stretch
 
     def launch_keys(self) -> Iterator[tuple]:
         return zip(map(self.scopes.__getitem__, self.launch_scopes), self.launch_ids)
@@ -130,7 +131,15 @@ class DeviceReducer:
             array("I", map(numbers.__getitem__, tracks)), array("d", times),
             array("I", map(scope_of_pid.__getitem__, item_pids)), list(item_ids),
             starts, array("d", map(operator.add, starts, lengths)), list(item_categories),
-            [n if isinstance(n, str) else "?" for n in item_names] if self.names else None)
+            [n if isinstance(n, str) else "?" for n in item_names] if self.names else None, _first_time(events))
+
+
+def _first_time(events: list) -> float | None:
+    try:
+        first = min(map(_TS, events), default=None)  # C-level; a timestamp that is not a number stops it
+    except TypeError:
+        first = min((t for t in map(_TS, events) if t.__class__ in _NUMBERS and math.isfinite(t)), default=None)
+    return float(first) if first is not None and math.isfinite(first) else None
 
 
 def _hashables(values: Sequence) -> Sequence:

@@ -17,6 +17,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from ..errors import UsageError
+
 # SGLang's merger's classes, in its order, with the additions above. A starting point, not gospel:
 # `topk` still sends sampling kernels to moe, as in SGLang.
 SGLANG_CLASSES: tuple[tuple[str, str], ...] = (
@@ -34,7 +36,7 @@ OTHER = "other"
 CATEGORIES = (*(name for name, _ in SGLANG_CLASSES), "memcpy", "memset", OTHER)
 
 
-class CategoryError(ValueError):
+class CategoryError(UsageError):
     """A --kernel-category that is not NAME=REGEX with a valid regular expression."""
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
+from collections import Counter
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from ..index import StepSpan, TraceIndex, Track, is_number
@@ -22,41 +24,55 @@ AMBIGUOUS_STAGE = "ambiguous"
 
 @dataclass(frozen=True, slots=True)
 class StepTiming:
-    """One step span, measured, with every key it can be grouped by."""
+    """One step span, measured: a row of the per-step table (spanfix.Trace.steps). Times are in
+    microseconds: `start_us` as in the trace, `start_from_trace_us` from the trace's first event, as
+    Perfetto shows it."""
 
     file: str
     rank: str | None
-    stage: str
+    pid: Hashable
+    tid: Hashable
+    stage: str  # the stats row: the stage word of the newer naming, a worker's span, or "ambiguous"
     name: str  # under the newer naming when attributed, else as written
+    old_name: str  # as written in the trace
+    mode_name: str  # name without its detailed-annotation suffix: step[STAGE bs=N toks=T]
     bs: int | None
+    toks: int | None
+    verdict: str  # draft, target, worker, ambiguous, already new, unknown mode
+    evidence: str  # what decided it; for an ambiguous span, what was missing
+    start_us: float  # host clock
+    end_us: float
+    start_from_trace_us: float
     cpu_us: float
     gpu_us: float | None  # None: no GPU copy and no device work found
     device_source: str | None  # "annotation" or "kernels"
-    busy_us: float | None = None  # time its device work ran (overlaps once); None: no device work joined
-    toks: int | None = None
-    mode_name: str = ""  # the name without its detailed suffix: step[STAGE bs=N toks=T]
-    old_name: str = ""  # the name as written in the trace
-    role: str = ""  # draft, target, worker, ambiguous, already new, unknown mode
-    evidence: str = ""  # what decided it (or, ambiguous, what was missing)
-    track: Track = (None, None)
-    start_us: float = 0.0  # host clock, as in the trace
-    device_start_us: float | None = None
-    device_end_us: float | None = None
-    kernels: KernelTally | None = None
+    device_start_us: float | None
+    device_end_us: float | None
+    busy_us: float | None  # the time its own device work ran (overlaps once); None: none joined
+    kernels: KernelTally | None = None  # with kernel names read
+
+    @property
+    def track(self) -> Track:
+        return self.pid, self.tid
 
 
 @dataclass(frozen=True, slots=True)
 class IterationTiming:
-    """One decode iteration: its duration on each clock and the microseconds of each part."""
+    """One decode iteration: a row of the per-iteration table (spanfix.Trace.iterations)."""
 
     file: str
     rank: str | None
-    total_us: float  # host
+    pid: Hashable
+    start_us: float  # host clock, as in the trace
+    end_us: float
+    start_from_trace_us: float
+    total_us: float  # host duration
     parts: dict[str, float]  # host microseconds per part
-    start_us: float = 0.0
     gpu_us: float | None = None  # the device extent; None when it launched no device work
     gpu_parts: dict[str, float] | None = None
-    kernels: dict[str, KernelTally] | None = None  # per part
+    device_start_us: float | None = None
+    device_end_us: float | None = None
+    kernels: dict[str, KernelTally] | None = None  # per part, with kernel names read
 
 
 @dataclass(slots=True)
@@ -66,6 +82,11 @@ class TraceMeasures:
     iterations: list[IterationTiming]
     warnings: list[str]
     kernels_read: bool = False  # kernel names were read (StepTiming.kernels and IterationTiming.kernels)
+    trace_start_us: float = 0.0  # the first event's timestamp
+    algorithm: str = "unknown"  # the speculative algorithm as attribution understood it
+    algorithm_reasons: list[str] = field(default_factory=list)
+    decided_by: dict[str, int] = field(default_factory=dict)  # evidence -> step spans it decided
+    ambiguous_reasons: dict[str, int] = field(default_factory=dict)  # why -> step spans left ambiguous
 
 
 def load(source: str, options: RelabelOptions, *, kernel_names: bool = False
@@ -76,27 +97,43 @@ def load(source: str, options: RelabelOptions, *, kernel_names: bool = False
 
 
 def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
-            kernels: KernelClasses | None = None) -> TraceMeasures:
+            kernels: KernelClasses | None = None, work: DeviceWork | None = None) -> TraceMeasures:
     """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each."""
-    work = device_work(trace, names=kernels is not None)
+    work = work if work is not None else device_work(trace, names=kernels is not None)
     file_rank = rank_from_file_name(trace.source)
+    origin = trace_start(trace, index, work)
 
     def rank_of(pid: Hashable) -> str | None:
         return rank_from_pid(pid) or file_rank
 
     stages = [stage_of(step, verdict.role) for step, verdict in zip(index.steps, attribution.verdicts)]
-    steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), kernels)
+    steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), origin, kernels)
              for step, verdict, stage in zip(index.steps, attribution.verdicts, stages)]
-    iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, work, kernels)
+    iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, work, origin, kernels)
                   for iteration in decode_iterations(index, stages, work)]
     notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings())]
     if not index.steps:
         notes.append(f"{trace.source}: no step spans")
-    return TraceMeasures(trace.source, steps, iterations, notes, kernels is not None)
+    ambiguous = Counter(verdict.detail for verdict in attribution.verdicts if verdict.role == AMBIGUOUS)
+    ambiguous.update(f"GPU annotation: {orphan.why}" for orphan in index.gpu_orphans)
+    return TraceMeasures(trace.source, steps, iterations, notes, kernels is not None, origin,
+                         attribution.algorithm.label, list(attribution.algorithm.reasons),
+                         dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()))
+
+
+def trace_start(trace: Trace, index: TraceIndex, work: DeviceWork) -> float:
+    """The earliest timestamp spanfix saw: the first of every event's when the read reduced them all,
+    else of the indexed spans and the device work."""
+    candidates = [found for found in (getattr(part, "first_time", None) for part in trace.reduced or ())
+                  if found is not None]
+    if not candidates:
+        candidates = [span.start for spans in index.spans.values() for span in spans[:1]]
+        candidates += [min(work.starts)] if work.starts else []
+    return min(candidates, default=0.0)
 
 
 def _step_timing(trace: Trace, work: DeviceWork, step: StepSpan, verdict, stage: str, rank: str | None,
-                 kernels: KernelClasses | None) -> StepTiming:
+                 origin: float, kernels: KernelClasses | None) -> StepTiming:
     attributed = verdict.role in (DRAFT, TARGET)
     name = relabel_step_name(step.name, is_draft=verdict.role == DRAFT) if attributed else step.name
     items = work.launched(step.span)
@@ -112,12 +149,13 @@ def _step_timing(trace: Trace, work: DeviceWork, step: StepSpan, verdict, stage:
         # Added-up float times can pass the extent by an ulp or two: busy time never does.
         busy = min(work.busy(items), extent[1] - extent[0])
     span = step.span
+    pid, tid = step.track
     return StepTiming(
-        trace.source, rank, stage, name, step.step.bs, span.end - span.start,
-        None if extent is None else extent[1] - extent[0], None if extent is None else source,
-        busy, step.step.toks, _mode_name(name), step.name, verdict.role,
-        verdict.evidence or verdict.detail, step.track, span.start,
-        None if extent is None else extent[0], None if extent is None else extent[1], tallied)
+        trace.source, rank, pid, tid, stage, name, step.name, _mode_name(name), step.step.bs, step.step.toks,
+        verdict.role, verdict.evidence or verdict.detail, span.start, span.end, span.start - origin,
+        span.end - span.start, None if extent is None else extent[1] - extent[0],
+        None if extent is None else source, None if extent is None else extent[0],
+        None if extent is None else extent[1], busy, tallied)
 
 
 def _annotated(trace: Trace, step: StepSpan) -> tuple[float, float] | None:
@@ -131,16 +169,19 @@ def _annotated(trace: Trace, step: StepSpan) -> tuple[float, float] | None:
     return min(start for start, _ in intervals), max(end for _, end in intervals)
 
 
-def _iteration_timing(source: str, rank: str | None, iteration: Iteration, work: DeviceWork,
+def _iteration_timing(source: str, rank: str | None, iteration: Iteration, work: DeviceWork, origin: float,
                       kernels: KernelClasses | None) -> IterationTiming:
     tallied = None
     if kernels is not None and iteration.items:
         tallied = {part: tally(itertools.chain.from_iterable(ranges), work.names, work.categories, work.starts,
                                work.ends, kernels) for part, ranges in iteration.items.items()}
-    return IterationTiming(source, rank, iteration.host_us, iteration.parts, iteration.start,
-                           iteration.device_us, iteration.device_parts, tallied)
+    device = iteration.device
+    return IterationTiming(source, rank, iteration.pid, iteration.start, iteration.end, iteration.start - origin,
+                           iteration.host_us, iteration.parts, iteration.device_us, iteration.device_parts,
+                           None if device is None else device[0], None if device is None else device[1], tallied)
 
 
+@functools.lru_cache(maxsize=2**14)
 def _mode_name(name: str) -> str:
     """step[STAGE bs=N toks=T]: the name without the detailed-annotation suffix, for grouping."""
     step = parse_step_name(name)

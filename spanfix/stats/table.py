@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..errors import UsageError
 from .iterations import DEVICE_PARTS, PARTS
 from .kernels import KernelTally
 from .measure import IterationTiming, StepTiming, TraceMeasures
@@ -76,6 +77,7 @@ class StatsResult:
     baseline: str | None = None  # where the baseline came from
     kernels: list[KernelGroup] | None = None  # when kernels were asked for
     kernel_categories: tuple[str, ...] = ()
+    errors: list[str] = field(default_factory=list)  # inputs that could not be used, one line each
 
     @property
     def scope(self) -> tuple[str, ...]:
@@ -157,7 +159,7 @@ def group_keys(by: Iterable[str]) -> tuple[str, ...]:
     wanted = {*by, "stage"}
     unknown = wanted - set(GROUP_KEYS)
     if unknown:
-        raise ValueError(f"cannot group by {', '.join(sorted(unknown))}; expected some of {', '.join(GROUP_KEYS)}")
+        raise UsageError(f"cannot group by {', '.join(sorted(unknown))}; expected some of {', '.join(GROUP_KEYS)}")
     return tuple(key for key in GROUP_KEYS if key in wanted)
 
 

@@ -1,0 +1,24 @@
+"""spanfix's own exceptions. Everything the library raises on bad input or a failed write is one of
+these, so that a caller (the CLI, a notebook) catches SpanfixError and shows one line: str() of each
+is that line, naming the file and the problem."""
+
+from __future__ import annotations
+
+
+class SpanfixError(Exception):
+    """Base of every error spanfix raises on purpose."""
+
+
+class TraceError(SpanfixError):
+    """Input that spanfix cannot use: not a trace, unreadable, too large, ..."""
+
+
+class OutputError(SpanfixError):
+    """An output that could not be written (nothing partial is left behind)."""
+
+
+class UsageError(SpanfixError, ValueError):
+    """A call or an option spanfix cannot act on: an unknown algorithm or grouping key, a bad budget."""
+
+
+__all__ = ["OutputError", "SpanfixError", "TraceError", "UsageError"]
