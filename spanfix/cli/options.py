@@ -9,7 +9,9 @@ from collections.abc import Callable
 import click
 
 from ..algorithms import ALGORITHMS
+from ..api import Options
 from ..attribute import DraftRules
+from ..errors import UsageError
 from ..relabel import RelabelOptions
 
 _ATTRIBUTION_OPTIONS = [
@@ -52,3 +54,14 @@ def relabel_options(algorithm, draft_threads, draft_processes, draft_pids, draft
     rules = DraftRules(_patterns(draft_threads, "--draft-thread"), _patterns(draft_processes, "--draft-process"),
                        set(draft_pids), set(draft_tids))
     return RelabelOptions(rules=rules, algorithm=algorithm, num_steps=num_steps, max_bytes=max_bytes, **extra)
+
+
+def api_options(algorithm, draft_threads, draft_processes, draft_pids, draft_tids, max_bytes, num_steps=None,
+                **_extra) -> Options:
+    """The attribution options as the API takes them (spanfix.Options)."""
+    try:
+        return Options(algorithm=algorithm, num_steps=num_steps, draft_threads=tuple(draft_threads),
+                       draft_processes=tuple(draft_processes), draft_pids=tuple(draft_pids),
+                       draft_tids=tuple(draft_tids), max_bytes=max_bytes)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
