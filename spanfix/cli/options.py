@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
 from ..algorithms import ALGORITHMS
-from ..api import Options
 from ..attribute import DraftRules
-from ..errors import UsageError
 from ..relabel import RelabelOptions
+
+if TYPE_CHECKING:
+    from ..api import Options
 
 _ATTRIBUTION_OPTIONS = [
     click.option("--algorithm", type=click.Choice(sorted(ALGORITHMS)), default=None,
@@ -59,6 +61,8 @@ def relabel_options(algorithm, draft_threads, draft_processes, draft_pids, draft
 def api_options(algorithm, draft_threads, draft_processes, draft_pids, draft_tids, max_bytes, num_steps=None,
                 **_extra) -> Options:
     """The attribution options as the API takes them (spanfix.Options)."""
+    from ..api import Options  # the whole library: only commands that use it pay for its import
+    from ..errors import UsageError
     try:
         return Options(algorithm=algorithm, num_steps=num_steps, draft_threads=tuple(draft_threads),
                        draft_processes=tuple(draft_processes), draft_pids=tuple(draft_pids),
