@@ -591,7 +591,7 @@ def _timeline(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[s
                 series.append(_series(shown, found, clock, parts, unit, steps_of))
         clocks.append({"clock": clock, "title": CLOCK_LONG[clock], "unit": unit, "parts": list(parts),
                        "series": series})
-    return {"clocks": clocks, "max_bars": MAX_BARS}
+    return {"clocks": clocks, "max_bars": MAX_BARS, "labelled": key is not None}
 
 
 def _steps_by_process(measures: Sequence[TraceMeasures]) -> dict[tuple, tuple[list[float], list[StepTiming]]]:
@@ -681,7 +681,7 @@ def _kernel_group(entry: dict, label: str, kind: str, name: str) -> dict:
     mean_unit = table_unit(k["mean_us"] for k in listed)
     columns = [_column("kernel", "kernel", numeric=False), _column("category", "category", numeric=False),
                _column("count", "count"), _column("total_us", f"total ({total_unit})"),
-               _column("mean_us", f"mean ({mean_unit})"), _column("share", "share of busy")]
+               _column("mean_us", f"mean ({mean_unit})"), _column("share", "share", hint="of the group's device busy time")]
     rows = []
     for kernel in listed:
         rows.append([_cell(short_kernel_name(kernel["name"], KERNEL_NAME_WIDTH), kernel["name"], title=kernel["name"]),

@@ -360,11 +360,11 @@
       c.series.forEach(function (sr, i) {
         var suffix = i === 0 ? "" : String(i + 1);
         var top = 1 - i * (rowH + gap);
-        lay["yaxis" + suffix] = axis("iteration (" + c.unit + ")", {domain: [top - rowH, top], rangemode: "tozero",
+        lay["yaxis" + suffix] = axis("duration (" + c.unit + ")", {domain: [top - rowH, top], rangemode: "tozero",
                                                                      anchor: "x" + suffix});
         lay["xaxis" + suffix] = axis(i === n - 1 ? "capture time (ms from the trace's first event)" : "", {
           anchor: "y" + suffix, matches: i === 0 ? undefined : "x", showticklabels: i === n - 1});
-        if (n > 1) {
+        if (tl.labelled || n > 1) {
           annotations.push({text: "<b>" + esc(sr.label) + "</b>" + (sr.bucket > 1 ? " (" + sr.bucket + " iterations a bar)" : ""),
             xref: "paper", yref: "paper", x: 0.005, y: top, xanchor: "left", yanchor: "top", showarrow: false,
             font: {size: 12}, bgcolor: "rgba(255,255,255,0.8)"});
