@@ -307,3 +307,20 @@ def test_bad_output_folder_and_category_are_usage_errors(traces, tmp_path):
 def test_help_lists_report():
     assert "report" in run("--help").output
     assert "Examples:" in run("report", "--help").output
+
+
+def test_inputs_without_ranks_are_compared_by_file(tmp_path):
+    paths = []
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        paths.append(tmp_path / folder / "run.trace.json")
+        synth.write(synth.generate(synth.SynthSpec(algorithm="eagle")), paths[-1])
+    payload = build_report(paths).payload
+    assert payload["ranks"]["key"] == "file" and payload["ranks"]["labels"] == [str(p) for p in paths]  # same names
+    assert [s["label"] for s in payload["timeline"]["clocks"][0]["series"]] == [str(p) for p in paths]
+
+
+def test_a_trace_without_step_spans_still_makes_a_page(tmp_path):
+    payload = build_report([write_trace(tmp_path / "t.json", [span("foo", 1, 2)])]).payload
+    assert payload["stages"] == [] and payload["timeline"]["clocks"] == [] and payload["kernels"]["groups"] == []
+    assert payload["header"]["warnings"] == [f"{tmp_path / 't.json'}: no step spans"]

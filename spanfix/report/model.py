@@ -412,10 +412,24 @@ def _distributions(measures: Sequence[TraceMeasures], document: dict, baseline_m
             elif baseline_document is not None:
                 entry["baseline_percentiles"] = _saved_percentiles(baseline_document, stage, clock, scale)
             stages.append(entry)
-        clocks.append({"clock": clock, "title": CLOCK_LONG[clock], "unit": unit, "log": log, "stages": stages})
+        clocks.append({"clock": clock, "title": CLOCK_LONG[clock], "unit": unit, "log": log, "stages": stages,
+                       **_axis(edges[0] / scale, edges[-1] / scale, log)})
     source = document["baseline"]
     kind = None if source is None else "trace" if baseline_measures is not None else "saved"
     return {"clocks": clocks, "baseline": source, "baseline_kind": kind}
+
+
+def _axis(lo: float, hi: float, log: bool) -> dict:
+    """The duration axis: a little room on either side (Plotly fits lines edge to edge), and on a log axis
+    ticks at 1, 2 and 5 times a power of ten, labelled in full (Plotly's own would read 2, 3, 4, ...)."""
+    if not log:
+        pad = (hi - lo) * 0.03 or abs(hi) * 0.05 or 1.0
+        return {"range": [_round(lo - pad), _round(hi + pad)]}
+    low, high = math.log10(lo), math.log10(hi)
+    pad = (high - low) * 0.03
+    ticks = [m * 10.0 ** k for k in range(math.floor(low), math.ceil(high) + 1) for m in (1, 2, 5)]
+    ticks = [_round(t) for t in ticks if lo / 1.01 <= t <= hi * 1.01]
+    return {"range": [round(low - pad, 4), round(high + pad, 4)], "ticks": ticks}
 
 
 def _saved_percentiles(document: dict, stage: str, clock: str, scale: float) -> dict | None:
@@ -451,6 +465,14 @@ def _series_label(source: str) -> str:
     return Path(source).name
 
 
+def _shown(key: str | None, labels: list[str]) -> dict[str, str]:
+    """How a rank or an input is named in charts: a file by its base name, unless two share it."""
+    if key != "file":
+        return {label: label for label in labels}
+    names = Counter(_series_label(label) for label in labels)
+    return {label: _series_label(label) if names[_series_label(label)] == 1 else label for label in labels}
+
+
 def _group_of(key: str | None, item: StepTiming | IterationTiming, single: str) -> str:
     if key == "rank":
         return item.rank
@@ -463,7 +485,7 @@ def _ranks(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]
     key, labels = ranks
     if key is None:
         return {"key": None, "labels": labels, "clocks": [], "table": None, "slowest": None}
-    shown = {label: (label if key == "rank" else _series_label(label)) for label in labels}
+    shown = _shown(key, labels)
     by_rank = aggregate(list(measures), (key,)).to_json()
     means = {(row[key], row["stage"], row["clock"]): row["mean_us"] for row in by_rank["stages"]}
     clocks = []
@@ -573,6 +595,7 @@ def _timeline(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[s
     for it in (it for m in measures for it in m.iterations):
         by_series[_group_of(key, it, labels[0])].append(it)
     steps_of = _steps_by_process(measures)
+    shown = _shown(key, labels)
     clocks = []
     for clock in (CPU, GPU):
         parts = PARTS if clock == CPU else DEVICE_PARTS
@@ -587,8 +610,7 @@ def _timeline(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[s
             if clock == GPU:
                 found = [it for it in found if it.gpu_us is not None]
             if found:
-                shown = label if key != "file" else _series_label(label)
-                series.append(_series(shown, found, clock, parts, unit, steps_of))
+                series.append(_series(shown[label], found, clock, parts, unit, steps_of))
         clocks.append({"clock": clock, "title": CLOCK_LONG[clock], "unit": unit, "parts": list(parts),
                        "series": series})
     return {"clocks": clocks, "max_bars": MAX_BARS, "labelled": key is not None}

@@ -216,7 +216,8 @@
         ", never a stage's" + (times.length ? ": " + times.join(", ") : "") + ". What was missing:"));
       ambNode.appendChild(reasons);
     } else {
-      ambNode.appendChild(h("p", {"class": "good", text: "none: every step span was attributed."}));
+      ambNode.appendChild(h("p", {"class": hd.steps ? "good" : null,
+        text: hd.steps ? "none: every step span was attributed." : "none (no step spans)."}));
     }
     var warnings = null;
     if (hd.warnings.length) {
@@ -322,16 +323,21 @@
         }
       });
       var xType = c.log ? "log" : "linear";
+      var xExtra = {type: xType, range: c.range};
+      if (c.ticks) {
+        xExtra.tickvals = c.ticks;
+        xExtra.ticktext = c.ticks.map(function (t) { return t.toLocaleString("en-US"); });
+      }
       var left = h("div", {"class": "half"}), right = h("div", {"class": "half"});
       row.appendChild(left);
       row.appendChild(right);
       chart(left, "dist-" + c.clock + "-hist", hist, layout({
         title: {text: "Histogram, " + CLOCK_NAME[c.clock] + " clock", x: 0, xanchor: "left", font: {size: 14}},
-        xaxis: axis("step duration (" + c.unit + ")" + scale, {type: xType}),
+        xaxis: axis("step duration (" + c.unit + ")" + scale, xExtra),
         yaxis: axis("share of the stage's spans (%)", {rangemode: "tozero"}), hovermode: "closest"}), 380);
       chart(right, "dist-" + c.clock + "-cdf", cdf, layout({
         title: {text: "CDF, " + CLOCK_NAME[c.clock] + " clock", x: 0, xanchor: "left", font: {size: 14}},
-        xaxis: axis("step duration (" + c.unit + ")" + scale, {type: xType}),
+        xaxis: axis("step duration (" + c.unit + ")" + scale, xExtra),
         yaxis: axis("fraction of spans ≤ duration", {range: [0, 1.02], tickformat: ".0%"}), hovermode: "closest"}), 380);
     });
     if (!d.clocks.length) s.appendChild(h("p", {text: "No step spans."}));
