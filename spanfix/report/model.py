@@ -573,7 +573,7 @@ def _slowest_rank(by_rank: dict, key: str, shown: dict[str, str]) -> dict | None
     if len(host) > 1:
         slowest = max(host, key=lambda it: it["mean_us"])
         fastest = min(host, key=lambda it: it["mean_us"])
-        return {"label": shown[slowest[key]], "by": "mean decode iteration, host clock",
+        return {"label": shown[slowest[key]], "by": "mean decode iteration on the host clock",
                 "value_us": slowest["mean_us"], "fastest": shown[fastest[key]], "fastest_value_us": fastest["mean_us"]}
     totals: dict[str, float] = defaultdict(float)
     for row in by_rank["stages"]:
@@ -582,7 +582,7 @@ def _slowest_rank(by_rank: dict, key: str, shown: dict[str, str]) -> dict | None
     if len(totals) < 2:
         return None
     slowest, fastest = max(totals, key=totals.get), min(totals, key=totals.get)
-    return {"label": shown[slowest], "by": "total host time in step spans", "value_us": round(totals[slowest], 3),
+    return {"label": shown[slowest], "by": "host time in step spans", "value_us": round(totals[slowest], 3),
             "fastest": shown[fastest], "fastest_value_us": round(totals[fastest], 3)}
 
 

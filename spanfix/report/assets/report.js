@@ -358,23 +358,20 @@
       var n = c.series.length;
       var gap = n > 1 ? 0.1 / (n - 1) * Math.min(n - 1, 3) / 3 + 0.04 : 0;
       var rowH = (1 - gap * (n - 1)) / n;
-      var traces = [], annotations = [];
+      var traces = [];
       var yf = c.unit === "us" ? ".1f" : ".3f";
       var lay = layout({barmode: "stack", bargap: 0.15, hovermode: "x unified", showlegend: true,
                         legend: {orientation: "h", x: 0, y: 1.0, yanchor: "bottom", traceorder: "normal"},
-                        margin: {l: 70, r: 16, t: 56, b: 56}});
+                        margin: {l: 84, r: 16, t: 56, b: 56}});
       c.series.forEach(function (sr, i) {
         var suffix = i === 0 ? "" : String(i + 1);
         var top = 1 - i * (rowH + gap);
-        lay["yaxis" + suffix] = axis("duration (" + c.unit + ")", {domain: [top - rowH, top], rangemode: "tozero",
-                                                                     anchor: "x" + suffix});
+        var named = tl.labelled || n > 1;
+        var yTitle = (named ? "<b>" + esc(sr.label) + "</b><br>" : "") + "duration (" + c.unit + ")" +
+          (sr.bucket > 1 ? "<br>" + sr.bucket + " iterations a bar" : "");
+        lay["yaxis" + suffix] = axis(yTitle, {domain: [top - rowH, top], rangemode: "tozero", anchor: "x" + suffix});
         lay["xaxis" + suffix] = axis(i === n - 1 ? "capture time (ms from the trace's first event)" : "", {
           anchor: "y" + suffix, matches: i === 0 ? undefined : "x", showticklabels: i === n - 1});
-        if (tl.labelled || n > 1) {
-          annotations.push({text: "<b>" + esc(sr.label) + "</b>" + (sr.bucket > 1 ? " (" + sr.bucket + " iterations a bar)" : ""),
-            xref: "paper", yref: "paper", x: 0.005, y: top, xanchor: "left", yanchor: "top", showarrow: false,
-            font: {size: 12}, bgcolor: "rgba(255,255,255,0.8)"});
-        }
         var width = medianGap(sr.x) * 0.85;
         c.parts.forEach(function (part, j) {
           var trace = {type: "bar", name: part, legendgroup: part, showlegend: i === 0, x: sr.x, y: sr.parts[part],
@@ -395,7 +392,6 @@
             hovertemplate: "slowest: %{y:" + yf + "} " + c.unit + "<extra></extra>"});
         }
       });
-      lay.annotations = annotations;
       chart(s, "timeline-" + c.clock, traces, lay, 110 + n * (n > 4 ? 130 : 190));
     });
     if (!tl.clocks.length) s.appendChild(h("p", {text: "No decode iteration (a decode iteration is a scheduler.run_batch span, " +
@@ -428,7 +424,7 @@
       ", side by side. Box: p25 to p75, the line the median, the dashed line the mean; whiskers p1 to p99; ◇ the max."}));
     if (r.slowest) {
       s.appendChild(h("p", {"class": "callout"}, "Slowest " + (r.key === "rank" ? "rank" : "input") + ": ",
-        h("strong", {text: r.slowest.label}), " — " + r.slowest.by + " " + fmtUs(r.slowest.value_us) + ", against " +
+        h("strong", {text: r.slowest.label}), " — " + r.slowest.by + ": " + fmtUs(r.slowest.value_us) + ", against " +
         fmtUs(r.slowest.fastest_value_us) + " for ", h("span", {text: r.slowest.fastest}),
         " (" + (r.slowest.fastest_value_us ? "+" + ((r.slowest.value_us / r.slowest.fastest_value_us - 1) * 100).toFixed(1) + "%" : "-") + ")."));
     }
