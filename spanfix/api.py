@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, overload
 
 from .algorithms import ALGORITHMS
 from .attribute import Attribution, DraftRules
-from .check import CheckOptions, CheckReport, parse_budget
 from .errors import SpanfixError, TraceError, UsageError
+from .gate import CheckOptions, CheckReport, parse_budget
 from .index import TraceIndex, indexed_name
-from .inspect import InspectReport, report_of
+from .inspection import InspectReport, report_of
 from .reader import Trace as _Read
 from .reader import locate_step_names, read_trace
-from .relabel import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, plan, write_relabelled
-from .stats import (
+from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, plan, write_relabelled
+from .timing import (
     GROUP_KEYS,
     IterationTiming,
     KernelClasses,
@@ -33,7 +33,7 @@ from .stats import (
     load_baseline,
     measure,
 )
-from .stats.device import DeviceReducer, DeviceWork, device_work
+from .timing.device import DeviceReducer, DeviceWork, device_work
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
     import pandas
@@ -317,7 +317,7 @@ def _compared(result: StatsResult, baseline: str | StatsResult | None, options: 
     if baseline is None:
         return result
     if isinstance(baseline, StatsResult):
-        from .stats.baseline import baseline_from_json
+        from .timing.baseline import baseline_from_json
         return compare(result, baseline_from_json(baseline.to_json(), result.by, "<StatsResult>"))
     return compare(result, load_baseline(str(baseline), options.relabel_options(), _by(by)))
 
@@ -399,7 +399,7 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
             **option_fields: Any) -> RelabelResult:
     """Relabel one trace file to the newer naming, as `spanfix relabel` does, and say what changed.
     Raises TraceError (the input), OutputError (the output) or UsageError."""
-    from .relabel import relabel_file
+    from .relabelling import relabel_file
     options = _options(options, option_fields)
     return relabel_file(os.fspath(source), None if output is None else os.fspath(output),
                         options.relabel_options(verify_only=verify_only, annotate=annotate),
@@ -412,14 +412,14 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
           each: Each | None = None, **option_fields: Any) -> CheckReport:
     """The CI gate of `spanfix check`: every rule held or broken, with its figure. Budgets are
     strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError."""
-    from .check import DEFAULT_MAX_REGRESSION, run_check
+    from .gate import DEFAULT_MAX_REGRESSION, run_check
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
     check_options = CheckOptions(parsed, None if baseline is None else os.fspath(baseline),
                                  DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
                                  allow_ambiguous, require_new_names)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else [os.fspath(s) for s in sources]
-    return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options, each=each)
+    return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options, each=each or _one_by_one)
 
 
 def inspect(source: Source, options: Options | None = None, **option_fields: Any) -> InspectReport:

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import span, thread_name, write_trace
 
-from spanfix.check import BudgetError, parse_budget
 from spanfix.cli import main
+from spanfix.gate import BudgetError, parse_budget
 
 
 def run(*args, env=None):
@@ -247,11 +247,11 @@ def test_files_in_parallel_give_the_same_report(old, new, tmp_path):
 
 @pytest.mark.parametrize("command", ["check", "stats", "inspect"])
 def test_ctrl_c_exits_130_with_one_line(old, monkeypatch, command):
-    from spanfix import relabel
+    from spanfix import relabelling
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(relabel, "read_trace", interrupted)
+    monkeypatch.setattr(relabelling, "read_trace", interrupted)
     result = run(command, old, "-j", "1") if command != "inspect" else run(command, old)
     assert (result.exit_code, result.stderr) == (130, "spanfix: interrupted\n")
 

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from spanfix import synth
 from spanfix.cli import main
-from spanfix.relabel import RelabelOptions
-from spanfix.stats import DEVICE_PARTS, KernelClasses, aggregate, measure_files
+from spanfix.relabelling import RelabelOptions
+from spanfix.timing import DEVICE_PARTS, KernelClasses, aggregate, measure_files
 
 OPTIONS = RelabelOptions()
 NS = 1e-3  # one nanosecond, in microseconds

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from spanfix import synth
-from spanfix.check import CheckOptions, parse_budget, run_check
-from spanfix.relabel import RelabelOptions, relabel_file
-from spanfix.stats import aggregate, measure_files
+from spanfix.gate import CheckOptions, parse_budget, run_check
+from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.timing import aggregate, measure_files
 
 OPTIONS = RelabelOptions()
 # Varied ranks run different batches (as DP ranks do), so one id names different work in each rank.

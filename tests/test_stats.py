@@ -14,9 +14,9 @@ from rich.console import Console
 from spanfix import synth
 from spanfix.cli import main
 from spanfix.naming import parse_step_name
-from spanfix.relabel import RelabelOptions
+from spanfix.relabelling import RelabelOptions
 from spanfix.render.stats import share_bar, stats_csv, stats_markdown, stats_table
-from spanfix.stats import (
+from spanfix.timing import (
     PARTS,
     aggregate,
     compare,

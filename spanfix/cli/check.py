@@ -6,7 +6,7 @@ import sys
 import click
 import orjson
 
-from ..check import DEFAULT_MAX_REGRESSION, BudgetError, CheckOptions, parse_budget, run_check
+from ..gate import DEFAULT_MAX_REGRESSION, BudgetError, CheckOptions, parse_budget, run_check
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .options import attribution_options, jobs_option, relabel_options

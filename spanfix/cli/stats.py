@@ -8,7 +8,7 @@ from rich.console import Console
 
 from ..reader import TraceError
 from ..render.stats import stats_csv, stats_markdown, stats_table
-from ..stats import GROUP_KEYS, CategoryError, KernelClasses, aggregate, compare, load_baseline, measure_file
+from ..timing import GROUP_KEYS, CategoryError, KernelClasses, aggregate, compare, load_baseline, measure_file
 from . import EXIT_BAD_INPUT
 from .options import attribution_options, jobs_option, relabel_options
 from .parallel import run_each

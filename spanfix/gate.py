@@ -22,8 +22,8 @@ from .errors import UsageError
 from .index import TraceIndex
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage, parse_step_name
 from .reader import Trace, TraceError
-from .relabel import RelabelOptions, plan
-from .stats import (
+from .relabelling import RelabelOptions, plan
+from .timing import (
     AMBIGUOUS_STAGE,
     CLOCKS,
     CPU,

@@ -17,6 +17,7 @@ consecutively, so that a span's work is a few ranges of numbers.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -317,7 +318,11 @@ def device_work(trace, names: bool = False) -> DeviceWork:
     """The trace's device work: from what its read reduced, or else by reading every event now."""
     if trace.reduced is not None and (not names or all(c.names is not None for c in trace.reduced)):
         return DeviceWork.joined(trace.reduced)
-    return DeviceWork.joined(trace.events.map(Event, DeviceReducer(names)))
+    return DeviceWork.joined(trace.events.map(Event, functools.partial(_reduce_list, DeviceReducer(names))))
+
+
+def _reduce_list(reducer: DeviceReducer, events: Iterable) -> DeviceColumns:
+    return reducer(events if isinstance(events, list) else list(events))
 
 
 def slack(time: float) -> float:

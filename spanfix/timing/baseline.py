@@ -12,7 +12,7 @@ from pathlib import Path
 import orjson
 
 from ..reader import TraceError, read_document_bytes
-from ..relabel import RelabelOptions
+from ..relabelling import RelabelOptions
 from .measure import load, measure
 from .numbers import us
 from .table import CPU, SCOPE_KEYS, Change, StatsResult, aggregate, group_keys

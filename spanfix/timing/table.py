@@ -7,12 +7,16 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from .iterations import DEVICE_PARTS, PARTS
 from .kernels import KernelTally
 from .measure import IterationTiming, StepTiming, TraceMeasures
 from .numbers import STATISTICS, Summary, summarize, us
+
+if TYPE_CHECKING:
+    import pandas
 
 CPU, GPU = "cpu", "gpu"
 CLOCKS = (CPU, GPU)
@@ -86,8 +90,27 @@ class StatsResult:
     def stage_of(self, row: StageRow) -> str:
         return row.keys[self.by.index("stage")]
 
-    def iteration(self, clock: str, keys: tuple = ()) -> IterationBreakdown | None:
+    def iteration(self, clock: str = CPU, keys: tuple = ()) -> IterationBreakdown | None:
+        """The decode iterations' breakdown on a clock (and for one file and rank when grouped by them)."""
         return next((it for it in self.iterations if it.clock == clock and (not keys or it.keys == keys)), None)
+
+    def row(self, stage: str, clock: str = CPU, **keys: object) -> StageRow | None:
+        """The stage row on a clock, e.g. result.row("VERIFY", "gpu"); other grouping keys by name
+        (rank="TP1", bs=4; write mode-name as mode_name)."""
+        wanted = {"stage": stage, **{key.replace("_", "-"): value for key, value in keys.items()}}
+        positions = {self.by.index(key): value for key, value in wanted.items() if key in self.by}
+        return next((row for row in self.rows if row.clock == clock
+                     and all(row.keys[i] == value for i, value in positions.items())), None)
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The stage rows as a DataFrame: the grouping keys, clock, the statistics in microseconds, share,
+        busy (pip install 'spanfix[pandas]')."""
+        try:
+            import pandas
+        except ImportError:
+            raise UsageError("to_pandas() needs pandas: pip install 'spanfix[pandas]'") from None
+        return pandas.DataFrame.from_records([{key: value for key, value in row.items() if key != "baseline"}
+                                              for row in self.to_json()["stages"]])
 
     def to_json(self) -> dict:
         return {
@@ -223,7 +246,7 @@ def _breakdowns(measures: list[TraceMeasures], scope: tuple[str, ...]
         grouped[tuple(getattr(iteration, key) for key in scope)].append(iteration)
     breakdowns, kernels = [], []
     for key, found in sorted(grouped.items(), key=lambda item: _sortable(item[0])):
-        breakdowns.append(IterationBreakdown(key, CPU, summarize(it.total_us for it in found),
+        breakdowns.append(IterationBreakdown(key, CPU, summarize(it.cpu_us for it in found),
                                              {part: math.fsum(it.parts[part] for it in found) for part in PARTS}))
         on_device = [it for it in found if it.gpu_us is not None]
         if on_device:

@@ -13,8 +13,8 @@ from ..index import StepSpan, TraceIndex, Track, is_number
 from ..naming import new_stage, parse_step_name, relabel_step_name
 from ..ranks import rank_from_file_name, rank_from_pid
 from ..reader import Trace, TraceError
-from ..relabel import RelabelOptions, analyse
-from ..relabel import load as load_trace
+from ..relabelling import RelabelOptions, analyse
+from ..relabelling import load as load_trace
 from .device import DeviceReducer, DeviceWork, device_work
 from .iterations import Iteration, decode_iterations
 from .kernels import KernelClasses, KernelTally, tally
@@ -66,7 +66,7 @@ class IterationTiming:
     start_us: float  # host clock, as in the trace
     end_us: float
     start_from_trace_us: float
-    total_us: float  # host duration
+    cpu_us: float  # host duration
     parts: dict[str, float]  # host microseconds per part
     gpu_us: float | None = None  # the device extent; None when it launched no device work
     gpu_parts: dict[str, float] | None = None
