@@ -78,7 +78,7 @@ def test_every_event_gets_the_name_its_rank_gives_it(captured, tmp_path):
 
 
 def _json(paths, by):
-    measures, errors = measure_files([str(p) for p in paths], OPTIONS)
+    measures, errors = measure_files([str(p) for p in paths], OPTIONS, device=True)
     assert not errors
     return aggregate(measures, by).to_json()
 
@@ -122,7 +122,7 @@ def test_cli_stats_by_rank_on_a_merged_trace(captured):
 
     from spanfix.cli import main
     rank_files, merged_file, _ = captured
-    out = CliRunner().invoke(main, ["stats", str(merged_file), "--by", "rank", "--format", "json"])
+    out = CliRunner().invoke(main, ["stats", str(merged_file), "--by", "rank", "--device", "--format", "json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["stages"] == _json(rank_files, ["rank"])["stages"]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import itertools
 from collections import Counter
 from collections.abc import Hashable, Iterable
@@ -10,19 +9,19 @@ from dataclasses import dataclass, field
 
 from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from ..index import StepSpan, TraceIndex, Track, is_number
-from ..naming import new_stage, parse_step_name, relabel_step_name
+from ..naming import new_stage, relabel_step_name
 from ..ranks import rank_from_file_name, rank_from_pid
 from ..reader import Trace, TraceError
 from ..relabelling import RelabelOptions, analyse
 from ..relabelling import load as load_trace
-from .device import DeviceReducer, DeviceWork, device_work
+from .device import DeviceReducer, DeviceWork, device_work, needs_kernels
 from .iterations import Iteration, decode_iterations
 from .kernels import KernelClasses, KernelTally, tally
 
 AMBIGUOUS_STAGE = "ambiguous"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass sets each field by a call, and there are many rows
 class StepTiming:
     """One step span, measured: a row of the per-step table (spanfix.Trace.steps). Times are in
     microseconds: `start_us` as in the trace, `start_from_trace_us` from the trace's first event, as
@@ -56,7 +55,7 @@ class StepTiming:
         return self.pid, self.tid
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class IterationTiming:
     """One decode iteration: a row of the per-iteration table (spanfix.Trace.iterations)."""
 
@@ -89,17 +88,34 @@ class TraceMeasures:
     ambiguous_reasons: dict[str, int] = field(default_factory=dict)  # why -> step spans left ambiguous
 
 
-def load(source: str, options: RelabelOptions, *, kernel_names: bool = False
+def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, device: bool | None = True
          ) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
-    """Read, index and attribute one trace, exactly as relabel does, and read its device work on the way."""
-    trace = load_trace(source, options, reduce=DeviceReducer(kernel_names))
+    """Read, index and attribute one trace, exactly as relabel does; with device, read its launches and
+    kernels on the way (None: later, and only if needed, see measure)."""
+    reduce = DeviceReducer(kernel_names) if device or kernel_names else None
+    trace = load_trace(source, options, reduce=reduce, locate_names=False)
     return (trace, *analyse(trace, options))
 
 
+NO_DEVICE_VIEW = ("the device view (busy time, decode iterations on the device clock) was not computed: every "
+                  "step and stage span has a GPU annotation, so no kernel was read; pass --device to read them")
+
+
 def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
-            kernels: KernelClasses | None = None, work: DeviceWork | None = None) -> TraceMeasures:
-    """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each."""
-    work = work if work is not None else device_work(trace, names=kernels is not None)
+            kernels: KernelClasses | None = None, work: DeviceWork | None = None,
+            device: bool | None = True) -> TraceMeasures:
+    """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each.
+
+    device: read the launches and kernels for the device view (busy time, iterations on the device
+    clock); None: only when device time needs them anyway (see device.needs_kernels), which leaves a
+    trace whose every span has a GPU annotation as fast to measure as its host spans."""
+    notes = []
+    if work is None:
+        if kernels is not None or device or (device is None and needs_kernels(trace, index)):
+            work = device_work(trace, names=kernels is not None)
+        else:
+            work = DeviceWork.nothing()
+            notes.append(NO_DEVICE_VIEW)
     file_rank = rank_from_file_name(trace.source)
     origin = trace_start(trace, index, work)
 
@@ -111,7 +127,7 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
              for step, verdict, stage in zip(index.steps, attribution.verdicts, stages)]
     iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, work, origin, kernels)
                   for iteration in decode_iterations(index, stages, work)]
-    notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings())]
+    notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings(), *notes)]
     if not index.steps:
         notes.append(f"{trace.source}: no step spans")
     ambiguous = Counter(verdict.detail for verdict in attribution.verdicts if verdict.role == AMBIGUOUS)
@@ -181,28 +197,33 @@ def _iteration_timing(source: str, rank: str | None, iteration: Iteration, work:
                            None if device is None else device[0], None if device is None else device[1], tallied)
 
 
-@functools.lru_cache(maxsize=2**14)
+_BATCH_KEYS = frozenset({"bs", "toks", "raw_bs", "topk"})  # the batch's own keys; the others are the suffix's
+
+
 def _mode_name(name: str) -> str:
-    """step[STAGE bs=N toks=T]: the name without the detailed-annotation suffix, for grouping."""
-    step = parse_step_name(name)
-    if step is None:
+    """step[STAGE bs=N toks=T]: the name without its detailed-annotation suffix (every key=value token
+    but bs, toks and the frozen-KV worker's raw_bs and topk), for grouping. Words without "=" (a
+    fork's extra tokens) are kept. Split, not a regular expression: names are trace data."""
+    if not (name.startswith("step[") and name.endswith("]")):
         return name
-    kept = [token for token in step.rest.split() if token.split("=", 1)[0] in ("bs", "toks", "raw_bs", "topk")
-            or "=" not in token]
-    return f"step[{step.mode}{''.join(' ' + token for token in kept)}]"
+    head, *tokens = name[:-1].split(" ")
+    kept = [token for token in tokens if "=" not in token or token.partition("=")[0] in _BATCH_KEYS]
+    return " ".join((head, *kept)) + "]"
 
 
-def measure_file(source: str, options: RelabelOptions, *, kernels: KernelClasses | None = None) -> TraceMeasures:
-    return measure(*load(source, options, kernel_names=kernels is not None), kernels=kernels)
+def measure_file(source: str, options: RelabelOptions, *, kernels: KernelClasses | None = None,
+                 device: bool | None = None) -> TraceMeasures:
+    return measure(*load(source, options, kernel_names=kernels is not None, device=device), kernels=kernels,
+                   device=device)
 
 
-def measure_files(sources: Iterable[str], options: RelabelOptions, *, kernels: KernelClasses | None = None
-                  ) -> tuple[list[TraceMeasures], list[str]]:
+def measure_files(sources: Iterable[str], options: RelabelOptions, *, kernels: KernelClasses | None = None,
+                  device: bool | None = None) -> tuple[list[TraceMeasures], list[str]]:
     """Every readable input measured, and one line per input that could not be used."""
     measures, errors = [], []
     for source in sources:
         try:
-            measures.append(measure_file(source, options, kernels=kernels))
+            measures.append(measure_file(source, options, kernels=kernels, device=device))
         except TraceError as exc:
             errors.append(str(exc))
     return measures, errors
