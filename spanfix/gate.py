@@ -172,16 +172,24 @@ class CheckOptions:
     allow_ambiguous: bool = False
     require_new_names: bool = False
 
+    @property
+    def needs_device(self) -> bool:
+        """Does a budget speak of the device view (busy time, the iteration on the device clock)?"""
+        return any(b.clock == GPU and (b.stage == ITERATION or b.statistic in ("busy", "busy_share"))
+                   for b in self.budgets)
+
 
 def check_file(source: str, options: RelabelOptions, check: CheckOptions
                ) -> tuple[TraceMeasures, list[Outcome]] | TraceError:
     """One input's measures and trust outcomes, or why it cannot be used (returned, not raised, so
     that it crosses from a worker process like any result)."""
+    device = True if check.needs_device else None  # else only when device time needs the kernels
     try:
-        trace, index, attribution, warnings = load(source, options)
+        trace, index, attribution, warnings = load(source, options, device=device)
     except TraceError as exc:
         return exc
-    return measure(trace, index, attribution, warnings), trust_outcomes(trace, index, attribution, options, check)
+    return (measure(trace, index, attribution, warnings, device=device),
+            trust_outcomes(trace, index, attribution, options, check))
 
 
 Each = Callable[[Callable, list[tuple]], Iterable[tuple[str, object]]]
