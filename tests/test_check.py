@@ -303,3 +303,15 @@ def test_regression_by_iteration_part_on_both_clocks(tmp_path):
     [gpu] = [it for it in stats["iterations"] if it["clock"] == "gpu"]
     draft = next(part for part in gpu["parts"] if part["part"] == "draft")
     assert draft["baseline"]["change_pct"] == pytest.approx(100, abs=0.1)
+
+
+def test_a_device_budget_reads_the_kernels_of_an_annotated_trace():
+    """Every span of this trace has a GPU annotation, so plain stats reads no kernel; a budget on busy
+    time or on the device-clock iteration needs them, and check reads them."""
+    from conftest import FIXTURES
+    eagle = FIXTURES / "eagle-stock.trace.json.gz"
+    plain = json.loads(run("stats", eagle, "--format", "json").stdout)
+    assert any("device view" in w for w in plain["warnings"])
+    assert all(row["busy_us"] is None for row in plain["stages"])
+    result = run("check", eagle, "--budget", "DRAFT.gpu.busy_share>=0.5", "--budget", "iteration.gpu.idle.share<=0.1")
+    assert result.exit_code == 0, result.stdout
