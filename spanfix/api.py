@@ -418,15 +418,17 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
 def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
           budgets: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
           max_regression: float | None = None, allow_ambiguous: bool = False, require_new_names: bool = False,
-          each: Each | None = None, **option_fields: Any) -> CheckReport:
+          allow_empty: bool = False, min_count: int | None = None, each: Each | None = None,
+          **option_fields: Any) -> CheckReport:
     """The CI gate of `spanfix check`: every rule held or broken, with its figure. Budgets are
     strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError."""
-    from .gate import DEFAULT_MAX_REGRESSION, run_check
+    from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, run_check
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
     check_options = CheckOptions(parsed, None if baseline is None else os.fspath(baseline),
                                  DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
-                                 allow_ambiguous, require_new_names)
+                                 allow_ambiguous, require_new_names, allow_empty,
+                                 DEFAULT_MIN_COUNT if min_count is None else min_count)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else [os.fspath(s) for s in sources]
     return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options, each=each or _one_by_one)
 

@@ -113,7 +113,7 @@ def test_check_reaches_the_same_verdicts(captured):
     assert by_rule(merged, "budget") == by_rule(alone, "budget")
     assert {held for _, held, _ in by_rule(merged, "budget")} == {True, False}  # a test that can fail both ways
     trust = by_rule(merged, "trust")
-    assert [(rule, held) for rule, held, _ in trust] == [("no ambiguous step spans", True),
+    assert [(rule, held) for rule, held, _ in trust] == [("has step spans", True), ("no ambiguous step spans", True),
                                                         ("no conflicting evidence", True)]
 
 

@@ -31,6 +31,8 @@ class Change:
     baseline_mean_us: float
     change_us: float
     change_pct: float | None  # None when the baseline mean is zero
+    count: int | None = None  # spans (or iterations) measured here
+    baseline_count: int | None = None  # and in the baseline (None: a saved result that did not say)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +176,8 @@ def change_json(change: Change | None) -> dict | None:
     if change is None:
         return None
     pct = None if change.change_pct is None else round(change.change_pct, 3)
-    return {"mean_us": us(change.baseline_mean_us), "change_us": us(change.change_us), "change_pct": pct}
+    return {"mean_us": us(change.baseline_mean_us), "change_us": us(change.change_us), "change_pct": pct,
+            "count": change.baseline_count}
 
 
 def group_keys(by: Iterable[str]) -> tuple[str, ...]:
@@ -234,9 +237,26 @@ def aggregate(measures: list[TraceMeasures], by: Iterable[str] = (), *, kernel_c
         groups = [KernelGroup(row.keys, None, row.busy_us or 0.0, kernels[row.keys])
                   for row in rows if row.clock == GPU and row.keys in kernels]
         groups += part_kernels
-    return StatsResult([m.source for m in measures], by, rows, iterations,
-                       [warning for m in measures for warning in m.warnings], kernels=groups,
+    warnings = [warning for m in measures for warning in m.warnings]
+    warnings += _mostly_ambiguous(measures)
+    return StatsResult([m.source for m in measures], by, rows, iterations, warnings, kernels=groups,
                        kernel_categories=kernel_categories)
+
+
+MOSTLY = 0.5
+
+
+def _mostly_ambiguous(measures: list[TraceMeasures]) -> list[str]:
+    """A trace whose step time is mostly in ambiguous spans measures little of what it is asked."""
+    found = []
+    for m in measures:
+        total = math.fsum(step.cpu_us for step in m.steps)
+        ambiguous = math.fsum(step.cpu_us for step in m.steps if step.stage == "ambiguous")
+        if total and ambiguous / total > MOSTLY:
+            found.append(f"{m.source}: {ambiguous / total:.0%} of the step time is in spans left ambiguous, which no "
+                         "stage counts: `spanfix inspect` says what is missing (--algorithm, --num-steps, "
+                         "server_args.json beside the trace, python stacks, a --draft-* rule)")
+    return found
 
 
 def _breakdowns(measures: list[TraceMeasures], scope: tuple[str, ...]
