@@ -61,7 +61,8 @@ class DeviceColumns:
     starts: array
     ends: array
     categories: list[str]
-    names: list[str] | None
+    names: list[str] | None  # the distinct kernel names, when they were read
+    name_ids: array | None  # per device item: its name's number in names
     first_time: float | None = None  # the earliest timestamp of any event of the stretch
 
     def launch_keys(self) -> Iterator[tuple]:
@@ -126,13 +127,18 @@ class DeviceReducer:
         tracks = list(zip(launch_pids, _hashables(launch_tids)))
         numbers = {track: number for number, track in enumerate(set(tracks))}
         starts = array("d", starts)
+        names = name_ids = None
+        if self.names:
+            by_name = {name: number for number, name in enumerate(dict.fromkeys(_hashables(item_names)))}
+            name_ids = array("I", map(by_name.__getitem__, _hashables(item_names)))
+            names = [name if isinstance(name, str) else "?" for name in by_name]
         return DeviceColumns(
             list(scopes), list(numbers),
             array("I", map(scope_of_pid.__getitem__, launch_pids)), list(launch_ids),
             array("I", map(numbers.__getitem__, tracks)), array("d", times),
             array("I", map(scope_of_pid.__getitem__, item_pids)), list(item_ids),
             starts, array("d", map(operator.add, starts, lengths)), list(item_categories),
-            [n if isinstance(n, str) else "?" for n in item_names] if self.names else None, _first_time(events))
+            names, name_ids, _first_time(events))
 
 
 def _first_time(events: list) -> float | None:
@@ -175,7 +181,8 @@ class DeviceWork:
     ends: list[float]
     scopes: dict[Hashable, tuple[list[float], list[float], list[int]]]  # rank scope -> sorted starts, running
     # maximum of ends, item numbers: the items of a rank in start order
-    names: list[str] | None = None  # per item, when kernel names were read
+    names: list[str] | None = None  # the distinct kernel names, when they were read
+    name_ids: list[int] | None = None  # per item: its name's number in names
     categories: list[str] = field(default_factory=list)  # per item: the event's cat (kernel, gpu_memcpy, ...)
     problems: Counter = field(default_factory=Counter)
 
@@ -264,14 +271,16 @@ class DeviceWork:
         shared = set()
         if len(launch_of) < len(launch_keys):  # rare: the ids more than one launch carries
             shared = {key for key, count in Counter(launch_keys).items() if count > 1}
-        owners, starts, ends, categories, kernel_names = [], [], [], [], []
+        owners, starts, ends, categories, name_ids = [], [], [], [], []
+        numbered: dict[str, int] = {}  # every stretch's names, numbered once
         for stretch in stretches:
             owners += map(launch_of.get, stretch.item_keys())
             starts += stretch.starts
             ends += stretch.ends
             categories += stretch.categories
             if names:
-                kernel_names += stretch.names
+                renumber = [numbered.setdefault(name, len(numbered)) for name in stretch.names]
+                name_ids += map(renumber.__getitem__, stretch.name_ids)
         problems: Counter = Counter()
         if shared:
             bad = {launch_of[key] for key in shared}
@@ -301,8 +310,9 @@ class DeviceWork:
                 firsts, group_launches = _groups(rank, launched)
                 group_times = list(map(launch_times.__getitem__, group_launches))
         work = cls({}, list(map(starts.__getitem__, items)), list(map(ends.__getitem__, items)), {},
-                   list(map(kernel_names.__getitem__, items)) if names else None,
-                   list(map(categories.__getitem__, items)), problems)
+                   names=list(numbered) if names else None,
+                   name_ids=list(map(name_ids.__getitem__, items)) if names else None,
+                   categories=list(map(categories.__getitem__, items)), problems=problems)
         # Launches are grouped by track already: each track's are one stretch of the groups.
         bounds = [*firsts, len(items)]
         group_tracks = list(map(launch_tracks.__getitem__, group_launches))
@@ -352,7 +362,7 @@ def changes(values: list) -> list[int]:
 
 def device_work(trace, names: bool = False) -> DeviceWork:
     """The trace's device work: from what its read reduced, or else by reading every event now."""
-    if trace.reduced is not None and (not names or all(c.names is not None for c in trace.reduced)):
+    if trace.reduced is not None and (not names or all(c.name_ids is not None for c in trace.reduced)):
         return DeviceWork.joined(trace.reduced)
     reducer = DeviceReducer(names)
     return DeviceWork.joined(trace.events.map(reducer.item, functools.partial(_reduce_list, reducer)))

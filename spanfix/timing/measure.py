@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from ..relabelling import RelabelOptions, analyse
 from ..relabelling import load as load_trace
 from .device import DeviceReducer, DeviceWork, device_work, needs_kernels
 from .iterations import Iteration, decode_iterations
-from .kernels import KernelClasses, KernelTally, tally
+from .kernels import KernelClasses, KernelTable
 
 AMBIGUOUS_STAGE = "ambiguous"
 
@@ -48,7 +47,6 @@ class StepTiming:
     device_start_us: float | None
     device_end_us: float | None
     busy_us: float | None  # the time its own device work ran (overlaps once); None: none joined
-    kernels: KernelTally | None = None  # with kernel names read
 
     @property
     def track(self) -> Track:
@@ -71,7 +69,6 @@ class IterationTiming:
     gpu_parts: dict[str, float] | None = None
     device_start_us: float | None = None
     device_end_us: float | None = None
-    kernels: dict[str, KernelTally] | None = None  # per part, with kernel names read
 
 
 @dataclass(slots=True)
@@ -80,7 +77,7 @@ class TraceMeasures:
     steps: list[StepTiming]
     iterations: list[IterationTiming]
     warnings: list[str]
-    kernels_read: bool = False  # kernel names were read (StepTiming.kernels and IterationTiming.kernels)
+    kernels: KernelTable | None = None  # with kernel names read: the kernels of each step and iteration part
     trace_start_us: float = 0.0  # the first event's timestamp
     algorithm: str = "unknown"  # the speculative algorithm as attribution understood it
     algorithm_reasons: list[str] = field(default_factory=list)
@@ -123,16 +120,19 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
         return rank_from_pid(pid) or file_rank
 
     stages = [stage_of(step, verdict.role) for step, verdict in zip(index.steps, attribution.verdicts)]
-    steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), origin, kernels)
+    table = None
+    if kernels is not None and work.names is not None:
+        table = KernelTable.of(work.names, work.name_ids, work.categories, work.starts, work.ends, kernels)
+    steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), origin, table)
              for step, verdict, stage in zip(index.steps, attribution.verdicts, stages)]
-    iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, work, origin, kernels)
+    iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, origin, table)
                   for iteration in decode_iterations(index, stages, work)]
     notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings(), *notes)]
     if not index.steps:
         notes.append(f"{trace.source}: no step spans")
     ambiguous = Counter(verdict.detail for verdict in attribution.verdicts if verdict.role == AMBIGUOUS)
     ambiguous.update(f"GPU annotation: {orphan.why}" for orphan in index.gpu_orphans)
-    return TraceMeasures(trace.source, steps, iterations, notes, kernels is not None, origin,
+    return TraceMeasures(trace.source, steps, iterations, notes, table, origin,
                          attribution.algorithm.label, list(attribution.algorithm.reasons),
                          dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()))
 
@@ -149,7 +149,7 @@ def trace_start(trace: Trace, index: TraceIndex, work: DeviceWork) -> float:
 
 
 def _step_timing(trace: Trace, work: DeviceWork, step: StepSpan, verdict, stage: str, rank: str | None,
-                 origin: float, kernels: KernelClasses | None) -> StepTiming:
+                 origin: float, table: KernelTable | None) -> StepTiming:
     attributed = verdict.role in (DRAFT, TARGET)
     name = relabel_step_name(step.name, is_draft=verdict.role == DRAFT) if attributed else step.name
     items = work.launched(step.span)
@@ -157,9 +157,8 @@ def _step_timing(trace: Trace, work: DeviceWork, step: StepSpan, verdict, stage:
     extent, source = _annotated(trace, step), "annotation"
     if extent is None:
         extent, source = work.extent(items), "kernels"
-    tallied = None
-    if kernels is not None and items:
-        tallied = tally(items, work.names, work.categories, work.starts, work.ends, kernels)
+    if table is not None:
+        table.steps.append(((items.start, items.stop),))
     busy = None
     if items and extent is not None:
         # Added-up float times can pass the extent by an ulp or two: busy time never does.
@@ -171,7 +170,7 @@ def _step_timing(trace: Trace, work: DeviceWork, step: StepSpan, verdict, stage:
         verdict.role, verdict.evidence or verdict.detail, span.start, span.end, span.start - origin,
         span.end - span.start, None if extent is None else extent[1] - extent[0],
         None if extent is None else source, None if extent is None else extent[0],
-        None if extent is None else extent[1], busy, tallied)
+        None if extent is None else extent[1], busy)
 
 
 def _annotated(trace: Trace, step: StepSpan) -> tuple[float, float] | None:
@@ -185,16 +184,15 @@ def _annotated(trace: Trace, step: StepSpan) -> tuple[float, float] | None:
     return min(start for start, _ in intervals), max(end for _, end in intervals)
 
 
-def _iteration_timing(source: str, rank: str | None, iteration: Iteration, work: DeviceWork, origin: float,
-                      kernels: KernelClasses | None) -> IterationTiming:
-    tallied = None
-    if kernels is not None and iteration.items:
-        tallied = {part: tally(itertools.chain.from_iterable(ranges), work.names, work.categories, work.starts,
-                               work.ends, kernels) for part, ranges in iteration.items.items()}
+def _iteration_timing(source: str, rank: str | None, iteration: Iteration, origin: float,
+                      table: KernelTable | None) -> IterationTiming:
+    if table is not None:
+        table.iterations.append({part: [(items.start, items.stop) for items in ranges]
+                                 for part, ranges in (iteration.items or {}).items()})
     device = iteration.device
     return IterationTiming(source, rank, iteration.pid, iteration.start, iteration.end, iteration.start - origin,
                            iteration.host_us, iteration.parts, iteration.device_us, iteration.device_parts,
-                           None if device is None else device[0], None if device is None else device[1], tallied)
+                           None if device is None else device[0], None if device is None else device[1])
 
 
 _BATCH_KEYS = frozenset({"bs", "toks", "raw_bs", "topk"})  # the batch's own keys; the others are the suffix's

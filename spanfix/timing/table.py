@@ -200,7 +200,11 @@ def aggregate(measures: list[TraceMeasures], by: Iterable[str] = (), *, kernel_c
     samples: dict[tuple[tuple, str], list[float]] = defaultdict(list)
     sources: dict[tuple, set[str]] = defaultdict(set)
     busy: dict[tuple, list[tuple[float, float]]] = defaultdict(list)  # (busy, extent) of spans with both
-    kernels: dict[tuple, KernelTally] = {}
+    kernel_ranges: dict[tuple, dict[int, list]] = defaultdict(lambda: defaultdict(list))  # key -> trace -> ranges
+    for number, m in enumerate(measures):
+        if m.kernels is not None:
+            for step, ranges in zip(m.steps, m.kernels.steps):
+                kernel_ranges[key_of(step, by)][number].append(ranges)
     for step in (step for m in measures for step in m.steps):
         key = key_of(step, by)
         samples[key, CPU].append(step.cpu_us)
@@ -209,8 +213,6 @@ def aggregate(measures: list[TraceMeasures], by: Iterable[str] = (), *, kernel_c
             sources[key].add(step.device_source)
             if step.busy_us is not None:
                 busy[key].append((step.busy_us, step.gpu_us))
-        if step.kernels is not None:
-            kernels.setdefault(key, KernelTally()).merge(step.kernels)
     summaries = {group: summarize(values) for group, values in samples.items()}
     whole: dict[tuple, float] = defaultdict(float)
     for (key, clock), summary in summaries.items():
@@ -233,9 +235,9 @@ def aggregate(measures: list[TraceMeasures], by: Iterable[str] = (), *, kernel_c
     scope_names = tuple(by[i] for i in scope)
     iterations, part_kernels = _breakdowns(measures, scope_names)
     groups = None
-    if measures and any(m.kernels_read for m in measures):
-        groups = [KernelGroup(row.keys, None, row.busy_us or 0.0, kernels[row.keys])
-                  for row in rows if row.clock == GPU and row.keys in kernels]
+    if measures and any(m.kernels is not None for m in measures):
+        groups = [KernelGroup(row.keys, None, row.busy_us or 0.0, _tally(measures, kernel_ranges[row.keys]))
+                  for row in rows if row.clock == GPU and row.keys in kernel_ranges]
         groups += part_kernels
     warnings = [warning for m in measures for warning in m.warnings]
     warnings += _mostly_ambiguous(measures)
@@ -259,11 +261,25 @@ def _mostly_ambiguous(measures: list[TraceMeasures]) -> list[str]:
     return found
 
 
+def _tally(measures: list[TraceMeasures], ranges: dict[int, list]) -> KernelTally:
+    """One group's kernels over every trace it spans: each trace's table tallied, then merged."""
+    result = KernelTally()
+    for number, found in ranges.items():
+        result.merge(measures[number].kernels.tally(found))
+    return result
+
+
 def _breakdowns(measures: list[TraceMeasures], scope: tuple[str, ...]
                 ) -> tuple[list[IterationBreakdown], list[KernelGroup]]:
     grouped: dict[tuple, list[IterationTiming]] = defaultdict(list)
-    for iteration in (it for m in measures for it in m.iterations):
-        grouped[tuple(getattr(iteration, key) for key in scope)].append(iteration)
+    part_ranges: dict[tuple, dict[str, dict[int, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for number, m in enumerate(measures):
+        for position, iteration in enumerate(m.iterations):
+            key = tuple(getattr(iteration, name) for name in scope)
+            grouped[key].append(iteration)
+            if m.kernels is not None:
+                for part, ranges in m.kernels.iterations[position].items():
+                    part_ranges[key][part][number].append(ranges)
     breakdowns, kernels = [], []
     for key, found in sorted(grouped.items(), key=lambda item: _sortable(item[0])):
         breakdowns.append(IterationBreakdown(key, CPU, summarize(it.cpu_us for it in found),
@@ -272,12 +288,9 @@ def _breakdowns(measures: list[TraceMeasures], scope: tuple[str, ...]
         if on_device:
             parts = {part: math.fsum(it.gpu_parts[part] for it in on_device) for part in DEVICE_PARTS}
             breakdowns.append(IterationBreakdown(key, GPU, summarize(it.gpu_us for it in on_device), parts))
-            tallies: dict[str, KernelTally] = {}
-            for it in on_device:
-                for part, tallied in (it.kernels or {}).items():
-                    tallies.setdefault(part, KernelTally()).merge(tallied)
-            kernels += [KernelGroup(key, part, parts.get(part, 0.0), tallies[part])
-                        for part in DEVICE_PARTS if part in tallies]
+            found = part_ranges.get(key, {})
+            kernels += [KernelGroup(key, part, parts.get(part, 0.0), _tally(measures, found[part]))
+                        for part in DEVICE_PARTS if part in found]
     breakdowns.sort(key=lambda it: (CLOCKS.index(it.clock), _sortable(it.keys)))
     return breakdowns, kernels
 
