@@ -71,6 +71,18 @@ def make_trace(out: Path, size_mb: int) -> tuple[Path, Path]:
     return plain, packed
 
 
+def make_bare_trace(out: Path, size_mb: int) -> Path:
+    """The same kind of trace without gpu_user_annotation events, as SGLang's own captures are: device
+    time then comes from every launch and kernel, which is the device view's cost."""
+    bare = out / f"trace-{size_mb}mb-noann.json"
+    if not bare.exists():
+        from spanfix.synth import SynthSpec, stream_large
+        print(f"generating {bare} ...", file=sys.stderr, flush=True)
+        stream_large(SynthSpec(algorithm="eagle", cuda_graph=False, python_stacks=True, detailed=True,
+                               gpu_annotations=False), bare, size_mb * MB, gzip=False)
+    return bare
+
+
 def spanfix(*args: str) -> list[str]:
     return [PY, "-m", "spanfix", *args]
 
@@ -88,6 +100,7 @@ def scratch_folder(out: Path, size_mb: int) -> Path:
 
 def main_bench(out: Path, size_mb: int, reps: int) -> dict:
     plain, packed = make_trace(out, size_mb)
+    bare = make_bare_trace(out, size_mb)
     size = plain.stat().st_size / MB
     o = str(scratch_folder(out, size_mb) / "o")
     print(f"trace: {plain.name} {size:.0f} MB ({packed.stat().st_size / MB:.0f} MB gzip)", file=sys.stderr)
@@ -98,6 +111,9 @@ def main_bench(out: Path, size_mb: int, reps: int) -> dict:
         measure("spanfix relabel .json.gz", spanfix("relabel", str(packed), "-o", o + ".json.gz"), reps, size),
         measure("spanfix stats .json", spanfix("stats", str(plain), "--format", "json"), reps, size),
         measure("spanfix stats .json.gz", spanfix("stats", str(packed), "--format", "json"), reps, size),
+        measure("spanfix stats --kernels .json", spanfix("stats", str(plain), "--kernels", "--format", "json"), reps,
+                size),
+        measure("spanfix stats, no GPU annotations", spanfix("stats", str(bare), "--format", "json"), reps, size),
         measure("spanfix report .json", spanfix("report", str(plain), "-o", o + ".html"), reps, size),
         measure("naive orjson script", [PY, str(HERE / "naive_orjson.py"), str(plain), o + ".json"], reps, size),
         measure("naive json script", [PY, str(HERE / "naive_json.py"), str(plain), o + ".json"], 1, size),
@@ -108,6 +124,8 @@ def main_bench(out: Path, size_mb: int, reps: int) -> dict:
         "relabel_json_vs_floor": by["spanfix relabel .json"].seconds / floor.seconds,
         "relabel_gz_vs_gzip_pipeline": by["spanfix relabel .json.gz"].seconds / gz.seconds,
         "stats_json_vs_floor": by["spanfix stats .json"].seconds / floor.seconds,
+        "stats_kernels_vs_floor": by["spanfix stats --kernels .json"].seconds / floor.seconds,
+        "stats_bare_vs_floor": by["spanfix stats, no GPU annotations"].seconds / floor.seconds,
         "naive_json_vs_relabel": by["naive json script"].seconds / by["spanfix relabel .json"].seconds,
         "naive_orjson_vs_relabel": by["naive orjson script"].seconds / by["spanfix relabel .json"].seconds,
         "relabel_peak_rss_vs_size": by["spanfix relabel .json"].peak_rss_mb / size,
@@ -179,6 +197,7 @@ def many_files(out: Path, reps: int) -> dict:
 TARGETS = [
     ("relabel .json / floor", ("main", "ratios", "relabel_json_vs_floor"), "max", 3.0),
     ("stats .json / floor", ("main", "ratios", "stats_json_vs_floor"), "max", 3.0),
+    ("stats --kernels .json / floor", ("main", "ratios", "stats_kernels_vs_floor"), "max", 3.0),
     ("relabel .json.gz / gzip pipeline", ("main", "ratios", "relabel_gz_vs_gzip_pipeline"), "max", 1.5),
     ("naive json script / relabel", ("main", "ratios", "naive_json_vs_relabel"), "min", 10.0),
     ("naive orjson script / relabel", ("main", "ratios", "naive_orjson_vs_relabel"), "min", 3.0),

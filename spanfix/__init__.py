@@ -20,11 +20,11 @@ __version__ = "0.2.0"
 _PUBLIC = {
     **dict.fromkeys(("ALGORITHM_NAMES", "Iteration", "Iterations", "Options", "Step", "Steps", "Table", "Trace",
                      "check", "inspect", "open", "relabel", "stats"), "api"),
-    **dict.fromkeys(("Budget", "CheckReport", "Outcome", "parse_budget"), "check"),
+    **dict.fromkeys(("Budget", "CheckReport", "Outcome", "parse_budget"), "gate"),
     **dict.fromkeys(("OutputError", "SpanfixError", "TraceError", "UsageError"), "errors"),
-    "InspectReport": "inspect",
-    **dict.fromkeys(("AmbiguousSpan", "RelabelResult"), "relabel"),
-    **dict.fromkeys(("IterationBreakdown", "KernelGroup", "StageRow", "StatsResult", "Summary"), "stats"),
+    "InspectReport": "inspection",
+    **dict.fromkeys(("AmbiguousSpan", "RelabelResult"), "relabelling"),
+    **dict.fromkeys(("IterationBreakdown", "KernelGroup", "StageRow", "StatsResult", "Summary"), "timing"),
 }
 
 if TYPE_CHECKING:
@@ -43,11 +43,11 @@ if TYPE_CHECKING:
         relabel,
         stats,
     )
-    from .check import Budget, CheckReport, Outcome, parse_budget
     from .errors import OutputError, SpanfixError, TraceError, UsageError
-    from .inspect import InspectReport
-    from .relabel import AmbiguousSpan, RelabelResult
-    from .stats import IterationBreakdown, KernelGroup, StageRow, StatsResult, Summary
+    from .gate import Budget, CheckReport, Outcome, parse_budget
+    from .inspection import InspectReport
+    from .relabelling import AmbiguousSpan, RelabelResult
+    from .timing import IterationBreakdown, KernelGroup, StageRow, StatsResult, Summary
 
 
 def __getattr__(name: str) -> Any:

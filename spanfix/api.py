@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, overload
 
 from .algorithms import ALGORITHMS
 from .attribute import Attribution, DraftRules
-from .check import CheckOptions, CheckReport, parse_budget
 from .errors import SpanfixError, TraceError, UsageError
+from .gate import CheckOptions, CheckReport, parse_budget
 from .index import TraceIndex, indexed_name
-from .inspect import InspectReport, report_of
+from .inspection import InspectReport, report_of
 from .reader import Trace as _Read
 from .reader import locate_step_names, read_trace
-from .relabel import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, plan, write_relabelled
-from .stats import (
+from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, plan, write_relabelled
+from .timing import (
     GROUP_KEYS,
     IterationTiming,
     KernelClasses,
@@ -33,7 +33,7 @@ from .stats import (
     load_baseline,
     measure,
 )
-from .stats.device import DeviceReducer, DeviceWork, device_work
+from .timing.device import DeviceReducer, DeviceWork, device_work
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
     import pandas
@@ -290,13 +290,15 @@ def _options(options: Options | None, fields: dict[str, Any]) -> Options:
         raise UsageError(str(exc)) from None
 
 
-def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer | None, name: str | None) -> _Read:
-    limit = {"max_bytes": options.max_bytes} if options.max_bytes else {}
+def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer | None, name: str | None,
+                 locate_names: bool = True) -> _Read:
+    limit: dict[str, Any] = {"max_bytes": options.max_bytes} if options.max_bytes else {}
     if isinstance(source, (str, os.PathLike)):
-        return read_trace(os.fspath(source), select=indexed_name, reduce=reduce, **limit)
+        return read_trace(os.fspath(source), select=indexed_name, reduce=reduce, locate_names=locate_names, **limit)
     if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
         label = name or getattr(source, "name", None) or "<trace>"
-        return read_trace(str(label), select=indexed_name, reduce=reduce, content=source, **limit)
+        return read_trace(str(label), select=indexed_name, reduce=reduce, content=source, locate_names=locate_names,
+                          **limit)
     raise UsageError(f"cannot read a trace from {type(source).__name__}: give a path, bytes or a binary file object")
 
 
@@ -317,7 +319,7 @@ def _compared(result: StatsResult, baseline: str | StatsResult | None, options: 
     if baseline is None:
         return result
     if isinstance(baseline, StatsResult):
-        from .stats.baseline import baseline_from_json
+        from .timing.baseline import baseline_from_json
         return compare(result, baseline_from_json(baseline.to_json(), result.by, "<StatsResult>"))
     return compare(result, load_baseline(str(baseline), options.relabel_options(), _by(by)))
 
@@ -330,13 +332,17 @@ def _one_by_one(function: Callable[..., Any], jobs: list[tuple[Any, ...]]) -> It
     return ((job[0], function(*job)) for job in jobs)
 
 
-def measure_path(source: str, options: Options, classes: KernelClasses | None) -> TraceMeasures | SpanfixError:
-    """One input measured, or why it could not be (returned, so that it crosses from a worker process)."""
+def measure_path(source: str, options: Options, classes: KernelClasses | None,
+                 device: bool | None = None) -> TraceMeasures | SpanfixError:
+    """One input measured, or why it could not be (returned, so that it crosses from a worker process).
+    device: read its launches and kernels for the device view; None: when device time needs them."""
     try:
         relabel_options = options.relabel_options()
-        read = _read_source(source, relabel_options, DeviceReducer(classes is not None), None)
+        wanted = device or classes is not None
+        read = _read_source(source, relabel_options, DeviceReducer(classes is not None) if wanted else None, None,
+                            locate_names=False)
         index, attribution, warnings = analyse(read, relabel_options)
-        return measure(read, index, attribution, warnings, kernels=classes)
+        return measure(read, index, attribution, warnings, kernels=classes, device=device)
     except SpanfixError as exc:
         return exc
     except MemoryError:
@@ -352,9 +358,9 @@ class Measured:
 
 
 def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, classes: KernelClasses | None,
-                each: Each | None = None) -> Measured:
+                each: Each | None = None, device: bool | None = None) -> Measured:
     found = Measured()
-    jobs = [(os.fspath(source), options, classes) for source in sources]
+    jobs = [(os.fspath(source), options, classes, device) for source in sources]
     for _, outcome in (each or _one_by_one)(measure_path, jobs):
         if isinstance(outcome, SpanfixError):
             found.errors.append(str(outcome))
@@ -366,20 +372,23 @@ def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, cla
 def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
           by: Sequence[str] = (), kernels: bool = False, kernel_categories: Sequence[str] = (),
           baseline: str | os.PathLike[str] | StatsResult | None = None, errors: str = "raise",
-          each: Each | None = None, **option_fields: Any) -> StatsResult:
+          device: bool | None = None, each: Each | None = None, **option_fields: Any) -> StatsResult:
     """Per-stage timing of one or several traces in one table, as `spanfix stats` prints it.
 
     by: further grouping keys (file, rank, name, mode-name, bs, toks). kernels: the kernels of each
     stage and iteration part; kernel_categories: NAME=REGEX classes of your own. baseline: a trace,
     a saved `stats --format json` file, or a StatsResult to compare means with. errors: "raise"
-    (TraceError for the first unusable input) or "collect" (StatsResult.errors lists them)."""
+    (TraceError for the first unusable input) or "collect" (StatsResult.errors lists them).
+    device: True reads every launch and kernel for the device view (busy time, the decode iterations
+    on the device clock); the default does when device time needs them anyway (a span without a GPU
+    annotation, as in SGLang's own captures), and otherwise says so in the warnings."""
     if errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
     options = _options(options, option_fields)
     by = _by(by)
     classes = _classes(kernels, kernel_categories)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
-    measured = measure_all(paths, options, classes, each)
+    measured = measure_all(paths, options, classes, each, device)
     if measured.errors and errors == "raise":
         raise TraceError(measured.errors[0])
     result = aggregate(measured.measures, by, kernel_categories=classes.names if classes else ())
@@ -399,7 +408,7 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
             **option_fields: Any) -> RelabelResult:
     """Relabel one trace file to the newer naming, as `spanfix relabel` does, and say what changed.
     Raises TraceError (the input), OutputError (the output) or UsageError."""
-    from .relabel import relabel_file
+    from .relabelling import relabel_file
     options = _options(options, option_fields)
     return relabel_file(os.fspath(source), None if output is None else os.fspath(output),
                         options.relabel_options(verify_only=verify_only, annotate=annotate),
@@ -409,17 +418,19 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
 def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
           budgets: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
           max_regression: float | None = None, allow_ambiguous: bool = False, require_new_names: bool = False,
-          each: Each | None = None, **option_fields: Any) -> CheckReport:
+          allow_empty: bool = False, min_count: int | None = None, each: Each | None = None,
+          **option_fields: Any) -> CheckReport:
     """The CI gate of `spanfix check`: every rule held or broken, with its figure. Budgets are
     strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError."""
-    from .check import DEFAULT_MAX_REGRESSION, run_check
+    from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, run_check
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
     check_options = CheckOptions(parsed, None if baseline is None else os.fspath(baseline),
                                  DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
-                                 allow_ambiguous, require_new_names)
+                                 allow_ambiguous, require_new_names, allow_empty,
+                                 DEFAULT_MIN_COUNT if min_count is None else min_count)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else [os.fspath(s) for s in sources]
-    return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options, each=each)
+    return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options, each=each or _one_by_one)
 
 
 def inspect(source: Source, options: Options | None = None, **option_fields: Any) -> InspectReport:

@@ -77,7 +77,7 @@ class Trace:
 
 def read_trace(source: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
                select: Callable[[str], bool] | None = None, reduce: Reducer | None = None,
-               content: bytes | bytearray | memoryview | BinaryIO | None = None) -> Trace:
+               content: bytes | bytearray | memoryview | BinaryIO | None = None, locate_names: bool = True) -> Trace:
     """Read and decode a trace. With select, only events whose name it accepts (plus step spans and
     unnamed events, which close B/E pairs) are decoded up front; the rest stay raw until asked for.
     With reduce (and select), every event is decoded and handed to reduce, a stretch at a time, in
@@ -91,13 +91,14 @@ def read_trace(source: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
         data, compressed = document_bytes_of(source, content, max_bytes=max_bytes)
     form, parse_buffer, warnings = container_form(source, data)
     with _gc_paused():
-        selected = decode_selected(parse_buffer, data, form, select, reduce) if select is not None else None
+        selected = (decode_selected(parse_buffer, data, form, select, reduce, locate_names=locate_names)
+                    if select is not None else None)
         if selected is None:
             decoded, decode_warnings = decode_events(source, parse_buffer, form)
             selected = Selected(Events.all_decoded(decoded), None, [reduce(decoded)] if reduce else None)
             warnings = warnings + decode_warnings
     del parse_buffer
-    if reduce is not None:
+    if reduce is not None or not locate_names:
         slots = []
     else:
         slots = selected.slots if selected.slots is not None else locate_step_names(source, data, selected.events,

@@ -138,17 +138,19 @@ class Document:
 
 
 def decode_selected(buffer: Buffer, data: Buffer, form: str, select: Callable[[str], bool],
-                    reduce: Reducer | None = None) -> Selected | None:
+                    reduce: Reducer | None = None, *, locate_names: bool = True) -> Selected | None:
     """buffer: the document as the JSON decoder takes it (same offsets as data, the bytes as read).
     With reduce, every event is decoded in full (not only the chosen ones), reduce runs over each
     stretch's events where it was read (in the child for the tail), and the names' bytes are not
     located: what stats wants, which reads every launch and kernel. None: the document needs the
     careful path (odd values, invalid bytes, not a trace)."""
     kind = "object" if form == "object" else "array"
-    halves = _in_halves(buffer, data, kind, select, reduce) if len(buffer) >= FORK_BYTES and _can_fork() else None
+    locate = locate_names and reduce is None
+    halves = (_in_halves(buffer, data, kind, select, reduce, locate) if len(buffer) >= FORK_BYTES and _can_fork()
+              else None)
     parts, cut = halves if halves is not None else (None, None)
     if parts is None:
-        whole = _read_part(buffer, data, kind, select, shift=0, reduce=reduce)
+        whole = _read_part(buffer, data, kind, select, shift=0, reduce=reduce, locate=locate)
         if whole is None:
             return None
         parts = [whole]
@@ -177,7 +179,8 @@ _NONE = object()
 
 
 def _read_part(doc: Buffer, data: Buffer, kind: str, select: Callable[[str], bool],
-               *, shift: int, keep_pairs: bool = False, reduce: Reducer | None = None) -> Part | None:
+               *, shift: int, keep_pairs: bool = False, reduce: Reducer | None = None,
+               locate: bool = True) -> Part | None:
     """Read doc, a whole document whose events sit in data at their offset in doc plus shift.
     keep_pairs: choose every B and E even if doc holds no unnamed event (the other half does).
     reduce: decode every event and reduce them (see decode_selected)."""
@@ -201,10 +204,11 @@ def _read_part(doc: Buffer, data: Buffer, kind: str, select: Callable[[str], boo
         part = Part(len(raws), chosen, events, None, phased, -1, -1)
     else:
         shift -= base
-        slots = _name_slots(data, raws, chosen, events, shift) if reduce is None else None
+        slots = _name_slots(data, raws, chosen, events, shift) if locate else None
         part = Part(len(raws), chosen, events, slots, phased, address(raws[0]) + shift,
                     address(raws[-1]) + shift + len(raws[-1]))
-    part.result = reduced  # not a field: it crosses from the child pickled, as Part.reduced
+    if reduce is not None:
+        part.result = reduced  # not a field: it crosses from the child pickled, as Part.reduced
     return part
 
 
@@ -285,7 +289,7 @@ _WS = b" \t\r\n"
 
 
 def _in_halves(buffer: Buffer, data: Buffer, kind: str, select: Callable[[str], bool],
-               reduce: Reducer | None = None) -> tuple[list[Part], int] | None:
+               reduce: Reducer | None = None, locate: bool = True) -> tuple[list[Part], int] | None:
     """The head in this process, the tail in a forked child, cut at a comma near the middle.
 
     Each half is read as a complete document: the head closed at the cut ("]}" or "]"), the tail
@@ -302,11 +306,13 @@ def _in_halves(buffer: Buffer, data: Buffer, kind: str, select: Callable[[str], 
 
     def read_tail(keep_pairs: bool = False) -> Part | None:
         with _tail(buffer, kind, comma) as (tail, start):
-            return _read_part(tail, data, kind, select, shift=start, keep_pairs=keep_pairs, reduce=reduce)
+            return _read_part(tail, data, kind, select, shift=start, keep_pairs=keep_pairs, reduce=reduce,
+                              locate=locate)
 
     def read_head(keep_pairs: bool = False) -> Part | None:
         with _head(buffer, kind, comma) as head:
-            return _read_part(head, data, kind, select, shift=0, keep_pairs=keep_pairs, reduce=reduce)
+            return _read_part(head, data, kind, select, shift=0, keep_pairs=keep_pairs, reduce=reduce,
+                              locate=locate)
 
     payload, head = _beside(lambda: (part := read_tail()) and msgspec.msgpack.encode(_picklable(part)), read_head)
     if payload is None or head is None:
@@ -328,8 +334,8 @@ def _in_halves(buffer: Buffer, data: Buffer, kind: str, select: Callable[[str], 
 
 def _picklable(part: Part) -> Part:
     """The part as the child sends it: its reduced result pickled into a field."""
-    result = getattr(part, "result", None)
-    if result is not None:
+    result = getattr(part, "result", _NONE)
+    if result is not _NONE:
         part.reduced = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
     return part
 

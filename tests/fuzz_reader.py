@@ -35,7 +35,7 @@ from spanfix import reader, selective
 from spanfix.index import indexed_name
 from spanfix.patch import OutputError
 from spanfix.reader import TraceError, read_trace
-from spanfix.relabel import RelabelOptions, relabel_file
+from spanfix.relabelling import RelabelOptions, relabel_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = Path(os.environ.get("SPANFIX_SHARED_TRACES", ROOT.parent / "shared" / "traces"))

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from spanfix.relabel import RelabelOptions, relabel_file
+from spanfix.relabelling import RelabelOptions, relabel_file
 from spanfix.synth import ALGORITHMS, SynthSpec, generate, generate_ranks, merge, shuffle, write
 
 LAYOUTS = [{"cuda_graph": g, "python_stacks": p, "detailed": d, "stage_spans": st}

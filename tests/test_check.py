@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import span, thread_name, write_trace
 
-from spanfix.check import BudgetError, parse_budget
 from spanfix.cli import main
+from spanfix.gate import BudgetError, parse_budget
 
 
 def run(*args, env=None):
@@ -44,7 +44,8 @@ def new(tmp_path):
 def test_a_trustworthy_trace_passes(old):
     result = run("check", old)
     assert result.exit_code == 0, result.output
-    assert "spanfix check passed: all 2 rules hold" in result.stdout
+    assert "spanfix check passed: all 3 rules hold" in result.stdout
+    assert "held    has step spans" in result.stdout
     assert "held    no ambiguous step spans" in result.stdout
 
 
@@ -151,12 +152,15 @@ def test_budget_grammar():
 
 def test_regression_against_baseline(old, tmp_path):
     faster = write_trace(tmp_path / "base.json", _events(scale=0.5))  # the baseline's verifies took half as long
-    result = run("check", old, "--baseline", faster)
+    # Ten spans a side: below the default --min-count, so the change is shown, not judged.
+    unjudged = run("check", old, "--baseline", faster)
+    assert unjudged.exit_code == 0 and "not judged: too few to compare (10 here, 10 in the baseline" in unjudged.stdout
+    result = run("check", old, "--baseline", faster, "--min-count", "5")
     assert result.exit_code == 1
     assert "BROKEN  VERIFY.cpu.mean within +10% of baseline" in result.stdout and "(+100.0%)" in result.stdout
     assert "held    DRAFT.cpu.mean within +10% of baseline" in result.stdout
-    assert run("check", old, "--baseline", faster, "--max-regression", "100").exit_code == 0
-    assert run("check", faster, "--baseline", old, "--max-regression", "0").exit_code == 0  # faster is fine
+    assert run("check", old, "--baseline", faster, "--max-regression", "100", "--min-count", "5").exit_code == 0
+    assert run("check", faster, "--baseline", old, "--max-regression", "0", "--min-count", "5").exit_code == 0
 
 
 def test_regression_against_a_saved_result(old, tmp_path):
@@ -183,9 +187,10 @@ def test_junit_has_one_case_per_rule(old):
     assert result.exit_code == 1
     root = ET.fromstring(result.stdout)
     suite = root.find("testsuite")
-    assert (suite.get("tests"), suite.get("failures")) == ("4", "1")
+    assert (suite.get("tests"), suite.get("failures")) == ("5", "1")
     cases = {case.get("name"): case for case in suite.iter("testcase")}
-    assert set(cases) == {f"no ambiguous step spans [{old}]", f"no conflicting evidence [{old}]",
+    assert set(cases) == {f"has step spans [{old}]", f"no ambiguous step spans [{old}]",
+                          f"no conflicting evidence [{old}]",
                           "VERIFY.p90<=1ms", "DRAFT.share<=0.01"}
     failure = cases["DRAFT.share<=0.01"].find("failure")
     assert failure is not None and failure.get("message") == "DRAFT.share<=0.01: 0.052"
@@ -209,7 +214,7 @@ def test_json_and_markdown(old):
     assert any(row["stage"] == "VERIFY" for row in data["stats"]["stages"])
     markdown = run("check", old, "--budget", "DRAFT.count>3", "--format", "markdown").stdout
     lines = markdown.splitlines()
-    assert lines[0] == "### ❌ spanfix check FAILED: 1 of 3 rules broken"
+    assert lines[0] == "### ❌ spanfix check FAILED: 1 of 4 rules broken"
     assert "| result | rule | input | measured | detail |" in lines
     assert "| ❌ broken | `DRAFT.count>3` |  | 3 |  |" in lines
 
@@ -242,16 +247,16 @@ def test_files_in_parallel_give_the_same_report(old, new, tmp_path):
     assert serial.exit_code == parallel.exit_code == 2  # one input cannot be read
     assert json.loads(parallel.stdout) == json.loads(serial.stdout)
     assert [r["input"] for r in json.loads(serial.stdout)["rules"] if r["kind"] == "trust"] == [
-        str(old)] * 2 + [str(new)] * 2 + [str(ambiguous)] * 2  # in input order
+        str(old)] * 3 + [str(new)] * 3 + [str(ambiguous)] * 3  # in input order
 
 
 @pytest.mark.parametrize("command", ["check", "stats", "inspect"])
 def test_ctrl_c_exits_130_with_one_line(old, monkeypatch, command):
-    from spanfix import relabel
+    from spanfix import relabelling
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(relabel, "read_trace", interrupted)
+    monkeypatch.setattr(relabelling, "read_trace", interrupted)
     result = run(command, old, "-j", "1") if command != "inspect" else run(command, old)
     assert (result.exit_code, result.stderr) == (130, "spanfix: interrupted\n")
 
@@ -293,7 +298,7 @@ def test_regression_by_iteration_part_on_both_clocks(tmp_path):
             if part["part"] == "draft":
                 part["mean_us"] = round(part["mean_us"] / 2, 3)  # the baseline drafted twice as fast
     saved.write_text(json.dumps(document))
-    result = run("check", path, "--baseline", saved)
+    result = run("check", path, "--baseline", saved, "--min-count", "4")
     assert result.exit_code == 1
     assert "BROKEN  iteration.gpu.draft.mean within +10% of baseline" in result.stdout
     assert "BROKEN  iteration.cpu.draft.mean within +10% of baseline" in result.stdout
@@ -303,3 +308,23 @@ def test_regression_by_iteration_part_on_both_clocks(tmp_path):
     [gpu] = [it for it in stats["iterations"] if it["clock"] == "gpu"]
     draft = next(part for part in gpu["parts"] if part["part"] == "draft")
     assert draft["baseline"]["change_pct"] == pytest.approx(100, abs=0.1)
+
+
+def test_an_input_without_step_spans_breaks_unless_allowed(tmp_path):
+    empty = write_trace(tmp_path / "empty.json", [span("not a step", 0, 5)])
+    result = run("check", empty)
+    assert result.exit_code == 1 and "BROKEN  has step spans" in result.stdout and "--allow-empty" in result.stdout
+    allowed = run("check", empty, "--allow-empty")
+    assert allowed.exit_code == 0 and "allowed by --allow-empty" in allowed.stdout
+
+
+def test_a_device_budget_reads_the_kernels_of_an_annotated_trace():
+    """Every span of this trace has a GPU annotation, so plain stats reads no kernel; a budget on busy
+    time or on the device-clock iteration needs them, and check reads them."""
+    from conftest import FIXTURES
+    eagle = FIXTURES / "eagle-stock.trace.json.gz"
+    plain = json.loads(run("stats", eagle, "--format", "json").stdout)
+    assert any("device view" in w for w in plain["warnings"])
+    assert all(row["busy_us"] is None for row in plain["stages"])
+    result = run("check", eagle, "--budget", "DRAFT.gpu.busy_share>=0.5", "--budget", "iteration.gpu.idle.share<=0.1")
+    assert result.exit_code == 0, result.stdout

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 
 from spanfix import synth
 from spanfix.cli import main
-from spanfix.relabel import RelabelOptions
-from spanfix.stats import DEVICE_PARTS, KernelClasses, aggregate, measure_files
+from spanfix.relabelling import RelabelOptions
+from spanfix.timing import DEVICE_PARTS, KernelClasses, aggregate, measure_files
 
 OPTIONS = RelabelOptions()
 NS = 1e-3  # one nanosecond, in microseconds
@@ -30,7 +30,8 @@ def _ids(layout):
 def _measured(tmp_path, trace, kernels=False, name="t-TP-0.trace.json"):
     path = tmp_path / name
     synth.write(trace, path)
-    measures, errors = measure_files([str(path)], OPTIONS, kernels=KernelClasses.with_overrides() if kernels else None)
+    measures, errors = measure_files([str(path)], OPTIONS, kernels=KernelClasses.with_overrides() if kernels else None,
+                                     device=True)
     assert not errors
     return measures
 
@@ -116,7 +117,7 @@ def test_a_cuda_graph_eagle_drafts_on_the_device(tmp_path):
                                            decode_iterations=6, seed=4))
     path = tmp_path / "t.json"
     synth.write(trace, path)
-    out = CliRunner().invoke(main, ["stats", str(path), "--format", "json"])
+    out = CliRunner().invoke(main, ["stats", str(path), "--format", "json"])  # graph replays: kernels read
     document = json.loads(out.stdout)
     [device] = [it for it in document["iterations"] if it["clock"] == "gpu"]
     share = {part["part"]: part["share"] for part in device["parts"]}
@@ -167,7 +168,7 @@ def test_overlapping_streams_are_split_equally_and_add_up(tmp_path):
               span("k1", 30, 20, pid=0, tid=7, cat="kernel", correlation=1),  # draft: 30-50
               span("k2", 40, 30, pid=0, tid=8, cat="kernel", correlation=2)]  # verify: 40-70, overlaps 40-50
     path = write_trace(tmp_path / "t.json", events)
-    measures, _ = measure_files([str(path)], RelabelOptions(algorithm="eagle"))
+    measures, _ = measure_files([str(path)], RelabelOptions(algorithm="eagle"), device=True)
     [iteration] = measures[0].iterations
     assert iteration.gpu_us == 40
     assert iteration.gpu_parts == {"draft": 15, "verify": 25, "draft_extend": 0, "ambiguous": 0, "other": 0,

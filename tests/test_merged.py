@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from spanfix import synth
-from spanfix.check import CheckOptions, parse_budget, run_check
-from spanfix.relabel import RelabelOptions, relabel_file
-from spanfix.stats import aggregate, measure_files
+from spanfix.gate import CheckOptions, parse_budget, run_check
+from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.timing import aggregate, measure_files
 
 OPTIONS = RelabelOptions()
 # Varied ranks run different batches (as DP ranks do), so one id names different work in each rank.
@@ -78,7 +78,7 @@ def test_every_event_gets_the_name_its_rank_gives_it(captured, tmp_path):
 
 
 def _json(paths, by):
-    measures, errors = measure_files([str(p) for p in paths], OPTIONS)
+    measures, errors = measure_files([str(p) for p in paths], OPTIONS, device=True)
     assert not errors
     return aggregate(measures, by).to_json()
 
@@ -113,7 +113,7 @@ def test_check_reaches_the_same_verdicts(captured):
     assert by_rule(merged, "budget") == by_rule(alone, "budget")
     assert {held for _, held, _ in by_rule(merged, "budget")} == {True, False}  # a test that can fail both ways
     trust = by_rule(merged, "trust")
-    assert [(rule, held) for rule, held, _ in trust] == [("no ambiguous step spans", True),
+    assert [(rule, held) for rule, held, _ in trust] == [("has step spans", True), ("no ambiguous step spans", True),
                                                         ("no conflicting evidence", True)]
 
 
@@ -122,7 +122,7 @@ def test_cli_stats_by_rank_on_a_merged_trace(captured):
 
     from spanfix.cli import main
     rank_files, merged_file, _ = captured
-    out = CliRunner().invoke(main, ["stats", str(merged_file), "--by", "rank", "--format", "json"])
+    out = CliRunner().invoke(main, ["stats", str(merged_file), "--by", "rank", "--device", "--format", "json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["stages"] == _json(rank_files, ["rank"])["stages"]
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from spanfix.algorithms import ALGORITHMS
 from spanfix.naming import parse_step_name, relabel_step_name
-from spanfix.relabel import RelabelOptions, relabel_file
+from spanfix.relabelling import RelabelOptions, relabel_file
 
 # Modest, so `make test` stays fast; SPANFIX_EXAMPLES=2000 digs deeper.
 SETTINGS = settings(max_examples=int(os.environ.get("SPANFIX_EXAMPLES", "60")), deadline=None,

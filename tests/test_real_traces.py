@@ -4,7 +4,7 @@ byte-identical, and nothing may fail on them."""
 import pytest
 from conftest import needs_real_traces, real_traces
 
-from spanfix.relabel import RelabelOptions, relabel_file
+from spanfix.relabelling import RelabelOptions, relabel_file
 
 
 @needs_real_traces

@@ -6,7 +6,7 @@ import pytest
 from conftest import read_plain, span, thread_name, trace_bytes, write_trace
 
 from spanfix.reader import TraceError, read_trace
-from spanfix.relabel import RelabelOptions, default_output, relabel_file
+from spanfix.relabelling import RelabelOptions, default_output, relabel_file
 
 RENAMES = {
     '"step[EXTEND bs=2 toks=20]", "pid": 1, "tid": 2': '"step[DRAFT bs=2 toks=20]", "pid": 1, "tid": 2',
@@ -192,7 +192,7 @@ def test_output_equal_to_input_needs_in_place(tmp_path, draft_thread_events, rea
 def test_b_e_pairs_nest_through_events_attribution_ignores(tmp_path):
     # The inner pair's name is nothing spanfix indexes, yet its E must close it, not the step span.
     from spanfix.index import build_index
-    from spanfix.relabel import load
+    from spanfix.relabelling import load
     events = [{"ph": "B", "name": "step[DECODE bs=1]", "pid": 1, "tid": 2, "ts": 1},
               {"ph": "B", "name": "some_op", "pid": 1, "tid": 2, "ts": 2},
               {"ph": "E", "pid": 1, "tid": 2, "ts": 3},
@@ -219,7 +219,7 @@ def test_files_are_mapped_unless_told_not_to(tmp_path, monkeypatch, draft_thread
 def test_invalid_utf8_in_a_field_only_the_full_decode_reads(tmp_path, draft_thread_events):
     # Found by `fuzz_reader.py --halves`: the fast passes skip "cat" unread, so only the full decode of
     # the step event meets the bad byte; it must hand over to the lenient path, not fail.
-    from spanfix.relabel import load
+    from spanfix.relabelling import load
     data = trace_bytes(draft_thread_events)
     at = data.index(b'"step[DECODE bs=2]"')
     data = data[:at] + b'"step[DECODE bs=2]", "cat": "\xff"' + data[at + len(b'"step[DECODE bs=2]"'):]

@@ -48,7 +48,7 @@ def cells(table, key_column="stage"):
 
 def test_stage_tables_hold_the_figures_of_stats_json(traces, built):
     merged, base = traces
-    expected = stats([merged], baseline=base).to_json()
+    expected = stats([merged], device=True, baseline=base).to_json()
     tables = {table["clock"]: table for table in built.payload["stages"]}
     assert set(tables) == {"cpu", "gpu"}
     for row in expected["stages"]:
@@ -61,6 +61,12 @@ def test_stage_tables_hold_the_figures_of_stats_json(traces, built):
         assert found["change"]["v"] == row["baseline"]["change_us"]
         if row["clock"] == "gpu":
             assert found["busy_us"]["v"] == row["busy_us"] and found["busy_share"]["v"] == row["busy_share"]
+    # Plain stats skips the device view where GPU annotations give every span's device time: what it does
+    # give is the same.
+    for row in stats([merged], baseline=base).to_json()["stages"]:
+        found = cells(tables[row["clock"]])[row["stage"]]
+        for key in ("count", "total_us", "mean_us", "p50_us", "p90_us", "p99_us", "max_us", "share", "busy_us"):
+            assert row[key] is None or found[key]["v"] == row[key], (row["stage"], key)
     for it in expected["iterations"]:
         [table] = [t for t in built.payload["iterations"] if t["clock"] == it["clock"]]
         rows = cells(table, "part")
@@ -73,7 +79,7 @@ def test_stage_tables_hold_the_figures_of_stats_json(traces, built):
 
 def test_kernel_tables_hold_the_figures_of_stats_kernels(traces, built):
     merged, _ = traces
-    expected = stats([merged], kernels=True).to_json()["kernels"]
+    expected = stats([merged], device=True, kernels=True).to_json()["kernels"]
     groups = {(g["kind"], g["name"]): g for g in built.payload["kernels"]["groups"]}
     assert len(groups) == len(expected["stages"]) + len(expected["iteration_parts"])
     for entry in expected["stages"]:
@@ -89,8 +95,8 @@ def test_kernel_tables_hold_the_figures_of_stats_kernels(traces, built):
 
 def test_distributions_count_every_span_and_overlay_the_baseline(traces, built):
     merged, base = traces
-    stats_rows = {(r["stage"], r["clock"]): r["count"] for r in stats([merged]).to_json()["stages"]}
-    base_rows = {(r["stage"], r["clock"]): r["count"] for r in stats([base]).to_json()["stages"]}
+    stats_rows = {(r["stage"], r["clock"]): r["count"] for r in stats([merged], device=True).to_json()["stages"]}
+    base_rows = {(r["stage"], r["clock"]): r["count"] for r in stats([base], device=True).to_json()["stages"]}
     d = built.payload["distributions"]
     assert d["baseline_kind"] == "trace"
     for clock in d["clocks"]:
@@ -125,7 +131,7 @@ def test_long_timelines_are_drawn_in_buckets_but_tables_stay_exact(traces, monke
     series = payload["timeline"]["clocks"][0]["series"][0]
     assert series["bucket"] == 3 and len(series["x"]) == 4 and len(series["slowest"]["y"]) == 4
     assert "one bar, the mean of each part" in series["hover_markup"][0]
-    it = stats([merged]).to_json()["iterations"][0]
+    it = stats([merged], device=True).to_json()["iterations"][0]
     assert cells(payload["iterations"][0])["decode iteration"]["mean_us"]["v"] == it["mean_us"]
 
 
@@ -133,7 +139,7 @@ def test_ranks_side_by_side_and_the_slowest_named(traces, built):
     merged, _ = traces
     ranks = built.payload["ranks"]
     assert ranks["key"] == "rank" and ranks["labels"] == ["TP0", "TP1"]
-    by_rank = stats([merged], by=["rank"]).to_json()
+    by_rank = stats([merged], device=True, by=["rank"]).to_json()
     host = {it["rank"]: it["mean_us"] for it in by_rank["iterations"] if it["clock"] == "cpu"}
     assert ranks["slowest"]["label"] == max(host, key=host.get) and ranks["slowest"]["value_us"] == max(host.values())
     means = {(r["rank"], r["stage"], r["clock"]): r["mean_us"] for r in by_rank["stages"]}
@@ -183,13 +189,13 @@ def test_ambiguous_spans_are_shown_never_folded(tmp_path):
 def test_a_saved_baseline_gives_its_percentiles(traces, tmp_path):
     merged, base = traces
     saved = tmp_path / "stats.json"
-    saved.write_text(json.dumps(stats([base]).to_json()))
+    saved.write_text(json.dumps(stats([base], device=True).to_json()))
     report = build_report([merged], baseline=str(saved))
     d = report.payload["distributions"]
     assert d["baseline_kind"] == "saved" and not report.errors
     verify = next(s for s in d["clocks"][0]["stages"] if s["stage"] == "VERIFY")
     assert verify["baseline_percentiles"]["y"] == [0.5, 0.9, 0.99, 1.0]
-    expected = {r["stage"]: r["baseline"] for r in stats([merged], baseline=saved).to_json()["stages"]
+    expected = {r["stage"]: r["baseline"] for r in stats([merged], device=True, baseline=saved).to_json()["stages"]
                 if r["clock"] == "cpu"}
     rows = cells(report.payload["stages"][0])
     for stage, change in expected.items():

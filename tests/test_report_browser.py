@@ -153,10 +153,13 @@ def opened(browser, inputs):
 def stats_json(inputs):
     merged, base, _ = inputs
     return {
-        "stats": json.loads(run("stats", merged, "--baseline", base, "--format", "json", "-j", "1")),
-        "base": json.loads(run("stats", base, "--format", "json", "-j", "1")),
+        # The report always reads the device view: its figures are those of stats --device, and plain stats
+        # (which skips the device view where GPU annotations suffice) agrees on every figure it gives.
+        "stats": json.loads(run("stats", merged, "--baseline", base, "--device", "--format", "json", "-j", "1")),
+        "plain": json.loads(run("stats", merged, "--baseline", base, "--format", "json", "-j", "1")),
+        "base": json.loads(run("stats", base, "--device", "--format", "json", "-j", "1")),
         "kernels": json.loads(run("stats", merged, "--kernels", "--format", "json", "-j", "1"))["kernels"],
-        "ranks": json.loads(run("stats", merged, "--by", "rank", "--format", "json", "-j", "1")),
+        "ranks": json.loads(run("stats", merged, "--by", "rank", "--device", "--format", "json", "-j", "1")),
     }
 
 
@@ -277,6 +280,11 @@ def test_tables_show_the_figures_of_stats_json(opened, stats_json):
                 check_time(row["busy_us"], r["busy_us"], unit)
                 assert row["busy_share"][0] == share_text(r["busy_share"])
                 assert row["device_source"][0] == r["device_source"]
+
+    for r in stats_json["plain"]["stages"]:
+        rows = {row["stage"][0]: row for row in tables[f"stages-{r['clock']}"]["rows"]}
+        for key in ("count", "total_us", "mean_us", "p50_us", "p90_us", "p99_us", "max_us", "share", "busy_us"):
+            assert r[key] is None or float(rows[r["stage"]][key][1]) == r[key], (r["stage"], key)
 
     for it in stats_json["stats"]["iterations"]:
         table = tables[f"iterations-{it['clock']}"]

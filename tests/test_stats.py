@@ -14,9 +14,9 @@ from rich.console import Console
 from spanfix import synth
 from spanfix.cli import main
 from spanfix.naming import parse_step_name
-from spanfix.relabel import RelabelOptions
+from spanfix.relabelling import RelabelOptions
 from spanfix.render.stats import share_bar, stats_csv, stats_markdown, stats_table
-from spanfix.stats import (
+from spanfix.timing import (
     PARTS,
     aggregate,
     compare,
@@ -353,7 +353,7 @@ def test_json_format(timed, tmp_path):
     assert verify == {"stage": "VERIFY", "bs": 2, "clock": "cpu", "count": 10, "total_us": 550, "mean_us": 55,
                       "p50_us": 50, "p90_us": 90, "p99_us": 100, "max_us": 100, "share": round(550 / 570, 6),
                       "device_source": None, "busy_us": None, "busy_share": None,
-                      "baseline": {"mean_us": 27.5, "change_us": 27.5, "change_pct": 100}}
+                      "baseline": {"mean_us": 27.5, "change_us": 27.5, "change_pct": 100, "count": 10}}
     gpu = next(r for r in data["stages"] if r["stage"] == "VERIFY" and r["clock"] == "gpu")
     # Verify 3's kernels ran 3040-3045, 3046-3048 and 3050-3054: 11 of its 14 us (the others have no kernels).
     assert (gpu["busy_us"], gpu["busy_share"]) == (11, round(11 / 14, 6))

@@ -6,7 +6,7 @@ import sys
 import click
 import orjson
 
-from ..check import DEFAULT_MAX_REGRESSION, BudgetError, CheckOptions, parse_budget, run_check
+from ..gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, BudgetError, CheckOptions, parse_budget, run_check
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .options import attribution_options, jobs_option, relabel_options
@@ -33,13 +33,19 @@ def _budgets(ctx, param, values):
 @click.option("--max-regression", type=click.FloatRange(min=0), default=None, metavar="PCT",
               help=f"How much a mean may grow over the baseline, in percent (default {DEFAULT_MAX_REGRESSION:g}).")
 @click.option("--allow-ambiguous", is_flag=True, help="Do not fail on step spans that stay ambiguous.")
+@click.option("--allow-empty", is_flag=True,
+              help="Do not fail on an input with no step spans (by default a gate on nothing breaks).")
+@click.option("--min-count", type=click.IntRange(min=1), default=DEFAULT_MIN_COUNT, show_default=True, metavar="N",
+              help="Spans (or iterations) each side needs before --baseline judges a regression; smaller rows "
+                   "are shown as not judged.")
 @click.option("--require-new-names", is_flag=True,
               help="Fail when a span still carries an old name (guards traces from newer SGLang).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "markdown", "junit"]), default="text",
               show_default=True, help="text for people, json for machines, markdown for a job summary, junit XML.")
 @jobs_option
 @attribution_options
-def check(inputs, budgets, baseline, max_regression, allow_ambiguous, require_new_names, output_format, jobs,
+def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empty, min_count, require_new_names,
+          output_format, jobs,
           **attribution):
     """Gate CI on captured traces: exit 1 when one cannot be trusted or its timing broke a rule.
 
@@ -61,7 +67,7 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, require_ne
     if max_regression is not None and not baseline:
         raise click.UsageError("--max-regression needs --baseline")
     options = CheckOptions(budgets, baseline, DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
-                           allow_ambiguous, require_new_names)
+                           allow_ambiguous, require_new_names, allow_empty, min_count)
     with file_progress(list(inputs), machine_output=output_format != "text") as progress:
         def each(function, jobs_of):
             for source, outcome in run_each(function, jobs_of, jobs):

@@ -6,7 +6,7 @@ import click
 import orjson
 from rich.console import Console
 
-from ..inspect import inspect_trace
+from ..inspection import inspect_trace
 from ..reader import TraceError
 from ..render.inspect import inspect_report
 from . import EXIT_BAD_INPUT

@@ -11,7 +11,7 @@ import click
 
 from ..algorithms import ALGORITHMS
 from ..attribute import DraftRules
-from ..relabel import RelabelOptions
+from ..relabelling import RelabelOptions
 
 if TYPE_CHECKING:
     from ..api import Options

@@ -9,7 +9,7 @@ from rich.console import Console
 
 from ..patch import OutputError, write_output
 from ..reader import STDIN, TraceError
-from ..relabel import default_output, dumps_results, relabel_file
+from ..relabelling import default_output, dumps_results, relabel_file
 from ..render.relabel import relabel_summary
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_INTERRUPTED
 from .options import attribution_options, jobs_option, relabel_options

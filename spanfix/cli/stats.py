@@ -8,7 +8,7 @@ from rich.console import Console
 
 from ..reader import TraceError
 from ..render.stats import stats_csv, stats_markdown, stats_table
-from ..stats import GROUP_KEYS, CategoryError, KernelClasses, aggregate, compare, load_baseline, measure_file
+from ..timing import GROUP_KEYS, CategoryError, KernelClasses, aggregate, compare, load_baseline, measure_file
 from . import EXIT_BAD_INPUT
 from .options import attribution_options, jobs_option, relabel_options
 from .parallel import run_each
@@ -26,6 +26,10 @@ def report_errors(errors: list[str]) -> None:
               help="Split the rows further (repeatable, combinable): file, rank (-TP-<r> in the file name or a "
                    "merged trace's [TP..] pids), stage (always), name, mode-name (the name without its detailed "
                    "suffix), bs, toks.")
+@click.option("--device", is_flag=True,
+              help="Read every launch and kernel for the device view (busy time, the decode iteration on the "
+                   "device clock) even where GPU annotations give each span's device time (otherwise it is read "
+                   "only where they do not, as in SGLang's own captures).")
 @click.option("--kernels", is_flag=True,
               help="Also list the kernels of every stage and iteration part: the top ones by device time, and "
                    "the share of each category (gemm, attention, moe, comm, norm, activation, embedding, "
@@ -41,7 +45,7 @@ def report_errors(errors: list[str]) -> None:
               show_default=True, help="table for people; json (documented in the README), csv, markdown for CI summaries.")
 @jobs_option
 @attribution_options
-def stats(inputs, by, kernels, kernel_categories, top, baseline, output_format, jobs, **attribution):
+def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_format, jobs, **attribution):
     """Per-stage timing of step spans: where a speculative step spends its time.
 
     Every INPUT (old or new naming; nothing is written) is attributed like relabel does, and
@@ -67,7 +71,8 @@ def stats(inputs, by, kernels, kernel_categories, top, baseline, output_format, 
         raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
     measures, errors = [], []
     with file_progress(list(inputs), machine_output=output_format != "table") as progress:
-        for source, outcome in run_each(_measure_one, [(source, options, classes) for source in inputs], jobs):
+        jobs_of = [(source, options, classes, True if device else None) for source in inputs]
+        for source, outcome in run_each(_measure_one, jobs_of, jobs):
             progress.done(source)
             if isinstance(outcome, TraceError):
                 errors.append(str(outcome))
@@ -95,8 +100,8 @@ def stats(inputs, by, kernels, kernel_categories, top, baseline, output_format, 
         sys.exit(EXIT_BAD_INPUT)
 
 
-def _measure_one(source: str, options, classes) -> object:
+def _measure_one(source: str, options, classes, device) -> object:
     try:
-        return measure_file(source, options, kernels=classes)
+        return measure_file(source, options, kernels=classes, device=device)
     except TraceError as exc:
         return exc

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..check import CheckReport, Outcome
+from ..gate import CheckReport, Outcome
 from .stats import markdown_table, markdown_text
 
 

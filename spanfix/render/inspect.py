@@ -6,7 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..inspect import InspectReport
+from ..inspection import InspectReport
 
 
 def inspect_report(report: InspectReport) -> Group:

@@ -6,7 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..relabel import RelabelResult
+from ..relabelling import RelabelResult
 
 
 def relabel_summary(result: RelabelResult) -> Group:

@@ -17,9 +17,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..stats import CLOCKS, CPU, GPU, STATISTICS, Change, IterationBreakdown, StatsResult, format_us
-from ..stats.kernels import short_kernel_name
-from ..stats.table import category_rows, kernel_rows
+from ..timing import CLOCKS, CPU, GPU, STATISTICS, Change, IterationBreakdown, StatsResult, format_us
+from ..timing.kernels import short_kernel_name
+from ..timing.table import category_rows, kernel_rows
 
 BAR_WIDTH = 8
 TOP_KERNELS = 10

@@ -23,8 +23,8 @@ import orjson
 
 from .. import __version__
 from ..errors import TraceError, UsageError
-from ..stats import KernelClasses, StatsResult, TraceMeasures, aggregate, compare, load_baseline
-from ..stats.baseline import baseline_from_json
+from ..timing import KernelClasses, StatsResult, TraceMeasures, aggregate, compare, load_baseline
+from ..timing.baseline import baseline_from_json
 from .html import render_html
 from .model import build_payload
 
@@ -50,14 +50,16 @@ def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, bas
 
     options = options or Options()
     classes = KernelClasses.with_overrides(tuple(kernel_categories))
-    measured = measure_all([os.fspath(source) for source in sources], options, classes, each)
+    # The device view is always read (the kernels section needs it): the figures are those of
+    # `stats --device` (equal to plain stats wherever plain stats has them).
+    measured = measure_all([os.fspath(source) for source in sources], options, classes, each, True)
     errors = list(measured.errors)
     if not measured.measures:
         return Report(b"", None, errors)
     baseline_measures = baseline_document = None
     result = aggregate(measured.measures, (), kernel_categories=classes.names)
     if baseline is not None:
-        outcome = measure_path(os.fspath(baseline), options, None)
+        outcome = measure_path(os.fspath(baseline), options, None, True)  # as stats measures a baseline trace
         try:
             if isinstance(outcome, TraceMeasures):
                 baseline_measures = outcome

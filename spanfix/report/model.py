@@ -24,10 +24,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..stats import CPU, GPU, StatsResult, TraceMeasures, aggregate, nearest_rank, summarize
-from ..stats.iterations import DEVICE_PARTS, PARTS
-from ..stats.kernels import short_kernel_name
-from ..stats.measure import AMBIGUOUS_STAGE, IterationTiming, StepTiming
+from ..timing import CPU, GPU, StatsResult, TraceMeasures, aggregate, nearest_rank, summarize
+from ..timing.iterations import DEVICE_PARTS, PARTS
+from ..timing.kernels import short_kernel_name
+from ..timing.measure import AMBIGUOUS_STAGE, IterationTiming, StepTiming
 
 CLOCK_TITLES = {CPU: "host", GPU: "device"}
 CLOCK_LONG = {CPU: "host clock (CPU spans)", GPU: "device clock (GPU annotations, or the kernels launched)"}
@@ -599,7 +599,7 @@ def _timeline(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[s
     clocks = []
     for clock in (CPU, GPU):
         parts = PARTS if clock == CPU else DEVICE_PARTS
-        totals = [it.total_us if clock == CPU else it.gpu_us for its in by_series.values() for it in its]
+        totals = [it.cpu_us if clock == CPU else it.gpu_us for its in by_series.values() for it in its]
         totals = [t for t in totals if t is not None]
         if not totals:
             continue
@@ -642,7 +642,7 @@ def _series(label: str, iterations: list[IterationTiming], clock: str, parts: Se
         return (it.parts if clock == CPU else it.gpu_parts)[part]
 
     def total_of(it: IterationTiming) -> float:
-        return it.total_us if clock == CPU else it.gpu_us
+        return it.cpu_us if clock == CPU else it.gpu_us
 
     for first in range(0, n, bucket):
         group = iterations[first:first + bucket]
@@ -665,7 +665,7 @@ def _series(label: str, iterations: list[IterationTiming], clock: str, parts: Se
 
 
 def _iteration_hover(it: IterationTiming, index: int, n: int, clock: str, unit: str, steps_of: dict) -> str:
-    total = it.total_us if clock == CPU else it.gpu_us
+    total = it.cpu_us if clock == CPU else it.gpu_us
     lines = [(f"iteration {index + 1} of {n} at {it.start_from_trace_us / 1e3:,.3f} ms: "
               f"{format_time(total, unit)} {unit} on the {CLOCK_TITLES[clock]} clock")]
     starts, steps = steps_of.get((it.file, it.pid), ([], []))

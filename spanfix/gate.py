@@ -22,8 +22,8 @@ from .errors import UsageError
 from .index import TraceIndex
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage, parse_step_name
 from .reader import Trace, TraceError
-from .relabel import RelabelOptions, plan
-from .stats import (
+from .relabelling import RelabelOptions, plan
+from .timing import (
     AMBIGUOUS_STAGE,
     CLOCKS,
     CPU,
@@ -44,6 +44,9 @@ from .stats import (
 TRUST, BUDGET, REGRESSION = "trust", "budget", "regression"
 ITERATION = "iteration"
 DEFAULT_MAX_REGRESSION = 10.0  # percent
+# Below this many spans (or iterations) on either side, a mean moves by noise as much as by change: a
+# regression is not judged on so little (the report says so).
+DEFAULT_MIN_COUNT = 20
 # Modes that the newer naming never writes: seeing one means the trace was not relabelled.
 OLD_ONLY_MODES = frozenset({"TARGET_VERIFY", "DRAFT_EXTEND"})
 # Every stage a stats row can have: the stage words of the newer naming, the workers' own spans, ambiguous.
@@ -171,17 +174,27 @@ class CheckOptions:
     max_regression: float = DEFAULT_MAX_REGRESSION
     allow_ambiguous: bool = False
     require_new_names: bool = False
+    allow_empty: bool = False  # an input with no step spans passes (by default a gate on nothing breaks)
+    min_count: int = DEFAULT_MIN_COUNT  # spans (or iterations) each side needs before a regression is judged
+
+    @property
+    def needs_device(self) -> bool:
+        """Does a budget speak of the device view (busy time, the iteration on the device clock)?"""
+        return any(b.clock == GPU and (b.stage == ITERATION or b.statistic in ("busy", "busy_share"))
+                   for b in self.budgets)
 
 
 def check_file(source: str, options: RelabelOptions, check: CheckOptions
                ) -> tuple[TraceMeasures, list[Outcome]] | TraceError:
     """One input's measures and trust outcomes, or why it cannot be used (returned, not raised, so
     that it crosses from a worker process like any result)."""
+    device = True if check.needs_device else None  # else only when device time needs the kernels
     try:
-        trace, index, attribution, warnings = load(source, options)
+        trace, index, attribution, warnings = load(source, options, device=device)
     except TraceError as exc:
         return exc
-    return measure(trace, index, attribution, warnings), trust_outcomes(trace, index, attribution, options, check)
+    return (measure(trace, index, attribution, warnings, device=device),
+            trust_outcomes(trace, index, attribution, options, check))
 
 
 Each = Callable[[Callable, list[tuple]], Iterable[tuple[str, object]]]
@@ -211,7 +224,7 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
             stats = compare(stats, load_baseline(check.baseline, options, stats.by))
         except TraceError as exc:
             errors.append(f"baseline {exc}")
-        outcomes += regression_outcomes(stats, check.max_regression)
+        outcomes += regression_outcomes(stats, check.max_regression, check.min_count)
     outcomes += [budget_outcome(budget, stats) for budget in check.budgets]
     return CheckReport(outcomes, stats, errors)
 
@@ -230,7 +243,13 @@ def trust_outcomes(trace: Trace, index: TraceIndex, attribution: Attribution, op
     why = _first_of(len(ambiguous), first)
     if ambiguous and check.allow_ambiguous:
         why = "allowed by --allow-ambiguous; " + why
-    outcomes = [Outcome("no ambiguous step spans", TRUST, not ambiguous or check.allow_ambiguous, len(ambiguous),
+    steps = len(index.steps)
+    empty = "no step spans: nothing to gate (pass --allow-empty when that is expected)" if not steps else ""
+    if not steps and check.allow_empty:
+        empty = "allowed by --allow-empty"
+    outcomes = [Outcome("has step spans", TRUST, bool(steps) or check.allow_empty, steps, f"{steps} step spans",
+                        empty, source),
+                Outcome("no ambiguous step spans", TRUST, not ambiguous or check.allow_ambiguous, len(ambiguous),
                         f"{len(ambiguous)} ambiguous", why, source)]
     conflicts = [v.detail for v in attribution.verdicts if v.conflict] + summary.conflicts
     outcomes.append(Outcome("no conflicting evidence", TRUST, not conflicts, len(conflicts),
@@ -307,7 +326,8 @@ def _figure(budget: Budget, value: float) -> str:
 GATED_PARTS = ("draft", "verify", "draft_extend")
 
 
-def regression_outcomes(stats: StatsResult, max_regression: float) -> list[Outcome]:
+def regression_outcomes(stats: StatsResult, max_regression: float, min_count: int = DEFAULT_MIN_COUNT
+                        ) -> list[Outcome]:
     compared = [(f"{stats.stage_of(row)}.{row.clock}.mean", row.summary.mean_us, row.baseline)
                 for row in stats.rows]
     for it in stats.iterations:
@@ -318,7 +338,14 @@ def regression_outcomes(stats: StatsResult, max_regression: float) -> list[Outco
     for subject, mean, change in compared:
         if change is None or change.change_pct is None:
             continue  # nothing to compare with
-        outcomes.append(Outcome(f"{subject} within +{max_regression:g}% of baseline", REGRESSION,
-                                change.change_pct <= max_regression, change.change_pct,
-                                f"{format_us(mean)} vs {format_us(change.baseline_mean_us)} ({change.change_pct:+.1f}%)"))
+        rule = f"{subject} within +{max_regression:g}% of baseline"
+        figure = f"{format_us(mean)} vs {format_us(change.baseline_mean_us)} ({change.change_pct:+.1f}%)"
+        small = [f"{count} here" for count in (change.count,) if count is not None and count < min_count]
+        small += [f"{count} in the baseline" for count in (change.baseline_count,)
+                  if count is not None and count < min_count]
+        if small:
+            outcomes.append(Outcome(rule, REGRESSION, True, change.change_pct, figure,
+                                    f"not judged: too few to compare ({', '.join(small)}; --min-count {min_count})"))
+            continue
+        outcomes.append(Outcome(rule, REGRESSION, change.change_pct <= max_regression, change.change_pct, figure))
     return outcomes

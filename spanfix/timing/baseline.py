@@ -6,13 +6,13 @@ and every decode iteration's, whole and by part, on both clocks."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import orjson
 
 from ..reader import TraceError, read_document_bytes
-from ..relabel import RelabelOptions
+from ..relabelling import RelabelOptions
 from .measure import load, measure
 from .numbers import us
 from .table import CPU, SCOPE_KEYS, Change, StatsResult, aggregate, group_keys
@@ -24,6 +24,7 @@ class Baseline:
     means: dict[tuple, float]  # (match key, clock) -> mean_us of a stage row
     iteration_means: dict[tuple, float]  # (match key of the scope, clock) -> mean_us of the decode iterations
     part_means: dict[tuple, float]  # (match key of the scope, clock, part) -> mean_us of the part
+    counts: dict[tuple, int] = field(default_factory=dict)  # the same keys -> spans or iterations measured
 
 
 def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Baseline:
@@ -54,17 +55,25 @@ def baseline_from_json(document: dict, by: tuple[str, ...], source: str) -> Base
                          f"{'+'.join(by)}; ask for the same --by")
     scope = tuple(key for key in by if key in SCOPE_KEYS)
     try:
-        means = {(_match_key(by, [row[key] for key in by]), row["clock"]): float(row["mean_us"])
-                 for row in document["stages"]}
+        means, counts = {}, {}
+        for row in document["stages"]:
+            key = _match_key(by, [row[name] for name in by]), row["clock"]
+            means[key], counts[key] = float(row["mean_us"]), _count(row)
         iteration_means, part_means = {}, {}
         for it in document.get("iterations") or []:
             key = _match_key(scope, [it[name] for name in scope]), it.get("clock", CPU)  # older results: host only
-            iteration_means[key] = float(it["mean_us"])
+            iteration_means[key], counts[key] = float(it["mean_us"]), _count(it)
             for part in it.get("parts") or []:
                 part_means[(*key, part["part"])] = float(part["mean_us"])
-    except (KeyError, TypeError, ValueError) as exc:
+                counts[(*key, part["part"])] = counts[key]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise TraceError(f"{source}: not a spanfix stats result (bad or missing {exc})") from None
-    return Baseline(source, means, iteration_means, part_means)
+    return Baseline(source, means, iteration_means, part_means, counts)
+
+
+def _count(row: dict) -> int | None:
+    count = row.get("count")
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
 
 
 def _match_key(names: Sequence[str], values: Sequence) -> tuple:
@@ -75,20 +84,25 @@ def _match_key(names: Sequence[str], values: Sequence) -> tuple:
 
 def compare(result: StatsResult, baseline: Baseline) -> StatsResult:
     """Each mean against the baseline's, both at the nanosecond precision a saved result keeps."""
-    rows = [replace(row, baseline=_change(row.summary.mean_us,
-                                          baseline.means.get((_match_key(result.by, row.keys), row.clock))))
-            for row in result.rows]
+    rows = []
+    for row in result.rows:
+        key = _match_key(result.by, row.keys), row.clock
+        rows.append(replace(row, baseline=_change(row.summary.mean_us, baseline.means.get(key), row.summary.count,
+                                                  baseline.counts.get(key))))
     iterations = []
     for it in result.iterations:
         key = _match_key(result.scope, it.keys), it.clock
-        parts = {part: _change(it.part_mean(part), baseline.part_means.get((*key, part))) for part in it.parts}
-        iterations.append(replace(it, baseline=_change(it.summary.mean_us, baseline.iteration_means.get(key)),
-                                  part_baselines=parts))
+        count = it.summary.count
+        parts = {part: _change(it.part_mean(part), baseline.part_means.get((*key, part)), count,
+                               baseline.counts.get((*key, part))) for part in it.parts}
+        iterations.append(replace(it, baseline=_change(it.summary.mean_us, baseline.iteration_means.get(key), count,
+                                                       baseline.counts.get(key)), part_baselines=parts))
     return replace(result, rows=rows, iterations=iterations, baseline=baseline.source)
 
 
-def _change(mean_us: float, baseline_us: float | None) -> Change | None:
+def _change(mean_us: float, baseline_us: float | None, count: int | None = None,
+            baseline_count: int | None = None) -> Change | None:
     if baseline_us is None:
         return None
     change = us(mean_us) - baseline_us
-    return Change(baseline_us, change, change / baseline_us * 100 if baseline_us else None)
+    return Change(baseline_us, change, change / baseline_us * 100 if baseline_us else None, count, baseline_count)

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from .attribute import AMBIGUOUS, Attribution
 from .index import TraceIndex
 from .reader import Trace
-from .relabel import AmbiguousSpan, RelabelOptions, analyse, load
-from .stats.device import device_work
+from .relabelling import AmbiguousSpan, RelabelOptions, analyse, load
+from .timing.device import device_work
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,9 @@ a class or replaces one: the user's come first, in the order given.
 from __future__ import annotations
 
 import functools
+import operator
 import re
+from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -108,13 +110,50 @@ class KernelTally:
         return {category: (count, total) for category, (count, total) in found.items()}
 
 
-def tally(items: Iterable[int], names: list[str], categories: list[str], starts: list[float], ends: list[float],
-          classes: KernelClasses) -> KernelTally:
-    result = KernelTally()
-    for item in items:
-        name = names[item]
-        result.add(name, classes.classify(name, categories[item]), ends[item] - starts[item])
-    return result
+Ranges = Sequence[tuple[int, int]]  # device items, as (first, end) numbers into a KernelTable
+
+
+@dataclass(slots=True)
+class KernelTable:
+    """One trace's device items by kernel: what the kernel breakdowns are counted from. Steps and
+    iteration parts refer to their items by ranges of numbers; a group's tally walks its ranges once."""
+
+    names: list[str]  # the distinct kernel names
+    classes: list[str]  # per name: its category
+    ids: array  # per item: its name's number
+    durations: array  # per item, microseconds
+    steps: list[Ranges] = field(default_factory=list)  # per step span of the trace's measures
+    iterations: list[dict[str, Ranges]] = field(default_factory=list)  # per decode iteration, per part
+
+    @classmethod
+    def of(cls, names: list[str], ids: list[int], categories: list[str], starts: list[float], ends: list[float],
+           classes: KernelClasses) -> KernelTable:
+        # A name's category: memory copies and sets by their event's cat, kernels by their name.
+        category_of = {}
+        for number, category in zip(ids, categories):
+            if number not in category_of or category != "kernel":
+                category_of[number] = category
+        return cls(names, [classes.classify(name, category_of.get(number, "kernel")) for number, name in enumerate(names)],
+                   array("I", ids), array("d", map(operator.sub, ends, starts)))
+
+    def tally(self, ranges: Iterable[Ranges]) -> KernelTally:
+        """Count and time per kernel name over the items of every range given."""
+        ids: list[int] = []
+        durations: list[float] = []
+        for spans in ranges:
+            for first, end in spans:
+                ids += self.ids[first:end]
+                durations += self.durations[first:end]
+        totals: dict[int, float] = defaultdict(float)
+        for number, duration in zip(ids, durations):
+            totals[number] += duration
+        result = KernelTally()
+        for number, count in Counter(ids).items():
+            name = self.names[number]
+            result.counts[name] = count
+            result.totals[name] = totals[number]
+            result.category_of[name] = self.classes[number]
+        return result
 
 
 _INNERMOST = {"<": re.compile(r"<[^<>]*>"), "(": re.compile(r"\([^()]*\)")}

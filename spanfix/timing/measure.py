@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-import functools
-import itertools
 from collections import Counter
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
 from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from ..index import StepSpan, TraceIndex, Track, is_number
-from ..naming import new_stage, parse_step_name, relabel_step_name
+from ..naming import new_stage, relabel_step_name
 from ..ranks import rank_from_file_name, rank_from_pid
 from ..reader import Trace, TraceError
-from ..relabel import RelabelOptions, analyse
-from ..relabel import load as load_trace
-from .device import DeviceReducer, DeviceWork, device_work
+from ..relabelling import RelabelOptions, analyse
+from ..relabelling import load as load_trace
+from .device import DeviceReducer, DeviceWork, device_work, needs_kernels
 from .iterations import Iteration, decode_iterations
-from .kernels import KernelClasses, KernelTally, tally
+from .kernels import KernelClasses, KernelTable
 
 AMBIGUOUS_STAGE = "ambiguous"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen dataclass sets each field by a call, and there are many rows
 class StepTiming:
     """One step span, measured: a row of the per-step table (spanfix.Trace.steps). Times are in
     microseconds: `start_us` as in the trace, `start_from_trace_us` from the trace's first event, as
@@ -49,14 +47,13 @@ class StepTiming:
     device_start_us: float | None
     device_end_us: float | None
     busy_us: float | None  # the time its own device work ran (overlaps once); None: none joined
-    kernels: KernelTally | None = None  # with kernel names read
 
     @property
     def track(self) -> Track:
         return self.pid, self.tid
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class IterationTiming:
     """One decode iteration: a row of the per-iteration table (spanfix.Trace.iterations)."""
 
@@ -66,13 +63,12 @@ class IterationTiming:
     start_us: float  # host clock, as in the trace
     end_us: float
     start_from_trace_us: float
-    total_us: float  # host duration
+    cpu_us: float  # host duration
     parts: dict[str, float]  # host microseconds per part
     gpu_us: float | None = None  # the device extent; None when it launched no device work
     gpu_parts: dict[str, float] | None = None
     device_start_us: float | None = None
     device_end_us: float | None = None
-    kernels: dict[str, KernelTally] | None = None  # per part, with kernel names read
 
 
 @dataclass(slots=True)
@@ -81,7 +77,7 @@ class TraceMeasures:
     steps: list[StepTiming]
     iterations: list[IterationTiming]
     warnings: list[str]
-    kernels_read: bool = False  # kernel names were read (StepTiming.kernels and IterationTiming.kernels)
+    kernels: KernelTable | None = None  # with kernel names read: the kernels of each step and iteration part
     trace_start_us: float = 0.0  # the first event's timestamp
     algorithm: str = "unknown"  # the speculative algorithm as attribution understood it
     algorithm_reasons: list[str] = field(default_factory=list)
@@ -89,17 +85,34 @@ class TraceMeasures:
     ambiguous_reasons: dict[str, int] = field(default_factory=dict)  # why -> step spans left ambiguous
 
 
-def load(source: str, options: RelabelOptions, *, kernel_names: bool = False
+def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, device: bool | None = True
          ) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
-    """Read, index and attribute one trace, exactly as relabel does, and read its device work on the way."""
-    trace = load_trace(source, options, reduce=DeviceReducer(kernel_names))
+    """Read, index and attribute one trace, exactly as relabel does; with device, read its launches and
+    kernels on the way (None: later, and only if needed, see measure)."""
+    reduce = DeviceReducer(kernel_names) if device or kernel_names else None
+    trace = load_trace(source, options, reduce=reduce, locate_names=False)
     return (trace, *analyse(trace, options))
 
 
+NO_DEVICE_VIEW = ("the device view (busy time, decode iterations on the device clock) was not computed: every "
+                  "step and stage span has a GPU annotation, so no kernel was read; pass --device to read them")
+
+
 def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
-            kernels: KernelClasses | None = None, work: DeviceWork | None = None) -> TraceMeasures:
-    """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each."""
-    work = work if work is not None else device_work(trace, names=kernels is not None)
+            kernels: KernelClasses | None = None, work: DeviceWork | None = None,
+            device: bool | None = True) -> TraceMeasures:
+    """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each.
+
+    device: read the launches and kernels for the device view (busy time, iterations on the device
+    clock); None: only when device time needs them anyway (see device.needs_kernels), which leaves a
+    trace whose every span has a GPU annotation as fast to measure as its host spans."""
+    notes = []
+    if work is None:
+        if kernels is not None or device or (device is None and needs_kernels(trace, index)):
+            work = device_work(trace, names=kernels is not None)
+        else:
+            work = DeviceWork.nothing()
+            notes.append(NO_DEVICE_VIEW)
     file_rank = rank_from_file_name(trace.source)
     origin = trace_start(trace, index, work)
 
@@ -107,16 +120,19 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
         return rank_from_pid(pid) or file_rank
 
     stages = [stage_of(step, verdict.role) for step, verdict in zip(index.steps, attribution.verdicts)]
-    steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), origin, kernels)
+    table = None
+    if kernels is not None and work.names is not None:
+        table = KernelTable.of(work.names, work.name_ids, work.categories, work.starts, work.ends, kernels)
+    steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), origin, table)
              for step, verdict, stage in zip(index.steps, attribution.verdicts, stages)]
-    iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, work, origin, kernels)
+    iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, origin, table)
                   for iteration in decode_iterations(index, stages, work)]
-    notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings())]
+    notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings(), *notes)]
     if not index.steps:
         notes.append(f"{trace.source}: no step spans")
     ambiguous = Counter(verdict.detail for verdict in attribution.verdicts if verdict.role == AMBIGUOUS)
     ambiguous.update(f"GPU annotation: {orphan.why}" for orphan in index.gpu_orphans)
-    return TraceMeasures(trace.source, steps, iterations, notes, kernels is not None, origin,
+    return TraceMeasures(trace.source, steps, iterations, notes, table, origin,
                          attribution.algorithm.label, list(attribution.algorithm.reasons),
                          dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()))
 
@@ -133,7 +149,7 @@ def trace_start(trace: Trace, index: TraceIndex, work: DeviceWork) -> float:
 
 
 def _step_timing(trace: Trace, work: DeviceWork, step: StepSpan, verdict, stage: str, rank: str | None,
-                 origin: float, kernels: KernelClasses | None) -> StepTiming:
+                 origin: float, table: KernelTable | None) -> StepTiming:
     attributed = verdict.role in (DRAFT, TARGET)
     name = relabel_step_name(step.name, is_draft=verdict.role == DRAFT) if attributed else step.name
     items = work.launched(step.span)
@@ -141,9 +157,8 @@ def _step_timing(trace: Trace, work: DeviceWork, step: StepSpan, verdict, stage:
     extent, source = _annotated(trace, step), "annotation"
     if extent is None:
         extent, source = work.extent(items), "kernels"
-    tallied = None
-    if kernels is not None and items:
-        tallied = tally(items, work.names, work.categories, work.starts, work.ends, kernels)
+    if table is not None:
+        table.steps.append(((items.start, items.stop),))
     busy = None
     if items and extent is not None:
         # Added-up float times can pass the extent by an ulp or two: busy time never does.
@@ -155,7 +170,7 @@ def _step_timing(trace: Trace, work: DeviceWork, step: StepSpan, verdict, stage:
         verdict.role, verdict.evidence or verdict.detail, span.start, span.end, span.start - origin,
         span.end - span.start, None if extent is None else extent[1] - extent[0],
         None if extent is None else source, None if extent is None else extent[0],
-        None if extent is None else extent[1], busy, tallied)
+        None if extent is None else extent[1], busy)
 
 
 def _annotated(trace: Trace, step: StepSpan) -> tuple[float, float] | None:
@@ -169,40 +184,44 @@ def _annotated(trace: Trace, step: StepSpan) -> tuple[float, float] | None:
     return min(start for start, _ in intervals), max(end for _, end in intervals)
 
 
-def _iteration_timing(source: str, rank: str | None, iteration: Iteration, work: DeviceWork, origin: float,
-                      kernels: KernelClasses | None) -> IterationTiming:
-    tallied = None
-    if kernels is not None and iteration.items:
-        tallied = {part: tally(itertools.chain.from_iterable(ranges), work.names, work.categories, work.starts,
-                               work.ends, kernels) for part, ranges in iteration.items.items()}
+def _iteration_timing(source: str, rank: str | None, iteration: Iteration, origin: float,
+                      table: KernelTable | None) -> IterationTiming:
+    if table is not None:
+        table.iterations.append({part: [(items.start, items.stop) for items in ranges]
+                                 for part, ranges in (iteration.items or {}).items()})
     device = iteration.device
     return IterationTiming(source, rank, iteration.pid, iteration.start, iteration.end, iteration.start - origin,
                            iteration.host_us, iteration.parts, iteration.device_us, iteration.device_parts,
-                           None if device is None else device[0], None if device is None else device[1], tallied)
+                           None if device is None else device[0], None if device is None else device[1])
 
 
-@functools.lru_cache(maxsize=2**14)
+_BATCH_KEYS = frozenset({"bs", "toks", "raw_bs", "topk"})  # the batch's own keys; the others are the suffix's
+
+
 def _mode_name(name: str) -> str:
-    """step[STAGE bs=N toks=T]: the name without the detailed-annotation suffix, for grouping."""
-    step = parse_step_name(name)
-    if step is None:
+    """step[STAGE bs=N toks=T]: the name without its detailed-annotation suffix (every key=value token
+    but bs, toks and the frozen-KV worker's raw_bs and topk), for grouping. Words without "=" (a
+    fork's extra tokens) are kept. Split, not a regular expression: names are trace data."""
+    if not (name.startswith("step[") and name.endswith("]")):
         return name
-    kept = [token for token in step.rest.split() if token.split("=", 1)[0] in ("bs", "toks", "raw_bs", "topk")
-            or "=" not in token]
-    return f"step[{step.mode}{''.join(' ' + token for token in kept)}]"
+    head, *tokens = name[:-1].split(" ")
+    kept = [token for token in tokens if "=" not in token or token.partition("=")[0] in _BATCH_KEYS]
+    return " ".join((head, *kept)) + "]"
 
 
-def measure_file(source: str, options: RelabelOptions, *, kernels: KernelClasses | None = None) -> TraceMeasures:
-    return measure(*load(source, options, kernel_names=kernels is not None), kernels=kernels)
+def measure_file(source: str, options: RelabelOptions, *, kernels: KernelClasses | None = None,
+                 device: bool | None = None) -> TraceMeasures:
+    return measure(*load(source, options, kernel_names=kernels is not None, device=device), kernels=kernels,
+                   device=device)
 
 
-def measure_files(sources: Iterable[str], options: RelabelOptions, *, kernels: KernelClasses | None = None
-                  ) -> tuple[list[TraceMeasures], list[str]]:
+def measure_files(sources: Iterable[str], options: RelabelOptions, *, kernels: KernelClasses | None = None,
+                  device: bool | None = None) -> tuple[list[TraceMeasures], list[str]]:
     """Every readable input measured, and one line per input that could not be used."""
     measures, errors = [], []
     for source in sources:
         try:
-            measures.append(measure_file(source, options, kernels=kernels))
+            measures.append(measure_file(source, options, kernels=kernels, device=device))
         except TraceError as exc:
             errors.append(str(exc))
     return measures, errors

@@ -7,12 +7,16 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from .iterations import DEVICE_PARTS, PARTS
 from .kernels import KernelTally
 from .measure import IterationTiming, StepTiming, TraceMeasures
 from .numbers import STATISTICS, Summary, summarize, us
+
+if TYPE_CHECKING:
+    import pandas
 
 CPU, GPU = "cpu", "gpu"
 CLOCKS = (CPU, GPU)
@@ -27,6 +31,8 @@ class Change:
     baseline_mean_us: float
     change_us: float
     change_pct: float | None  # None when the baseline mean is zero
+    count: int | None = None  # spans (or iterations) measured here
+    baseline_count: int | None = None  # and in the baseline (None: a saved result that did not say)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,8 +92,27 @@ class StatsResult:
     def stage_of(self, row: StageRow) -> str:
         return row.keys[self.by.index("stage")]
 
-    def iteration(self, clock: str, keys: tuple = ()) -> IterationBreakdown | None:
+    def iteration(self, clock: str = CPU, keys: tuple = ()) -> IterationBreakdown | None:
+        """The decode iterations' breakdown on a clock (and for one file and rank when grouped by them)."""
         return next((it for it in self.iterations if it.clock == clock and (not keys or it.keys == keys)), None)
+
+    def row(self, stage: str, clock: str = CPU, **keys: object) -> StageRow | None:
+        """The stage row on a clock, e.g. result.row("VERIFY", "gpu"); other grouping keys by name
+        (rank="TP1", bs=4; write mode-name as mode_name)."""
+        wanted = {"stage": stage, **{key.replace("_", "-"): value for key, value in keys.items()}}
+        positions = {self.by.index(key): value for key, value in wanted.items() if key in self.by}
+        return next((row for row in self.rows if row.clock == clock
+                     and all(row.keys[i] == value for i, value in positions.items())), None)
+
+    def to_pandas(self) -> pandas.DataFrame:
+        """The stage rows as a DataFrame: the grouping keys, clock, the statistics in microseconds, share,
+        busy (pip install 'spanfix[pandas]')."""
+        try:
+            import pandas
+        except ImportError:
+            raise UsageError("to_pandas() needs pandas: pip install 'spanfix[pandas]'") from None
+        return pandas.DataFrame.from_records([{key: value for key, value in row.items() if key != "baseline"}
+                                              for row in self.to_json()["stages"]])
 
     def to_json(self) -> dict:
         return {
@@ -151,7 +176,8 @@ def change_json(change: Change | None) -> dict | None:
     if change is None:
         return None
     pct = None if change.change_pct is None else round(change.change_pct, 3)
-    return {"mean_us": us(change.baseline_mean_us), "change_us": us(change.change_us), "change_pct": pct}
+    return {"mean_us": us(change.baseline_mean_us), "change_us": us(change.change_us), "change_pct": pct,
+            "count": change.baseline_count}
 
 
 def group_keys(by: Iterable[str]) -> tuple[str, ...]:
@@ -174,7 +200,11 @@ def aggregate(measures: list[TraceMeasures], by: Iterable[str] = (), *, kernel_c
     samples: dict[tuple[tuple, str], list[float]] = defaultdict(list)
     sources: dict[tuple, set[str]] = defaultdict(set)
     busy: dict[tuple, list[tuple[float, float]]] = defaultdict(list)  # (busy, extent) of spans with both
-    kernels: dict[tuple, KernelTally] = {}
+    kernel_ranges: dict[tuple, dict[int, list]] = defaultdict(lambda: defaultdict(list))  # key -> trace -> ranges
+    for number, m in enumerate(measures):
+        if m.kernels is not None:
+            for step, ranges in zip(m.steps, m.kernels.steps):
+                kernel_ranges[key_of(step, by)][number].append(ranges)
     for step in (step for m in measures for step in m.steps):
         key = key_of(step, by)
         samples[key, CPU].append(step.cpu_us)
@@ -183,8 +213,6 @@ def aggregate(measures: list[TraceMeasures], by: Iterable[str] = (), *, kernel_c
             sources[key].add(step.device_source)
             if step.busy_us is not None:
                 busy[key].append((step.busy_us, step.gpu_us))
-        if step.kernels is not None:
-            kernels.setdefault(key, KernelTally()).merge(step.kernels)
     summaries = {group: summarize(values) for group, values in samples.items()}
     whole: dict[tuple, float] = defaultdict(float)
     for (key, clock), summary in summaries.items():
@@ -207,34 +235,62 @@ def aggregate(measures: list[TraceMeasures], by: Iterable[str] = (), *, kernel_c
     scope_names = tuple(by[i] for i in scope)
     iterations, part_kernels = _breakdowns(measures, scope_names)
     groups = None
-    if measures and any(m.kernels_read for m in measures):
-        groups = [KernelGroup(row.keys, None, row.busy_us or 0.0, kernels[row.keys])
-                  for row in rows if row.clock == GPU and row.keys in kernels]
+    if measures and any(m.kernels is not None for m in measures):
+        groups = [KernelGroup(row.keys, None, row.busy_us or 0.0, _tally(measures, kernel_ranges[row.keys]))
+                  for row in rows if row.clock == GPU and row.keys in kernel_ranges]
         groups += part_kernels
-    return StatsResult([m.source for m in measures], by, rows, iterations,
-                       [warning for m in measures for warning in m.warnings], kernels=groups,
+    warnings = [warning for m in measures for warning in m.warnings]
+    warnings += _mostly_ambiguous(measures)
+    return StatsResult([m.source for m in measures], by, rows, iterations, warnings, kernels=groups,
                        kernel_categories=kernel_categories)
+
+
+MOSTLY = 0.5
+
+
+def _mostly_ambiguous(measures: list[TraceMeasures]) -> list[str]:
+    """A trace whose step time is mostly in ambiguous spans measures little of what it is asked."""
+    found = []
+    for m in measures:
+        total = math.fsum(step.cpu_us for step in m.steps)
+        ambiguous = math.fsum(step.cpu_us for step in m.steps if step.stage == "ambiguous")
+        if total and ambiguous / total > MOSTLY:
+            found.append(f"{m.source}: {ambiguous / total:.0%} of the step time is in spans left ambiguous, which no "
+                         "stage counts: `spanfix inspect` says what is missing (--algorithm, --num-steps, "
+                         "server_args.json beside the trace, python stacks, a --draft-* rule)")
+    return found
+
+
+def _tally(measures: list[TraceMeasures], ranges: dict[int, list]) -> KernelTally:
+    """One group's kernels over every trace it spans: each trace's table tallied, then merged."""
+    result = KernelTally()
+    for number, found in ranges.items():
+        result.merge(measures[number].kernels.tally(found))
+    return result
 
 
 def _breakdowns(measures: list[TraceMeasures], scope: tuple[str, ...]
                 ) -> tuple[list[IterationBreakdown], list[KernelGroup]]:
     grouped: dict[tuple, list[IterationTiming]] = defaultdict(list)
-    for iteration in (it for m in measures for it in m.iterations):
-        grouped[tuple(getattr(iteration, key) for key in scope)].append(iteration)
+    part_ranges: dict[tuple, dict[str, dict[int, list]]] = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for number, m in enumerate(measures):
+        for position, iteration in enumerate(m.iterations):
+            key = tuple(getattr(iteration, name) for name in scope)
+            grouped[key].append(iteration)
+            if m.kernels is not None:
+                for part, ranges in m.kernels.iterations[position].items():
+                    part_ranges[key][part][number].append(ranges)
     breakdowns, kernels = [], []
     for key, found in sorted(grouped.items(), key=lambda item: _sortable(item[0])):
-        breakdowns.append(IterationBreakdown(key, CPU, summarize(it.total_us for it in found),
+        breakdowns.append(IterationBreakdown(key, CPU, summarize(it.cpu_us for it in found),
                                              {part: math.fsum(it.parts[part] for it in found) for part in PARTS}))
         on_device = [it for it in found if it.gpu_us is not None]
         if on_device:
             parts = {part: math.fsum(it.gpu_parts[part] for it in on_device) for part in DEVICE_PARTS}
             breakdowns.append(IterationBreakdown(key, GPU, summarize(it.gpu_us for it in on_device), parts))
-            tallies: dict[str, KernelTally] = {}
-            for it in on_device:
-                for part, tallied in (it.kernels or {}).items():
-                    tallies.setdefault(part, KernelTally()).merge(tallied)
-            kernels += [KernelGroup(key, part, parts.get(part, 0.0), tallies[part])
-                        for part in DEVICE_PARTS if part in tallies]
+            found = part_ranges.get(key, {})
+            kernels += [KernelGroup(key, part, parts.get(part, 0.0), _tally(measures, found[part]))
+                        for part in DEVICE_PARTS if part in found]
     breakdowns.sort(key=lambda it: (CLOCKS.index(it.clock), _sortable(it.keys)))
     return breakdowns, kernels
 

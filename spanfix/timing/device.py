@@ -17,6 +17,7 @@ consecutively, so that a span's work is a few ranges of numbers.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -29,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from ..events import Event, Stamp
+from ..events import Stamp
 from ..index import Span, Track, hashable
 from ..ranks import scope_of
 
@@ -60,7 +61,8 @@ class DeviceColumns:
     starts: array
     ends: array
     categories: list[str]
-    names: list[str] | None
+    names: list[str] | None  # the distinct kernel names, when they were read
+    name_ids: array | None  # per device item: its name's number in names
     first_time: float | None = None  # the earliest timestamp of any event of the stretch
 
     def launch_keys(self) -> Iterator[tuple]:
@@ -125,13 +127,18 @@ class DeviceReducer:
         tracks = list(zip(launch_pids, _hashables(launch_tids)))
         numbers = {track: number for number, track in enumerate(set(tracks))}
         starts = array("d", starts)
+        names = name_ids = None
+        if self.names:
+            by_name = {name: number for number, name in enumerate(dict.fromkeys(_hashables(item_names)))}
+            name_ids = array("I", map(by_name.__getitem__, _hashables(item_names)))
+            names = [name if isinstance(name, str) else "?" for name in by_name]
         return DeviceColumns(
             list(scopes), list(numbers),
             array("I", map(scope_of_pid.__getitem__, launch_pids)), list(launch_ids),
             array("I", map(numbers.__getitem__, tracks)), array("d", times),
             array("I", map(scope_of_pid.__getitem__, item_pids)), list(item_ids),
             starts, array("d", map(operator.add, starts, lengths)), list(item_categories),
-            [n if isinstance(n, str) else "?" for n in item_names] if self.names else None, _first_time(events))
+            names, name_ids, _first_time(events))
 
 
 def _first_time(events: list) -> float | None:
@@ -174,13 +181,19 @@ class DeviceWork:
     ends: list[float]
     scopes: dict[Hashable, tuple[list[float], list[float], list[int]]]  # rank scope -> sorted starts, running
     # maximum of ends, item numbers: the items of a rank in start order
-    names: list[str] | None = None  # per item, when kernel names were read
+    names: list[str] | None = None  # the distinct kernel names, when they were read
+    name_ids: list[int] | None = None  # per item: its name's number in names
     categories: list[str] = field(default_factory=list)  # per item: the event's cat (kernel, gpu_memcpy, ...)
     problems: Counter = field(default_factory=Counter)
 
     @property
     def empty(self) -> bool:
         return not self.starts
+
+    @classmethod
+    def nothing(cls) -> DeviceWork:
+        """No device work read (the device view not asked for)."""
+        return cls({}, [], [], {})
 
     def launched(self, span: Span) -> range:
         """The items queued by the launches inside a host span, on its own track."""
@@ -258,14 +271,16 @@ class DeviceWork:
         shared = set()
         if len(launch_of) < len(launch_keys):  # rare: the ids more than one launch carries
             shared = {key for key, count in Counter(launch_keys).items() if count > 1}
-        owners, starts, ends, categories, kernel_names = [], [], [], [], []
+        owners, starts, ends, categories, name_ids = [], [], [], [], []
+        numbered: dict[str, int] = {}  # every stretch's names, numbered once
         for stretch in stretches:
             owners += map(launch_of.get, stretch.item_keys())
             starts += stretch.starts
             ends += stretch.ends
             categories += stretch.categories
             if names:
-                kernel_names += stretch.names
+                renumber = [numbered.setdefault(name, len(numbered)) for name in stretch.names]
+                name_ids += map(renumber.__getitem__, stretch.name_ids)
         problems: Counter = Counter()
         if shared:
             bad = {launch_of[key] for key in shared}
@@ -281,27 +296,30 @@ class DeviceWork:
         order = sorted(range(len(items)), key=rank.__getitem__)
         items = list(map(items.__getitem__, order))
         rank = list(map(rank.__getitem__, order))
+        firsts, group_launches = _groups(rank, launched)
         # Device work cannot start before its launch: such a launch's items are dropped.
-        firsts = [0, *(k for k in range(1, len(rank)) if rank[k] != rank[k - 1])] if rank else []
-        early = {rank[k] for k in firsts if starts[items[k]] < launch_times[launched[rank[k]]] - 4 * math.ulp(
-            launch_times[launched[rank[k]]])}
-        if early:
-            problems[BEFORE_LAUNCH] = len(early)
-            keep = [k for k in range(len(items)) if rank[k] not in early]
-            items, rank = list(map(items.__getitem__, keep)), list(map(rank.__getitem__, keep))
-            firsts = [0, *(k for k in range(1, len(rank)) if rank[k] != rank[k - 1])] if rank else []
+        first_starts = list(map(starts.__getitem__, map(items.__getitem__, firsts)))
+        group_times = list(map(launch_times.__getitem__, group_launches))
+        if first_starts and min(map(operator.sub, first_starts, group_times)) < -slack(max(group_times)):
+            early = {rank[first] for first, start, time in zip(firsts, first_starts, group_times)
+                     if start < time - slack(time)}
+            if early:
+                problems[BEFORE_LAUNCH] = len(early)
+                keep = [k for k in range(len(items)) if rank[k] not in early]
+                items, rank = list(map(items.__getitem__, keep)), list(map(rank.__getitem__, keep))
+                firsts, group_launches = _groups(rank, launched)
+                group_times = list(map(launch_times.__getitem__, group_launches))
         work = cls({}, list(map(starts.__getitem__, items)), list(map(ends.__getitem__, items)), {},
-                   list(map(kernel_names.__getitem__, items)) if names else None,
-                   list(map(categories.__getitem__, items)), problems)
+                   names=list(numbered) if names else None,
+                   name_ids=list(map(name_ids.__getitem__, items)) if names else None,
+                   categories=list(map(categories.__getitem__, items)), problems=problems)
+        # Launches are grouped by track already: each track's are one stretch of the groups.
+        bounds = [*firsts, len(items)]
+        group_tracks = list(map(launch_tracks.__getitem__, group_launches))
         track_names = list(tracks)
-        for k, first in enumerate(firsts):
-            launch = launched[rank[first]]
-            track = track_names[launch_tracks[launch]]
-            on_track = work.tracks.get(track)
-            if on_track is None:
-                on_track = work.tracks[track] = TrackLaunches(bounds=[first])
-            on_track.times.append(launch_times[launch])
-            on_track.bounds.append(firsts[k + 1] if k + 1 < len(firsts) else len(items))
+        edges = [0, *changes(group_tracks), len(group_tracks)] if group_tracks else [0]
+        for a, b in itertools.pairwise(edges):
+            work.tracks[track_names[group_tracks[a]]] = TrackLaunches(group_times[a:b], bounds[a:b + 1])
         # Each rank's items in start order, with the running maximum of their ends.
         scoped: dict[Hashable, list[int]] = defaultdict(list)
         for track, on_track in work.tracks.items():
@@ -313,11 +331,45 @@ class DeviceWork:
         return work
 
 
+def needs_kernels(trace, index) -> bool:
+    """Does device time here need the kernels (else GPU annotations give it)? When a step span or a
+    `draft`/`draft_extend` stage span has no GPU annotation copy (Kineto writes none around replayed
+    CUDA graphs; SGLang's own captures have none at all), or draft work runs outside both (a worker's
+    draft function in the python stacks)."""
+    from ..index import GPU_CATEGORY, STAGE_SPANS
+    if any(not step.gpu_events for step in index.steps):
+        return True
+    stages = sum(1 for spans in index.spans.values() for span in spans if span.kind == "stage")
+    copies = sum(1 for _, event in trace.events.selected()
+                 if event.cat == GPU_CATEGORY and event.name in STAGE_SPANS)
+    if copies < stages:
+        return True
+    from .iterations import is_draft_frame
+    return any(span.kind == "frame" and is_draft_frame(span.name) and not any(a.kind == "stage" for a in span.ancestors())
+               for spans in index.spans.values() for span in spans)
+
+
+def _groups(rank: list[int], launched: list[int]) -> tuple[list[int], list[int]]:
+    """Where each launch's items begin (items sorted by launch rank), and each group's launch."""
+    firsts = [0, *changes(rank)] if rank else []
+    return firsts, [launched[rank[first]] for first in firsts]
+
+
+def changes(values: list) -> list[int]:
+    """The positions where a value differs from the one before it (C-level, for long lists)."""
+    return list(itertools.compress(range(1, len(values)), map(operator.ne, values[1:], values[:-1])))
+
+
 def device_work(trace, names: bool = False) -> DeviceWork:
     """The trace's device work: from what its read reduced, or else by reading every event now."""
-    if trace.reduced is not None and (not names or all(c.names is not None for c in trace.reduced)):
+    if trace.reduced is not None and (not names or all(c.name_ids is not None for c in trace.reduced)):
         return DeviceWork.joined(trace.reduced)
-    return DeviceWork.joined(trace.events.map(Event, DeviceReducer(names)))
+    reducer = DeviceReducer(names)
+    return DeviceWork.joined(trace.events.map(reducer.item, functools.partial(_reduce_list, reducer)))
+
+
+def _reduce_list(reducer: DeviceReducer, events: Iterable) -> DeviceColumns:
+    return reducer(events if isinstance(events, list) else list(events))
 
 
 def slack(time: float) -> float:

@@ -97,10 +97,11 @@ def default_output(source: str) -> str:
     return str(path.with_name(name[:cut] + ".relabeled" + name[cut:]))
 
 
-def load(source: str, options: RelabelOptions, reduce: Reducer | None = None) -> Trace:
+def load(source: str, options: RelabelOptions, reduce: Reducer | None = None, *, locate_names: bool = True) -> Trace:
     """Read a trace, decoding in full only the events attribution looks at (with reduce: every
-    event, handed to reduce as it is read, for what attribution does not need)."""
-    return read_trace(source, select=indexed_name, reduce=reduce,
+    event, handed to reduce as it is read, for what attribution does not need). locate_names=False
+    leaves the step names' bytes unlocated: for reading what will not be rewritten."""
+    return read_trace(source, select=indexed_name, reduce=reduce, locate_names=locate_names,
                       **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
 
 
