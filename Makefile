@@ -17,9 +17,9 @@ demo: $(STAMP)
 	$(BIN)/spanfix relabel fixtures/eagle-stock.trace.json.gz -o build/eagle-stock.trace.relabeled.json.gz
 	$(BIN)/spanfix stats fixtures/eagle-stock.trace.json.gz
 
-## Install the test dependencies and run the whole suite.
+## Install the test dependencies and run the whole suite (-rs: why a test was skipped, e.g. no Chromium).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -rs
 
 ## Speed and memory side by side with the naive scripts (see bench/README section in README.md).
 bench: $(STAMP)

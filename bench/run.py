@@ -114,6 +114,7 @@ def main_bench(out: Path, size_mb: int, reps: int) -> dict:
         measure("spanfix stats --kernels .json", spanfix("stats", str(plain), "--kernels", "--format", "json"), reps,
                 size),
         measure("spanfix stats, no GPU annotations", spanfix("stats", str(bare), "--format", "json"), reps, size),
+        measure("spanfix report .json", spanfix("report", str(plain), "-o", o + ".html"), reps, size),
         measure("naive orjson script", [PY, str(HERE / "naive_orjson.py"), str(plain), o + ".json"], reps, size),
         measure("naive json script", [PY, str(HERE / "naive_json.py"), str(plain), o + ".json"], 1, size),
     ]
@@ -131,7 +132,13 @@ def main_bench(out: Path, size_mb: int, reps: int) -> dict:
         "relabel_gz_peak_rss_vs_size": by["spanfix relabel .json.gz"].peak_rss_mb / size,
         "stats_peak_rss_vs_size": by["spanfix stats .json"].peak_rss_mb / size,
         "naive_orjson_peak_rss_vs_size": by["naive orjson script"].peak_rss_mb / size,
+        "report_mb": Path(o + ".html").stat().st_size / MB,
     }
+    from render_report import render_seconds  # bench/render_report.py: Chromium, when it is installed
+    rendered = render_seconds(Path(o + ".html"))
+    if rendered is not None:
+        ratios["report_render_s"] = statistics.median(rendered)
+        print(f"  {'report rendered in Chromium':<34} {ratios['report_render_s']:8.2f} s", file=sys.stderr)
     return {"size_mb": size, "rows": [asdict(r) for r in rows], "ratios": ratios}
 
 
@@ -197,6 +204,7 @@ TARGETS = [
     ("relabel peak RSS / trace size", ("main", "ratios", "relabel_peak_rss_vs_size"), "max", 2.5),
     ("relabel .json.gz peak RSS / trace size", ("main", "ratios", "relabel_gz_peak_rss_vs_size"), "max", 2.5),
     ("stats peak RSS / trace size", ("main", "ratios", "stats_peak_rss_vs_size"), "max", 2.5),
+    ("report file, MB", ("main", "ratios", "report_mb"), "max", 5.0),
     ("growth 50 MB-1 GB, ms/MB spread", ("growth", "spread", "seconds_per_mb"), "max", 0.25),
     ("growth net of start-up, ms/MB spread", ("growth", "spread", "net_seconds_per_mb"), "max", 0.25),
 ]

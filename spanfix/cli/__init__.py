@@ -14,7 +14,7 @@ EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130  # 130: 128 + SI
 
 # Each command's module is imported only when that command runs (or help lists it): a relabel
 # of a small file should not pay for importing the stats, check and rendering code.
-COMMANDS = {"relabel": "relabel", "stats": "stats", "check": "check", "inspect": "inspect"}
+COMMANDS = {"relabel": "relabel", "stats": "stats", "check": "check", "inspect": "inspect", "report": "report"}
 
 
 class LazyGroup(click.Group):

@@ -1,0 +1,104 @@
+"""spanfix report: one self-contained HTML file showing what `stats` measures, to look at and to share.
+
+    from spanfix.report import build_report
+    report = build_report(["prof-TP-0.trace.json.gz", "prof-TP-1.trace.json.gz"], baseline="old.json.gz")
+    Path("report.html").write_bytes(report.html)
+
+The inputs are measured as `stats` measures them (the same attribution, the kernels' names read), and
+the page holds the stats table on both clocks, each stage's step durations (with the baseline's), every
+decode iteration over capture time, the ranks side by side and the kernels per stage. model.py builds
+the payload (exact figures for tables, thinned series for charts), html.py writes it into one file with
+its charting library (Plotly, assets/) inline: it opens offline and makes no network request.
+The library computes and never prints; cli/report.py is the command.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from .. import __version__
+from ..errors import TraceError, UsageError
+from ..timing import KernelClasses, StatsResult, TraceMeasures, aggregate, compare, load_baseline
+from ..timing.baseline import baseline_from_json
+from .html import render_html
+from .model import build_payload
+
+__all__ = ["Report", "build_report", "render_report"]
+
+
+@dataclass
+class Report:
+    """A built report: the HTML file's bytes, the stats it shows, and one line per input it could not use."""
+
+    html: bytes
+    result: StatsResult | None
+    errors: list[str] = field(default_factory=list)
+    payload: dict | None = None
+
+
+def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, baseline: str | None = None,
+                 kernel_categories: Sequence[str] = (), command: str = "", each=None) -> Report:
+    """Measure the inputs (and the baseline) and build the page. Inputs that cannot be used are listed in
+    Report.errors (and on the page); with none usable, Report.html is empty. options: spanfix.Options;
+    each: how to run the inputs (spanfix.api.Each; the CLI passes one that uses processes)."""
+    from ..api import Options, measure_all, measure_path
+
+    options = options or Options()
+    classes = KernelClasses.with_overrides(tuple(kernel_categories))
+    # The device view is always read (the kernels section needs it): the figures are those of
+    # `stats --device` (equal to plain stats wherever plain stats has them).
+    measured = measure_all([os.fspath(source) for source in sources], options, classes, each, True)
+    errors = list(measured.errors)
+    if not measured.measures:
+        return Report(b"", None, errors)
+    baseline_measures = baseline_document = None
+    result = aggregate(measured.measures, (), kernel_categories=classes.names)
+    if baseline is not None:
+        outcome = measure_path(os.fspath(baseline), options, None, True)  # as stats measures a baseline trace
+        try:
+            if isinstance(outcome, TraceMeasures):
+                baseline_measures = outcome
+                document = aggregate([outcome], ()).to_json()
+                result = compare(result, baseline_from_json(document, result.by, os.fspath(baseline)))
+            else:  # not a trace: a saved `stats --format json` result, or an error to report
+                result = compare(result, load_baseline(os.fspath(baseline), options.relabel_options(), ()))
+                baseline_document = _saved(os.fspath(baseline))
+        except TraceError as exc:
+            errors.append(f"baseline {exc}")
+    payload = render_payload(measured.measures, result, command=command, baseline_measures=baseline_measures,
+                             baseline_document=baseline_document, errors=errors)
+    return Report(render_html(payload), result, errors, payload)
+
+
+def render_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, command: str = "",
+                   baseline_measures: TraceMeasures | None = None, baseline_document: dict | None = None,
+                   errors: Sequence[str] = ()) -> dict:
+    if result.by != ("stage",):
+        raise UsageError("a report shows stats grouped by stage alone")
+    return build_payload(measures, result, version=__version__, command=command, baseline_measures=baseline_measures,
+                         baseline_document=baseline_document, errors=errors)
+
+
+def render_report(measures: Sequence[TraceMeasures], result: StatsResult, **kwargs) -> bytes:
+    """The page of measures already taken and their stats (grouped by stage), as bytes of HTML."""
+    return render_html(render_payload(measures, result, **kwargs))
+
+
+def _saved(source: str) -> dict | None:
+    from ..reader import read_document_bytes
+    try:
+        data, _ = read_document_bytes(source)
+        document = orjson.loads(memoryview(data))
+    except (TraceError, orjson.JSONDecodeError):
+        return None
+    return document if isinstance(document, dict) else None
+
+
+def default_output(sources: Sequence[str]) -> str:
+    """report.html in the current folder."""
+    return str(Path("report.html"))
