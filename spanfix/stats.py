@@ -39,6 +39,7 @@ import orjson
 from .attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from .events import Stamp
 from .index import StepSpan, TraceIndex, Track, is_number, track_of
+from .intervals import RangeHull
 from .naming import new_stage, relabel_step_name
 from .reader import Event, Trace, TraceError, read_document_bytes
 from .relabel import RelabelOptions, analyse
@@ -319,12 +320,15 @@ def _launched_extents(trace: Trace, steps: list[StepSpan]) -> dict[StepSpan, tup
             device[correlation] = _hull([extent, device[correlation]]) if correlation in device else extent
     for found in launches.values():
         found.sort(key=_first)
+    # Hulls of runs of launches in constant time each, so that nested steps cost no more than the
+    # launches (each would otherwise scan nearly all of them).
+    hulls = {track: RangeHull([device.get(c) for _, c in found]) for track, found in launches.items()}
     extents = {}
     for step in steps:
         found = launches.get(step.track, [])
         lo = bisect_left(found, step.span.start, key=_first)
         hi = bisect_right(found, step.span.end, key=_first)
-        extent = _hull([device[c] for _, c in found[lo:hi] if c in device])
+        extent = hulls[step.track].hull(lo, hi) if hi > lo else None
         if extent is not None:
             extents[step] = extent
     return extents
@@ -419,7 +423,7 @@ def decode_iterations(index: TraceIndex, stages: list[str]) -> list[tuple[Hashab
         span = step.span
         if stage == "VERIFY":
             kind = "verify"
-        elif stage in DRAFT_WORK and not any(a.kind == "stage" for a in span.ancestors()):
+        elif stage in DRAFT_WORK and index.nearest(span, "stage") is None:
             kind = "draft work"
         else:
             continue
@@ -429,7 +433,7 @@ def decode_iterations(index: TraceIndex, stages: list[str]) -> list[tuple[Hashab
     for pid, spans in processes.items():
         items = sorted(spans.items)
         starts = [start for start, _, _ in items]
-        for start, end in sorted(spans.runs) or _stage_windows(items):
+        for start, end in _outermost(sorted(spans.runs)) or _stage_windows(items):
             members = items[bisect_left(starts, start):bisect_right(starts, end)]
             verifies = [item_start for item_start, kind, _ in members if kind == "verify"]
             if not verifies:
@@ -442,6 +446,17 @@ def decode_iterations(index: TraceIndex, stages: list[str]) -> list[tuple[Hashab
             parts["other"] = max(0.0, (end - start) - math.fsum(parts.values()))
             found.append((pid, end - start, parts))
     return found
+
+
+def _outermost(runs: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Sorted windows, less those that start inside an earlier one: an iteration nested in another
+    is part of it (real traces have none), and windows that overlap would each count the same work,
+    the square of the input when thousands nest."""
+    kept: list[tuple[float, float]] = []
+    for start, end in runs:
+        if not kept or start >= kept[-1][1]:
+            kept.append((start, end))
+    return kept
 
 
 def _stage_windows(items: list[tuple[float, str, float]]) -> list[tuple[float, float]]:
