@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..stats import CLOCKS, PARTS, STATISTICS, Change, StatsResult, format_us
+from .escape import Markdown, code_span, csv_text, markdown_text, rich_text, shown
 
 BAR_WIDTH = 8
 TEXT_COLUMNS = frozenset({"file", "rank", "stage", "name", "source", "part"})  # left-aligned; figures go right
@@ -100,8 +101,8 @@ def stats_table(result: StatsResult, bars: bool = True) -> Group:
     if not result.rows:
         parts.append(Text("no step spans"))
     if result.baseline:
-        parts.append(Text(f"baseline: {result.baseline}"))
-    parts += [Text.assemble(("warning: ", "yellow"), warning) for warning in result.warnings]
+        parts.append(rich_text(f"baseline: {result.baseline}"))
+    parts += [Text.assemble(("warning: ", "yellow"), shown(warning)) for warning in result.warnings]
     return Group(*parts)
 
 
@@ -111,7 +112,7 @@ def _rich(title: str, header: list[str], rows: list[list[str]]) -> Table:
         table.add_column(name, justify="left" if name in TEXT_COLUMNS or not name else "right",
                          style="bold" if name == "stage" else None)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*map(rich_text, row))  # names and files are data, never markup
     return table
 
 
@@ -126,16 +127,18 @@ def stats_markdown(result: StatsResult) -> str:
     if not result.rows:
         sections += ["No step spans.", ""]
     if result.baseline:
-        sections += [f"Baseline: `{result.baseline}`", ""]
-    sections += [f"> warning: {warning}" for warning in result.warnings]
+        sections += [f"Baseline: {code_span(result.baseline)}", ""]
+    sections += [f"> warning: {markdown_text(warning)}" for warning in result.warnings]
     return "\n".join(sections).rstrip("\n") + "\n"
 
 
 def markdown_table(header: list[str], rows: list[list[str]], left: Collection[str] = TEXT_COLUMNS) -> str:
-    """A GitHub-flavoured table; the `left` columns (text) aligned left, figures right."""
+    """A GitHub-flavoured table; the `left` columns (text) aligned left, figures right. Every cell is
+    text, escaped, unless it is Markdown already (a code span); a pipe is escaped even there."""
     def line(cells: list[str]) -> str:
-        return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
-    align = [":--" if name in left else "--:" for name in header]
+        return "| " + " | ".join(markdown_text(cell).replace("|", "\\|") if isinstance(cell, Markdown)
+                                 else markdown_text(cell) for cell in cells) + " |"
+    align = [Markdown(":--" if name in left else "--:") for name in header]
     return "\n".join([line(header), line(align), *(line(row) for row in rows)])
 
 
@@ -150,5 +153,5 @@ def stats_csv(result: StatsResult) -> str:
         change = data["baseline"] or {}
         cells = [data[key] for key in (*result.by, "clock", "count", *times, "share", "device_source")]
         cells += [change.get(key) for key in ("mean_us", "change_us", "change_pct")][:len(baseline)]
-        writer.writerow(["" if cell is None else cell for cell in cells])
+        writer.writerow(["" if cell is None else csv_text(cell) if isinstance(cell, str) else cell for cell in cells])
     return out.getvalue()
