@@ -433,7 +433,7 @@ def decode_iterations(index: TraceIndex, stages: list[str]) -> list[tuple[Hashab
     for pid, spans in processes.items():
         items = sorted(spans.items)
         starts = [start for start, _, _ in items]
-        for start, end in _outermost(sorted(spans.runs)) or _stage_windows(items):
+        for start, end in _outermost(spans.runs) or _stage_windows(items):
             members = items[bisect_left(starts, start):bisect_right(starts, end)]
             verifies = [item_start for item_start, kind, _ in members if kind == "verify"]
             if not verifies:
@@ -449,11 +449,11 @@ def decode_iterations(index: TraceIndex, stages: list[str]) -> list[tuple[Hashab
 
 
 def _outermost(runs: list[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Sorted windows, less those that start inside an earlier one: an iteration nested in another
-    is part of it (real traces have none), and windows that overlap would each count the same work,
-    the square of the input when thousands nest."""
+    """The windows in order, less those that start inside an earlier one: an iteration nested in
+    another is part of it (real traces have none), and windows that overlap would each count the
+    same work, the square of the input when thousands nest."""
     kept: list[tuple[float, float]] = []
-    for start, end in runs:
+    for start, end in sorted(runs, key=lambda run: (run[0], -run[1])):  # by start, the longest first
         if not kept or start >= kept[-1][1]:
             kept.append((start, end))
     return kept
