@@ -257,7 +257,7 @@ def _read_all(stream: BinaryIO, source: str, limit: Limit | int) -> Buffer:
             return data
         data = bytearray(data)
     else:
-        if info is not None:
+        if info is not None and source != STDIN:  # a pipe on standard input is the caller's own pipeline
             _wait_for_a_writer(stream, source, info)
         data = bytearray()
     while chunk := stream.read(_CHUNK):

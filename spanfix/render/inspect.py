@@ -19,7 +19,7 @@ def inspect_report(report: InspectReport) -> Group:
     tracks = Table(title="tracks with step spans", title_justify="left", show_edge=False)
     for column in ("pid", "tid", "names", "draft?", "step spans by mode"):
         tracks.add_column(column)
-    for track in report.tracks:
+    for track in report.tracks[:SHOWN_TRACKS]:
         names = "; ".join(track.names) + (f"; ... and {track.more_names} more" if track.more_names else "")
         tracks.add_row(rich_text(track.pid), rich_text(track.tid), rich_text(names) if names else Text("none", "dim"),
                        Text("draft", "green") if track.draft else "",
@@ -32,9 +32,13 @@ def inspect_report(report: InspectReport) -> Group:
     for role, count in report.roles.items():
         if role not in ("draft", "target", "worker"):
             decided.add_row(rich_text(role, "yellow" if role == "ambiguous" else "dim"), str(count))
+    more_tracks = len(report.tracks) - SHOWN_TRACKS
     lines = [Text.assemble(("conflict:", "red"), " ", shown(c)) for c in report.conflicts]
     lines += [Text.assemble(("warning:", "yellow"), " ", shown(w)) for w in report.warnings]
-    parts: list = [head, tracks, decided, *lines]
+    parts: list = [head, tracks]
+    if more_tracks > 0:
+        parts.append(Text(f"... and {more_tracks} more tracks (--json lists them all)"))
+    parts += [decided, *lines]
     if report.ambiguous:
         spans = Table(title="ambiguous spans", title_justify="left", show_edge=False)
         for column in ("ts (us)", "track", "name", "inside", "missing"):
@@ -50,4 +54,4 @@ def inspect_report(report: InspectReport) -> Group:
     return Group(*parts)
 
 
-SHOWN_AMBIGUOUS = 100  # a table for a person; --json lists every one
+SHOWN_AMBIGUOUS = SHOWN_TRACKS = 100  # tables for a person; --json lists every one
