@@ -79,18 +79,16 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
               server_args: dict | None = None) -> Attribution:
     rules = rules or DraftRules()
     draft_tracks, user_tracks = _draft_tracks(index, rules)
-    # What encloses each step, found in amortised constant time (TraceIndex.nearest): listing every
-    # step's enclosing spans would cost the square of the nesting depth.
-    iteration_of = [index.nearest(step.span, "iteration") for step in index.steps]
+    stacks = _CallStacks()
+    contexts = [stacks.context(index, step) for step in index.steps]
+    iteration_of = [iteration for iteration, _, _ in contexts]
     iterations = _steps_by_iteration(index.steps, iteration_of)
     guess = _guess_algorithm(index, iterations, draft_tracks, algorithm, server_args)
     draft_pids = {pid for pid, _ in draft_tracks}
-    stacks = _CallStacks()
     orders: dict[Span, _IterationSteps] = {}
     verdicts = []
-    for step, iteration in zip(index.steps, iteration_of):
-        in_stage = index.nearest(step.span, "stage") is not None
-        opinions = list(_opinions(step, stacks.judge(step), in_stage, iteration, guess, draft_tracks, user_tracks,
+    for step, (iteration, in_stage, stack) in zip(index.steps, contexts):
+        opinions = list(_opinions(step, stack, in_stage, iteration, guess, draft_tracks, user_tracks,
                                   draft_pids, iterations, orders))
         verdicts.append(_decide(step, iteration, opinions, guess))
     return Attribution(verdicts, guess, draft_tracks)
@@ -201,27 +199,47 @@ def _opinions(step: StepSpan, stack: str | None, in_stage: bool, iteration: Span
 
 
 class _CallStacks:
-    """What the python frames around a step say: the frame that calls the innermost
-    ModelRunner.forward around it is the target's worker or a draft's."""
+    """What encloses a step: its iteration, whether a stage span does, and what the python frames
+    around it say (the frame that calls the innermost ModelRunner.forward is the target's worker
+    or a draft's). A step with a few spans around it, as in every real trace, has them listed; a
+    step nested deeper asks remembered answers (index.Enclosing), since listing every step's
+    enclosing spans would cost the square of the nesting depth."""
 
     def __init__(self) -> None:
         self._frame = Enclosing(lambda span: span.kind == "frame")
         self._runner = Enclosing(lambda span: span.kind == "frame" and _RUNNER_FORWARD.search(span.name) is not None)
 
-    def judge(self, step: StepSpan) -> str | None:
-        if self._frame(step.span) is None:
-            return None
+    def context(self, index: TraceIndex, step: StepSpan) -> tuple[Span | None, bool, str | None]:
+        """(the innermost iteration around step, is it inside a stage span, what its call stack says)"""
+        if step.span.depth <= SHALLOW:
+            enclosing = tuple(step.span.ancestors())  # innermost first
+            iteration = next((a for a in enclosing if a.kind == "iteration"), None)
+            frames = [a for a in enclosing if a.kind == "frame"]
+            runner = next((position for position, f in enumerate(frames) if _RUNNER_FORWARD.search(f.name)), None)
+            caller = frames[runner + 1] if runner is not None and runner + 1 < len(frames) else None
+            return (iteration, any(a.kind == "stage" for a in enclosing),
+                    _call_stack(step, bool(frames), runner is not None, caller))
         runner = self._runner(step.span)
-        if runner is None:
-            # Python stacks are on, yet no ModelRunner.forward around it: the worker's own graph span.
-            return WORKER if step.step.mode in ("DRAFT_LOOP", "DRAFT_EXTEND_V2") else None
-        caller = self._frame(runner)
-        caller_name = caller.name if caller is not None else ""
-        if _TARGET_CALLER.search(caller_name):
-            return TARGET
-        if _DRAFT_CALLER.search(caller_name):
-            return DRAFT
+        return (index.nearest(step.span, "iteration"), index.nearest(step.span, "stage") is not None,
+                _call_stack(step, self._frame(step.span) is not None, runner is not None,
+                            self._frame(runner) if runner is not None else None))
+
+
+SHALLOW = 32  # enclosing spans listed per step; deeper steps use remembered answers
+
+
+def _call_stack(step: StepSpan, frames: bool, runner: bool, caller: Span | None) -> str | None:
+    if not frames:
         return None
+    if not runner:
+        # Python stacks are on, yet no ModelRunner.forward around it: the worker's own graph span.
+        return WORKER if step.step.mode in ("DRAFT_LOOP", "DRAFT_EXTEND_V2") else None
+    caller_name = caller.name if caller is not None else ""
+    if _TARGET_CALLER.search(caller_name):
+        return TARGET
+    if _DRAFT_CALLER.search(caller_name):
+        return DRAFT
+    return None
 
 
 def _mode(step: StepSpan, guess: AlgorithmGuess) -> str | None:

@@ -5,10 +5,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 import struct
-import sys
 import threading
 import zlib
 
@@ -22,6 +20,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from .notice import notice
+from .stdout import OutputError, silence_stdout, standard_output
+
+__all__ = ["OutputError", "Patch", "output_folder", "patched_chunks", "write_output"]
 
 GZIP_LEVEL = 1  # relabelled traces are intermediate files: favour speed over size
 
@@ -44,10 +45,6 @@ def patched_chunks(data: bytes | bytearray, patches: Iterable[Patch]) -> Iterato
         yield patch.text
         position = patch.end
     yield view[position:]
-
-
-class OutputError(Exception):
-    """The output could not be written; str() is one line."""
 
 
 def write_output(target: str, chunks: Iterable[memoryview | bytes], *, gzip: bool) -> list[str]:
@@ -232,7 +229,7 @@ def create_temporary(directory: int, name: str, mode: int) -> tuple[int, str]:
     stem = name if len(os.fsencode(name)) <= 200 else "output"
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
-        temporary = f".{stem}.{secrets.token_hex(6)}.spanfix-tmp"
+        temporary = f".{stem}.{os.urandom(6).hex()}.spanfix-tmp"
         try:
             return os.open(temporary, flags, mode, dir_fd=directory), temporary
         except FileExistsError:
@@ -287,27 +284,6 @@ def _write_to_stdout(chunks: Iterable[memoryview | bytes], *, gzip: bool) -> Non
     except (OSError, ValueError) as exc:
         silence_stdout()
         raise OutputError(f"standard output: cannot write: {_reason(exc)}") from None
-
-
-def standard_output() -> BinaryIO:
-    """The binary standard output; OutputError when there is none (spanfix started with it closed)."""
-    stream = sys.stdout
-    if stream is None:
-        raise OutputError("standard output: cannot write: it is closed")
-    with contextlib.suppress(OSError, ValueError):
-        stream.flush()  # text written before, ahead of these bytes
-    return getattr(stream, "buffer", None) or stream
-
-
-def silence_stdout() -> None:
-    """After a failed write (the reader gone, a full device), point standard output at /dev/null so
-    that the interpreter's own flush of what is still buffered, at exit, does not fail a second
-    time with a traceback."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        stdout = sys.stdout.fileno()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stdout)
-        os.close(devnull)
 
 
 def _reason(exc: BaseException) -> str:

@@ -32,7 +32,7 @@ class LazyGroup(click.Group):
         # Ctrl-C or SIGTERM, an output that cannot be written, memory running out, even a bug.
         # A traceback (or click's "Aborted!" and exit 1) would also read as check's "a rule broke".
         from ..notice import set_notice_hook
-        from ..patch import OutputError
+        from ..stdout import OutputError
         from .interrupt import exit_code, signals_interrupt, what
         from .streams import ensure_standard_descriptors, memory_limited, say
 

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 
 from rich.console import Console, RenderableType
 
-from ..patch import OutputError, silence_stdout, standard_output
 from ..reader import memory_budget
 from ..render.escape import printable
+from ..stdout import OutputError, silence_stdout, standard_output
 
 
 def ensure_standard_descriptors() -> None:
