@@ -59,7 +59,6 @@ UTF8_BOM = b"\xef\xbb\xbf"
 STDIN = "-"
 _CHUNK = 2**20  # read size for pipes and devices, whose length is unknown until they end
 _INFLATE_STEP = 2**25
-_MAX_DEFLATE_RATIO = 1032
 
 
 class TraceError(Exception):
@@ -313,16 +312,20 @@ def _gunzip(source: str, raw: bytes | bytearray, limit: Limit) -> bytes | bytear
     while pending:
         inflater = _inflate_lib.decompressobj(wbits=31)
         try:
-            # Deflate expands at most about 1032:1, so a small enough file cannot pass the limit:
-            # inflate it in one step, which is faster and copies nothing.
-            unbounded = len(pending) * _MAX_DEFLATE_RATIO <= max_bytes - len(out)
+            first = not out
             while True:
-                # Bounded steps: the limit holds before memory is spent, and no second copy of
-                # the whole document exists at any time. Output can still be pending inside the
-                # inflater when all input is consumed, so stop only when a step yields nothing.
-                chunk = inflater.decompress(pending, 0 if unbounded else min(_INFLATE_STEP, max_bytes + 1 - len(out)))
-                if not out and unbounded and inflater.eof and not inflater.unused_data:
+                # The first member in one step, at most one byte past the limit: the usual file
+                # (one member) is then inflated with no copy, and a bomb stops at the limit. Later
+                # members in bounded steps, so that no second copy of the whole document exists.
+                # Output can still be pending inside the inflater when all input is consumed, so
+                # stop only when a step yields nothing.
+                room = max_bytes + 1 - len(out)
+                chunk = inflater.decompress(pending, room if first else min(_INFLATE_STEP, room))
+                if len(chunk) + len(out) > max_bytes:
+                    raise limit.refusal(source, "decompresses to more than")
+                if first and inflater.eof and not inflater.unused_data:
                     return chunk  # the usual case: a single member, no copy
+                first = False
                 out += chunk
                 pending = inflater.unconsumed_tail
                 if len(out) > max_bytes:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import selectors
 import signal
 import time
 from collections import deque
@@ -48,6 +47,8 @@ class _Worker:
 
 
 def _forked(function: Callable, jobs_of: list[tuple], jobs: int) -> Iterator[tuple[str, object]]:
+    import selectors  # only several files need it
+
     waiting = deque(enumerate(jobs_of))
     running: dict[int, _Worker] = {}
     finished: dict[int, object] = {}
