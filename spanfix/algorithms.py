@@ -9,7 +9,6 @@ remaining candidate agrees on it.
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,13 +124,12 @@ def read_server_args(trace_path: str) -> tuple[dict | None, str | None]:
     """server_args.json beside a trace, as `python -m sglang.profiler` writes it: (args, problem)."""
     if trace_path == "-":
         return None, None
+    from .reader import read_side_file  # bounded in size and depth, never waits on a pipe
+
     candidate = Path(trace_path).parent / "server_args.json"
-    if not candidate.is_file():
-        return None, None
-    try:
-        args = json.loads(candidate.read_bytes())
-    except (OSError, ValueError) as exc:
-        return None, f"{candidate}: ignored, not readable JSON ({exc})"
+    args, problem = read_side_file(candidate)
+    if problem or args is None:
+        return None, problem
     if not isinstance(args, dict):
         return None, f"{candidate}: ignored, not a JSON object"
     return args, None

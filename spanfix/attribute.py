@@ -21,7 +21,7 @@ from .algorithms import (
     AlgorithmGuess,
     algorithms_from_server_args,
 )
-from .index import Span, StepSpan, TraceIndex, Track
+from .index import Enclosing, Span, StepSpan, TraceIndex, Track
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES
 
 DRAFT, TARGET, WORKER, AMBIGUOUS, ALREADY_NEW, UNKNOWN_MODE = (
@@ -40,10 +40,17 @@ _DRAFT_CALLER = re.compile(r"/speculative/|/dspark_components/")
 _EXTEND_LIKE = frozenset({"EXTEND", "MIXED"})
 # Distinctive worker files: seeing one in a frame names the algorithm.
 # Only worker modules count: speculative/spec_info.py's is_dflash() runs in every trace.
-_WORKER_FILES = [(re.compile(pattern), name) for pattern, name in [
-    (r"/frozen_kv\w*worker\w*\.py\(", "frozen-kv"), (r"/multi_layer_eagle\w*worker\w*\.py\(", "mtp"),
-    (r"/dflash\w*worker\w*\.py\(", "dflash"), (r"/dspark_components/|/dspark\w*worker\w*\.py\(", "dspark"),
-    (r"/standalone\w*worker\w*\.py\(", "standalone"), (r"/ngram\w*worker\w*\.py\(", "ngram")]]
+# Each is /PREFIX\w*worker\w*\.py\( : a file name with "worker" in it. Matched as "/PREFIX", the
+# file name's word characters, ".py(", then "worker" looked for in them: \w*worker\w* as one
+# regular expression backtracks through every split of a long run of word characters.
+_WORKER_FILES = [(re.compile(rf"/{prefix}(\w*)\.py\("), name) for prefix, name in [
+    ("frozen_kv", "frozen-kv"), ("multi_layer_eagle", "mtp"), ("dflash", "dflash"), ("dspark", "dspark"),
+    ("standalone", "standalone"), ("ngram", "ngram")]]
+_DSPARK_FOLDER = "/dspark_components/"
+
+
+def _worker_file(marker: re.Pattern, frame: str) -> bool:
+    return any("worker" in found.group(1) for found in marker.finditer(frame))
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,31 +88,39 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
               server_args: dict | None = None, num_steps: int | None = None) -> Attribution:
     rules = rules or DraftRules()
     draft_tracks, user_tracks = _draft_tracks(index, rules)
-    enclosing = [tuple(step.span.ancestors()) for step in index.steps]  # innermost first
-    iteration_of = [next((a for a in spans if a.kind == "iteration"), None) for spans in enclosing]
+    stacks = _CallStacks()
+    contexts = [stacks.context(index, step) for step in index.steps]
+    iteration_of = [iteration for iteration, _, _ in contexts]
     iterations = _steps_by_iteration(index.steps, iteration_of)
     guess = _guess_algorithm(index, iterations, draft_tracks, algorithm, server_args, num_steps)
     draft_pids = {pid for pid, _ in draft_tracks}
+    orders: dict[Span, _IterationSteps] = {}
     verdicts = []
-    for step, spans, iteration in zip(index.steps, enclosing, iteration_of):
-        opinions = list(_opinions(step, spans, iteration, guess, draft_tracks, user_tracks, draft_pids, iterations))
+    for step, (iteration, in_stage, stack) in zip(index.steps, contexts):
+        opinions = list(_opinions(step, stack, in_stage, iteration, guess, draft_tracks, user_tracks,
+                                  draft_pids, iterations, orders))
         verdicts.append(_decide(step, iteration, opinions, guess))
     return Attribution(verdicts, guess, draft_tracks)
 
 
 def _draft_tracks(index: TraceIndex, rules: DraftRules) -> tuple[set[Track], set[Track]]:
-    """Tracks that metadata (or the user's rules) names as the draft worker's."""
+    """Tracks that metadata (or the user's rules) names as the draft worker's. A process's names are
+    judged once per process, not once per track: a pid may have thousands of each."""
     tracks = set(index.tracks) | set(index.names.thread_names)
     by_metadata, by_user = set(), set()
+    processes: dict[Hashable, tuple[bool, bool]] = {}  # pid -> (named as the draft's, matched by a user rule)
     for track in tracks:
         pid, tid = track
-        threads = index.names.thread_names.get(track, [])
-        processes = [*index.names.process_names.get(pid, []), *index.names.process_labels.get(pid, [])]
-        if any("draft" in name.lower() for name in [*threads, *processes]):
+        threads = index.names.thread_names.get(track, ())
+        if pid not in processes:
+            names = index.names.process_names_of(pid)
+            processes[pid] = (any("draft" in name.lower() for name in names),
+                              any(p.search(name) for p in rules.process_patterns for name in names))
+        process_named, process_matched = processes[pid]
+        if process_named or any("draft" in name.lower() for name in threads):
             by_metadata.add(track)
-        if (str(pid) in rules.pids or str(tid) in rules.tids
-                or any(p.search(name) for p in rules.thread_patterns for name in threads)
-                or any(p.search(name) for p in rules.process_patterns for name in processes)):
+        if (process_matched or str(pid) in rules.pids or str(tid) in rules.tids
+                or any(p.search(name) for p in rules.thread_patterns for name in threads)):
             by_user.add(track)
     return by_metadata | by_user, by_user
 
@@ -146,7 +161,7 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
     frames = {span.name for spans in index.spans.values() for span in spans if span.kind == "frame"}
     stages = any(span.kind == "stage" for spans in index.spans.values() for span in spans)
     for marker, name in _WORKER_FILES:
-        if any(marker.search(frame) for frame in frames):
+        if any(_worker_file(marker, frame) or (name == "dspark" and _DSPARK_FOLDER in frame) for frame in frames):
             guess.narrow({name}, f"python frames of the {name} worker")
     if modes["DRAFT_LOOP"]:
         guess.narrow({"frozen-kv"}, "DRAFT_LOOP spans")
@@ -180,18 +195,18 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
     return guess
 
 
-def _opinions(step: StepSpan, enclosing: tuple[Span, ...], iteration: Span | None, guess: AlgorithmGuess,
+def _opinions(step: StepSpan, stack: str | None, in_stage: bool, iteration: Span | None, guess: AlgorithmGuess,
               draft_tracks: set[Track], user_tracks: set[Track], draft_pids: set[Hashable],
-              iterations: dict[Span, list[StepSpan]]) -> Iterable[tuple[str, str]]:
+              iterations: dict[Span, list[StepSpan]], orders: dict[Span, _IterationSteps]
+              ) -> Iterable[tuple[str, str]]:
     track = step.track
     if track in draft_tracks:
         yield DRAFT, USER_RULE if track in user_tracks else METADATA
     elif track[0] in draft_pids:
         yield TARGET, METADATA
-    stack = _call_stack(step, enclosing)
     if stack:
         yield stack, CALL_STACK
-    if any(a.kind == "stage" for a in enclosing):
+    if in_stage:
         yield DRAFT, STAGE_SPAN
     by_mode = _mode(step, guess)
     if by_mode:
@@ -199,25 +214,53 @@ def _opinions(step: StepSpan, enclosing: tuple[Span, ...], iteration: Span | Non
             yield by_mode, NO_SPECULATION if guess.fact("speculative") is False else NO_DRAFT_MODEL
         else:
             yield by_mode, MODE
-    by_order = _iteration_order(step, iteration, guess, iterations)
+    by_order = _iteration_order(step, iteration, guess, iterations, orders)
     if by_order:
         yield by_order, ITERATION_ORDER
 
 
-def _call_stack(step: StepSpan, enclosing: tuple[Span, ...]) -> str | None:
-    frames = [a for a in enclosing if a.kind == "frame"]
+class _CallStacks:
+    """What encloses a step: its iteration, whether a stage span does, and what the python frames
+    around it say (the frame that calls the innermost ModelRunner.forward is the target's worker
+    or a draft's). A step with a few spans around it, as in every real trace, has them listed; a
+    step nested deeper asks remembered answers (index.Enclosing), since listing every step's
+    enclosing spans would cost the square of the nesting depth."""
+
+    def __init__(self) -> None:
+        self._frame = Enclosing(lambda span: span.kind == "frame")
+        self._runner = Enclosing(lambda span: span.kind == "frame" and _RUNNER_FORWARD.search(span.name) is not None)
+
+    def context(self, index: TraceIndex, step: StepSpan) -> tuple[Span | None, bool, str | None]:
+        """(the innermost iteration around step, is it inside a stage span, what its call stack says)"""
+        if step.span.depth <= SHALLOW:
+            enclosing = tuple(step.span.ancestors())  # innermost first
+            iteration = next((a for a in enclosing if a.kind == "iteration"), None)
+            frames = [a for a in enclosing if a.kind == "frame"]
+            runner = next((position for position, f in enumerate(frames) if _RUNNER_FORWARD.search(f.name)), None)
+            caller = frames[runner + 1] if runner is not None and runner + 1 < len(frames) else None
+            return (iteration, any(a.kind == "stage" for a in enclosing),
+                    _call_stack(step, bool(frames), runner is not None, caller))
+        runner = self._runner(step.span)
+        return (index.nearest(step.span, "iteration"), index.nearest(step.span, "stage") is not None,
+                _call_stack(step, self._frame(step.span) is not None, runner is not None,
+                            self._frame(runner) if runner is not None else None))
+
+
+SHALLOW = 32  # enclosing spans listed per step; deeper steps use remembered answers
+
+
+def _call_stack(step: StepSpan, frames: bool, runner: bool, caller: Span | None) -> str | None:
     if not frames:
         return None
-    for position, frame in enumerate(frames):
-        if _RUNNER_FORWARD.search(frame.name):
-            caller = frames[position + 1].name if position + 1 < len(frames) else ""
-            if _TARGET_CALLER.search(caller):
-                return TARGET
-            if _DRAFT_CALLER.search(caller):
-                return DRAFT
-            return None
-    # Python stacks are on, yet no ModelRunner.forward around it: the worker's own graph span.
-    return WORKER if step.step.mode in ("DRAFT_LOOP", "DRAFT_EXTEND_V2") else None
+    if not runner:
+        # Python stacks are on, yet no ModelRunner.forward around it: the worker's own graph span.
+        return WORKER if step.step.mode in ("DRAFT_LOOP", "DRAFT_EXTEND_V2") else None
+    caller_name = caller.name if caller is not None else ""
+    if _TARGET_CALLER.search(caller_name):
+        return TARGET
+    if _DRAFT_CALLER.search(caller_name):
+        return DRAFT
+    return None
 
 
 def _mode(step: StepSpan, guess: AlgorithmGuess) -> str | None:
@@ -238,26 +281,43 @@ def _mode(step: StepSpan, guess: AlgorithmGuess) -> str | None:
     return None
 
 
+@dataclass(slots=True)
+class _IterationSteps:
+    """One iteration's steps by mode, worked out once for all its steps (not once per step: an
+    iteration may hold thousands)."""
+
+    verifies: list[StepSpan]
+    extends: list[StepSpan]
+    worker_extends: int
+
+    @classmethod
+    def of(cls, members: list[StepSpan]) -> _IterationSteps:
+        return cls([s for s in members if s.step.mode == "TARGET_VERIFY"],
+                   [s for s in members if s.step.mode in _EXTEND_LIKE],
+                   sum(1 for s in members if s.step.mode == "DRAFT_EXTEND_V2"))
+
+
 def _iteration_order(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess,
-                     iterations: dict[Span, list[StepSpan]]) -> str | None:
+                     iterations: dict[Span, list[StepSpan]], orders: dict[Span, _IterationSteps]) -> str | None:
     if iteration is None:
         return None
-    members = iterations[iteration]
+    order = orders.get(iteration)
+    if order is None:
+        order = orders[iteration] = _IterationSteps.of(iterations[iteration])
     mode = step.step.mode
     if mode == "TARGET_VERIFY" and guess.fact("draft_verifies"):
-        verifies = [s for s in members if s.step.mode == "TARGET_VERIFY"]
+        verifies = order.verifies
         if len(verifies) == 2 and verifies[0].step.bs == verifies[1].step.bs:
             return DRAFT if step is verifies[0] else TARGET
         return None
     if mode in _EXTEND_LIKE:
-        extends = [s for s in members if s.step.mode in _EXTEND_LIKE]
-        first = extends[0]
+        first = order.extends[0]
         if step is first:
             return TARGET
         same_batch = step.step.bs == first.step.bs and step.step.toks == first.step.toks
         return DRAFT if same_batch and guess.fact("speculative") else None
     if mode == "DRAFT_EXTEND_V2" and guess.fact("worker_extend_span") is not False:
-        count = sum(1 for s in members if s.step.mode == "DRAFT_EXTEND_V2")
+        count = order.worker_extends
         if count > 1:
             return DRAFT  # the worker's graph span comes once per iteration: these are runner steps
         if count == 1 and guess.candidates == {"mtp"} and (guess.num_steps or 0) > 1:

@@ -8,6 +8,7 @@ import contextlib
 import ctypes
 import functools
 import mmap
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Annotated, Any, Protocol, TypeVar
 
@@ -100,8 +101,49 @@ _CONTROLS_TO_SPACES = bytes.maketrans(bytes(range(32)), b" " * 32)
 
 def repaired(buffer: bytes | bytearray | msgspec.Raw) -> bytes:
     """A copy the strict decoder accepts: invalid UTF-8 bytes become "?" and control characters
-    spaces (outside strings they were whitespace or stray; inside, JSON forbids them raw)."""
-    return str(buffer, "utf-8", "spanfix-same-length").encode().translate(_CONTROLS_TO_SPACES)
+    spaces (outside strings they were whitespace or stray; inside, JSON forbids them raw), and a
+    lone surrogate escape ("\udc80", valid JSON that msgspec refuses) becomes "\ufffd". Every
+    replacement has the length of what it replaces, so offsets stay those of the file."""
+    fixed = str(buffer, "utf-8", "spanfix-same-length").encode().translate(_CONTROLS_TO_SPACES)
+    return _lone_surrogates_replaced(fixed) if has_surrogate_escapes(fixed) else fixed
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# Every escape sequence, in order: "\\" is one, so the backslash of "\\ud800" starts no escape.
+_ESCAPE = re.compile(rb"\\(?:u([dD][89a-fA-F])[0-9a-fA-F]{2}|.)", re.DOTALL)
+_REPLACEMENT_ESCAPE = b"\\ufffd"
+
+
+def has_surrogate_escapes(buffer: Buffer | memoryview) -> bool:
+    return _SURROGATE_ESCAPE.search(buffer) is not None
+
+
+def _lone_surrogates_replaced(data: bytes) -> bytes:
+    """data with each surrogate escape that is not half of a pair (a high one right before a low
+    one) written as the replacement character's escape, six bytes for six."""
+    out = bytearray(data)
+    pending_high = None  # a high surrogate escape not yet paired: where it starts
+    changed = False
+    for match in _ESCAPE.finditer(data):
+        half = match.group(1)
+        is_high = half is not None and half[1:2].lower() in b"89ab"
+        is_low = half is not None and not is_high
+        if pending_high is not None and not (is_low and match.start() == pending_high + 6):
+            out[pending_high:pending_high + 6] = _REPLACEMENT_ESCAPE
+            changed = True
+        if is_low and pending_high is not None and match.start() == pending_high + 6:
+            pending_high = None  # a pair
+            continue
+        pending_high = None
+        if is_high:
+            pending_high = match.start()
+        elif is_low:
+            out[match.start():match.end()] = _REPLACEMENT_ESCAPE
+            changed = True
+    if pending_high is not None:
+        out[pending_high:pending_high + 6] = _REPLACEMENT_ESCAPE
+        changed = True
+    return bytes(out) if changed else data
 
 
 def _json_kind(raw: msgspec.Raw) -> str:

@@ -11,7 +11,7 @@ import math
 import operator
 import re
 from collections import Counter, defaultdict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,10 +26,39 @@ STAGE_SPANS = frozenset({"draft", "draft_extend"})
 ITERATION_SPAN = "scheduler.run_batch"
 # python_function frames worth keeping: ModelRunner.forward and the workers that call it. Other
 # frames (the scheduler's among them) never decide a call stack, and most events are frames.
-_SGLANG_FRAME = re.compile(
-    r"model_executor/model_runner\.py\(\d+\): forward$|"
-    r"(?:managers/tp_worker\.py|speculative/|dspark_components/|eagle_worker|draft)[^/]*\(\d+\)"
-)
+_RUNNER_FRAME = re.compile(r"model_executor/model_runner\.py\(\d+\): forward$")
+_LINE_NUMBER = re.compile(r"\(\d+\)")
+_WORKER_FOLDERS = ("speculative", "dspark_components")  # a file in speculative/ or dspark_components/
+_WORKER_WORDS = ("eagle_worker", "draft")
+
+
+def is_sglang_frame(name: str) -> bool:
+    r"""ModelRunner.forward's frame, or a worker's that may call it: a "(line)" after one of
+    managers/tp_worker.py, speculative/, dspark_components/, eagle_worker or draft, with no "/" in
+    between. That is the regular expression
+        (?:managers/tp_worker\.py|speculative/|dspark_components/|eagle_worker|draft)[^/]*\(\d+\)
+    worked out path segment by path segment: searched as a regex, a name that repeats "draft"
+    for a megabyte is scanned to its end from every "draft" in it (200,000 times)."""
+    if _RUNNER_FRAME.search(name) is not None:
+        return True
+    if "(" not in name:
+        return False
+    segments = name.split("/")
+    for number, segment in enumerate(segments):
+        if "(" not in segment:
+            continue
+        before = segments[number - 1] if number else None
+        # Where, in this segment, the earliest marker ends; a "(line)" must come after it.
+        ends = [0] if before is not None and before.endswith(_WORKER_FOLDERS) else []
+        if before is not None and before.endswith("managers") and segment.startswith("tp_worker.py"):
+            ends.append(len("tp_worker.py"))
+        for word in _WORKER_WORDS:
+            at = segment.find(word)
+            if at >= 0:
+                ends.append(at + len(word))
+        if ends and _LINE_NUMBER.search(segment, min(ends)) is not None:
+            return True
+    return False
 
 
 @dataclass(eq=False, slots=True)
@@ -44,12 +73,50 @@ class Span:
     events: tuple[int, ...]  # the event indexes that carry this span's name (B and E for pairs)
     external_id: Any = None
     parent: Span | None = None  # the innermost indexed span that fully contains this one
+    depth: int = 0  # how many indexed spans contain it
 
     def ancestors(self):
+        """Every enclosing span, innermost first. Walking them for every step costs the square of the
+        nesting depth: take a few (itertools.islice), or ask TraceIndex.nearest."""
         span = self.parent
         while span is not None:
             yield span
             span = span.parent
+
+
+class Enclosing:
+    """For any span, the innermost enclosing span that passes a test, in amortised constant time:
+    each answer is remembered for every span it was found through, so a trace's spans are each
+    tested and walked past once in all, however deeply they nest (20,000 nested step spans would
+    otherwise cost 200 million steps up their chains)."""
+
+    def __init__(self, test: Callable[[Span], bool]):
+        self._test = test
+        self._found: dict[Span, Span | None] = {}  # a span -> the innermost passing span among it and its ancestors
+
+    def __call__(self, span: Span) -> Span | None:
+        """The innermost passing span among span's ancestors (not span itself)."""
+        return self.at_or_above(span.parent)
+
+    def at_or_above(self, span: Span | None) -> Span | None:
+        path = []
+        found = None
+        while span is not None:
+            known = self._found.get(span, _UNKNOWN)
+            if known is not _UNKNOWN:
+                found = known
+                break
+            if self._test(span):
+                found = self._found[span] = span
+                break
+            path.append(span)
+            span = span.parent
+        for passed in path:
+            self._found[passed] = found
+        return found
+
+
+_UNKNOWN = object()
 
 
 @dataclass(eq=False, slots=True)
@@ -77,14 +144,20 @@ class GpuOrphan:
 
 @dataclass(slots=True)
 class TrackNames:
-    thread_names: dict[Track, list[str]] = field(default_factory=lambda: defaultdict(list))
-    process_names: dict[Hashable, list[str]] = field(default_factory=lambda: defaultdict(list))
-    process_labels: dict[Hashable, list[str]] = field(default_factory=lambda: defaultdict(list))
+    """Names from metadata events, each kept once (a dict is an ordered set): a process_name repeated on
+    every track of a pid is one name of that pid, not one per track."""
+
+    thread_names: dict[Track, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
+    process_names: dict[Hashable, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
+    process_labels: dict[Hashable, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
 
     def names_of(self, track: Track) -> list[str]:
         pid = track[0]
         return [*self.thread_names.get(track, ()), *self.process_names.get(pid, ()),
                 *self.process_labels.get(pid, ())]
+
+    def process_names_of(self, pid: Hashable) -> list[str]:
+        return [*self.process_names.get(pid, ()), *self.process_labels.get(pid, ())]
 
 
 @dataclass(slots=True)
@@ -97,10 +170,25 @@ class TraceIndex:
     unmatched: int  # B without E or E without B
     skipped: int  # step-named events without usable timestamps
     tracks: set[Track] = field(default_factory=set)
+    shared_ids: int = 0  # External ids carried by several CPU step spans: not used to join GPU copies
+    _nearest: dict[str, Enclosing] = field(default_factory=dict)
 
     @property
     def pids(self) -> set[Hashable]:
         return {pid for pid, _ in self.tracks}
+
+    def nearest(self, span: Span, kind: str) -> Span | None:
+        """The innermost indexed span of this kind ("iteration", "stage", "frame") enclosing span:
+        by walking up, when few spans enclose it (every real trace), else from remembered answers."""
+        if span.depth <= 32:
+            for enclosing in span.ancestors():
+                if enclosing.kind == kind:
+                    return enclosing
+            return None
+        finder = self._nearest.get(kind)
+        if finder is None:
+            finder = self._nearest[kind] = Enclosing(lambda candidate: candidate.kind == kind)
+        return finder(span)
 
     def notes(self) -> list[str]:
         """What the index had to skip or could not nest, one line each."""
@@ -111,9 +199,12 @@ class TraceIndex:
             notes.append(f"{self.unmatched} B/E events without a partner (skipped)")
         if self.skipped:
             notes.append(f"{self.skipped} step spans without usable timestamps (skipped)")
-        reasons = Counter(orphan.why for orphan in self.gpu_orphans)
+        reasons = Counter(orphan.why for orphan in self.gpu_orphans if orphan.why != SHARED_ID)
         for why, count in sorted(reasons.items()):
             notes.append(f"{count} GPU step annotations: {why}")
+        if self.shared_ids:
+            notes.append(f"{self.shared_ids} External ids are carried by several CPU step spans "
+                         "(not used to join GPU annotations to them)")
         return notes
 
 
@@ -170,8 +261,8 @@ def build_index(trace: Trace) -> TraceIndex:
     overlaps = sum(_nest(track_spans) for track_spans in spans.values())
     steps = [StepSpan(span, parsed[span]) for track_spans in spans.values()
              for span in track_spans if span.kind == "step"]
-    orphans = _join_gpu_copies(steps, gpu_spans)
-    return TraceIndex(names, steps, orphans, dict(spans), overlaps, unmatched, skipped, tracks)
+    orphans, shared_ids = _join_gpu_copies(steps, gpu_spans)
+    return TraceIndex(names, steps, orphans, dict(spans), overlaps, unmatched, skipped, tracks, shared_ids)
 
 
 # Why a GPU step annotation was not joined (its span is then reported as ambiguous).
@@ -180,10 +271,12 @@ SHARED_ID = "its External id is shared by several CPU step spans, so it identifi
 BEFORE_CPU = "it starts before the CPU step span of its External id, which cannot have launched it (not joined)"
 
 
-def _join_gpu_copies(steps: list[StepSpan], gpu_spans: list[Span]) -> list[GpuOrphan]:
+def _join_gpu_copies(steps: list[StepSpan], gpu_spans: list[Span]) -> tuple[list[GpuOrphan], int]:
     """Give each CPU step span its GPU copies: same rank, same External id, same name. Ids are only
     unique within one rank (a merged trace repeats them in every rank), and a copy is device work the
-    span launched, so it cannot start before the span. A pair that breaks either rule is not joined."""
+    span launched, so it cannot start before the span. A pair that breaks either rule is not joined.
+    Returns the copies not joined, and how many ids several CPU step spans share (they join nothing:
+    a draft's and a target's copies would both follow whichever came last)."""
     owners: dict[tuple, StepSpan | None] = {}
     for step in steps:
         if step.span.external_id is not None:
@@ -201,7 +294,7 @@ def _join_gpu_copies(steps: list[StepSpan], gpu_spans: list[Span]) -> list[GpuOr
             orphans.append(GpuOrphan(gpu, BEFORE_CPU))
         else:
             owner.gpu_events.extend(gpu.events)
-    return orphans
+    return orphans, sum(1 for owner in owners.values() if owner is None)
 
 
 _MISSING = object()
@@ -214,7 +307,7 @@ _METADATA_NAMES = frozenset({"thread_name", "process_name", "process_labels"})
 def indexed_name(name: str) -> bool:
     """Could an event of this name be indexed? The reader decodes only those (and step spans) in full."""
     return (name in STAGE_SPANS or name == ITERATION_SPAN or name in _METADATA_NAMES
-            or _SGLANG_FRAME.search(name) is not None)
+            or is_sglang_frame(name))
 
 
 def hashable(value: Any) -> Hashable:
@@ -238,11 +331,11 @@ def _read_metadata(event: Event, track: Track, names: TrackNames) -> None:
     if args is None:
         return
     if event.name == "thread_name" and isinstance(args.name, str):
-        names.thread_names[track].append(args.name)
+        names.thread_names[track][args.name] = None
     elif event.name == "process_name" and isinstance(args.name, str):
-        names.process_names[track[0]].append(args.name)
+        names.process_names[track[0]][args.name] = None
     elif event.name == "process_labels" and isinstance(args.labels, str):
-        names.process_labels[track[0]].append(args.labels)
+        names.process_labels[track[0]][args.labels] = None
 
 
 def _kind_of(event: Event) -> tuple[str | None, StepName | None]:
@@ -261,7 +354,7 @@ def _kind_of(event: Event) -> tuple[str | None, StepName | None]:
 @functools.lru_cache(maxsize=2**16)  # a trace has a few thousand frame names, each seen many times
 def _kind_of_name(name: str, is_frame: bool) -> str | None:
     if is_frame:
-        return "frame" if _SGLANG_FRAME.search(name) else None
+        return "frame" if is_sglang_frame(name) else None
     if name in STAGE_SPANS:
         return "stage"
     if name == ITERATION_SPAN:
@@ -277,7 +370,14 @@ def _make_span(kind: str, event: Event, track: Track, start: Any, end: Any, carr
 
 
 def _nest(track_spans: list[Span]) -> int:
-    """Sort one track's spans and give each its innermost fully enclosing span; count partial overlaps."""
+    """Sort one track's spans and give each its innermost fully enclosing span; count partial overlaps.
+
+    One pass over a stack of open spans, each nested in the one below it. A span that is not inside
+    the spans at the top of the stack (it overlaps them partially) goes on top of the outermost one
+    that does contain it, and those it overlaps leave the stack: every later span starts no earlier,
+    so any of them that one of those contains, this one contains too, and closer. So each span is
+    pushed and removed once: time linear in the spans (after sorting), even with thousands of
+    overlaps or of spans nested in each other."""
     # By start, then longest first: two stable sorts on C-level keys, no tuple per span.
     track_spans.sort(key=_END, reverse=True)
     track_spans.sort(key=_START)
@@ -296,7 +396,10 @@ def _nest(track_spans: list[Span]) -> int:
             depth -= 1
         if depth < len(stack):
             overlaps += 1
-        span.parent = stack[depth - 1] if depth else None
+            del stack[depth:]
+        parent = stack[-1] if stack else None
+        span.parent = parent
+        span.depth = parent.depth + 1 if parent is not None else 0
         stack.append(span)
     return overlaps
 

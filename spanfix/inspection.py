@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from .attribute import AMBIGUOUS, Attribution
-from .index import TraceIndex
+from .index import TraceIndex, TrackNames
 from .reader import Trace
 from .relabelling import AmbiguousSpan, RelabelOptions, analyse, load
 from .timing.device import device_work
@@ -16,9 +17,10 @@ from .timing.device import device_work
 class TrackReport:
     pid: object
     tid: object
-    names: tuple[str, ...]  # thread, process and label names from the M events
+    names: tuple[str, ...]  # thread, process and label names from the M events (the first SHOWN_NAMES)
     draft: bool  # named as the draft worker's by metadata or a user rule
     steps_by_mode: dict[str, int]
+    more_names: int = 0  # names beyond those
 
 
 @dataclass(slots=True)
@@ -43,14 +45,30 @@ class InspectReport:
     def to_json(self) -> dict:
         return {
             "input": self.input, "events": self.events, "form": self.form, "gzipped": self.gzipped,
-            "tracks": [{"pid": t.pid, "tid": t.tid, "names": list(t.names), "draft": t.draft,
-                        "steps_by_mode": t.steps_by_mode} for t in self.tracks],
+            "tracks": [{"pid": t.pid, "tid": t.tid, "names": list(t.names), "more_names": t.more_names,
+                        "draft": t.draft, "steps_by_mode": t.steps_by_mode} for t in self.tracks],
             "algorithm": self.algorithm, "algorithm_reasons": self.algorithm_reasons, "conflicts": self.conflicts,
             "decided_by": self.decided_by, "roles": self.roles,
             "ambiguous": [a.to_json() for a in self.ambiguous],
             "gpu_copies": self.gpu_copies, "gpu_orphans": self.gpu_orphans, "overlaps": self.overlaps,
             "unmatched": self.unmatched, "warnings": self.warnings,
         }
+
+
+SHOWN_NAMES = 5
+
+
+def _first_names(names: TrackNames, track: tuple) -> tuple[str, ...]:
+    pid = track[0]
+    every = itertools.chain(names.thread_names.get(track, ()), names.process_names.get(pid, ()),
+                            names.process_labels.get(pid, ()))
+    return tuple(itertools.islice(every, SHOWN_NAMES))
+
+
+def _name_count(names: TrackNames, track: tuple) -> int:
+    pid = track[0]
+    return (len(names.thread_names.get(track, ())) + len(names.process_names.get(pid, ()))
+            + len(names.process_labels.get(pid, ())))
 
 
 def inspect_trace(source: str, options: RelabelOptions) -> InspectReport:
@@ -64,11 +82,13 @@ def report_of(trace: Trace, index: TraceIndex, attribution: Attribution, warning
     modes: dict[tuple, Counter] = defaultdict(Counter)
     for step in index.steps:
         modes[step.track][step.step.mode] += 1
-    tracks = [
-        TrackReport(pid, tid, tuple(index.names.names_of((pid, tid))), (pid, tid) in attribution.draft_tracks,
-                    dict(sorted(modes[(pid, tid)].items())))
-        for pid, tid in sorted(modes, key=lambda t: (str(t[0]), str(t[1])))
-    ]
+    tracks = []
+    for pid, tid in sorted(modes, key=lambda t: (str(t[0]), str(t[1]))):
+        # A report's size follows the trace's, never its square: a pid may name each of thousands of tracks.
+        names = _first_names(index.names, (pid, tid))
+        count = _name_count(index.names, (pid, tid))
+        tracks.append(TrackReport(pid, tid, names, (pid, tid) in attribution.draft_tracks,
+                                  dict(sorted(modes[(pid, tid)].items())), count - len(names)))
     ambiguous = [AmbiguousSpan.of_step(s, v.detail) for s, v in zip(index.steps, attribution.verdicts)
                  if v.role == AMBIGUOUS]
     guess = attribution.algorithm

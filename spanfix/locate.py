@@ -40,13 +40,42 @@ def locate_by_regex(data: bytes | bytearray, wanted: list[tuple[int, str]]) -> l
 
 
 def string_content(data: bytes | bytearray, start: int, end: int) -> str:
+    """The text of a JSON string's content as the reader decodes it: a lone surrogate escape reads
+    as the replacement character (events.repaired)."""
     raw = bytes(data[start:end])
     if b"\\" not in raw:
         return raw.decode("utf-8", "replace")
     try:
-        return json.loads(b'"' + raw + b'"')
+        text = json.loads(b'"' + raw + b'"')
     except ValueError:
         return ""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# One character of a JSON string's content: a pair of surrogate escapes, any other escape, or a run
+# of bytes without escapes (measured as the reader decodes them).
+_ESCAPE = re.compile(rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|.)", re.DOTALL)
+
+
+def byte_offset(data: bytes | bytearray, start: int, end: int, characters: int) -> int | None:
+    """Where, in the string content data[start:end], its first `characters` characters (as the
+    reader decodes them) end; None if it is shorter. Used to patch a name written with escapes
+    without touching the rest of it."""
+    position, left = start, characters
+    while left > 0:
+        escape = _ESCAPE.search(data, position, end)
+        plain_end = escape.start() if escape is not None else end
+        if plain_end > position:
+            text = str(data[position:plain_end], "utf-8", "spanfix-same-length")
+            if len(text) >= left:
+                return position + len(text[:left].encode())
+            left -= len(text)
+        if escape is None:
+            return None
+        position = escape.end()
+        left -= 1
+    return position
 
 
 _TOKEN = re.compile(rb'\s*(?:("(?:[^"\\]|\\.)*")|([\[\]{}:,])|([^\s\[\]{}:,"]+))', re.DOTALL)

@@ -21,6 +21,7 @@ import gc
 import mmap
 import os
 import re
+import select
 import stat
 import sys
 import zlib
@@ -38,19 +39,98 @@ from typing import BinaryIO
 import msgspec
 
 from .errors import TraceError
-from .events import UNUSABLE, Buffer, Event, Events, NameSlot, NotAnObject, decode_raw_event, is_step_name, repaired
+from .events import (
+    UNUSABLE,
+    Buffer,
+    Event,
+    Events,
+    NameSlot,
+    NotAnObject,
+    decode_raw_event,
+    has_surrogate_escapes,
+    is_step_name,
+    repaired,
+)
 from .locate import locate_by_regex, locate_exactly
+from .notice import notice
 from .selective import Reducer, Selected, decode_selected, raw_events
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
-DEFAULT_MAX_BYTES = 64 * 2**30  # uncompressed; guards against gzip bombs, not against real traces
 STDIN = "-"
 _CHUNK = 2**20  # read size for pipes and devices, whose length is unknown until they end
 _INFLATE_STEP = 2**25
-_MAX_DEFLATE_RATIO = 1032
 
 
+
+
+# --- how much spanfix may read ------------------------------------------------------------------------
+
+def memory_budget() -> int | None:
+    """The memory spanfix may use, in bytes: the smallest of the machine's physical memory, the
+    memory limit of its cgroup (a container's), and the process's address-space and data limits
+    (ulimit -v, -d). None where none of them can be found."""
+    limits = []
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    limits += _cgroup_limits()
+    try:
+        import resource
+
+        for which in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
+            soft = resource.getrlimit(which)[0]
+            if soft != resource.RLIM_INFINITY and soft > 0:
+                limits.append(soft)
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not a Unix
+        pass
+    limits = [limit for limit in limits if limit > 0]
+    return min(limits) if limits else None
+
+
+def _cgroup_limits() -> list[int]:
+    """memory.max of the process's cgroup and its ancestors (cgroup v2), or memory.limit_in_bytes (v1)."""
+    found = []
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8", errors="replace") as lines:
+            entries = [line.rstrip("\n").split(":", 2) for line in lines]
+    except OSError:
+        return found
+    for entry in entries:
+        if len(entry) != 3:
+            continue
+        _, controllers, path = entry
+        if controllers == "":
+            base, name = Path("/sys/fs/cgroup"), "memory.max"
+        elif "memory" in controllers.split(","):
+            base, name = Path("/sys/fs/cgroup/memory"), "memory.limit_in_bytes"
+        else:
+            continue
+        folder = base / path.lstrip("/")
+        for candidate in (folder, *folder.parents):
+            if not str(candidate).startswith(str(base)):
+                break
+            with contextlib.suppress(OSError, ValueError):
+                text = (candidate / name).read_text().strip()
+                if text and text != "max":
+                    found.append(int(text))
+    return [limit for limit in found if limit < 2**60]  # v1 writes "no limit" as a huge number
+
+
+_FALLBACK_MAX_BYTES = 64 * 2**30
+
+
+def default_max_bytes() -> int:
+    """Half the memory spanfix may use: reading holds the document and, beside it, the events it
+    decodes (0.9 to 1.7 times the document on the benchmark trace). Larger inputs, and gzip files
+    that would inflate beyond it, are refused before they are read or inflated."""
+    budget = memory_budget()
+    return budget // 2 if budget else _FALLBACK_MAX_BYTES
+
+
+def max_bytes_phrase(max_bytes: int, explicit: bool) -> str:
+    shown = f"{max_bytes} bytes" if explicit else f"{max_bytes / 2**30:.1f} GiB"
+    return f"--max-bytes ({shown})" if explicit else (
+        f"--max-bytes ({shown}, by default half the memory spanfix may use; pass --max-bytes to raise it)")
 
 
 class _ObjectForm(msgspec.Struct):
@@ -75,7 +155,7 @@ class Trace:
         return self.compressed is not None
 
 
-def read_trace(source: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+def read_trace(source: str | Path, *, max_bytes: int | None = None,
                select: Callable[[str], bool] | None = None, reduce: Reducer | None = None,
                content: bytes | bytearray | memoryview | BinaryIO | None = None, locate_names: bool = True) -> Trace:
     """Read and decode a trace. With select, only events whose name it accepts (plus step spans and
@@ -83,7 +163,8 @@ def read_trace(source: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
     With reduce (and select), every event is decoded and handed to reduce, a stretch at a time, in
     the process that read it (Trace.reduced); the step names' bytes are then not located: that is
     for reading what a relabel would not write (stats). With content (bytes or a binary file object),
-    the trace is read from it and source only names it."""
+    the trace is read from it and source only names it. max_bytes: the largest document accepted,
+    uncompressed (None: default_max_bytes())."""
     source = str(source)
     if content is None:
         data, compressed = read_document_bytes(source, max_bytes=max_bytes)
@@ -118,17 +199,21 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Buffer, Buffer | None]:
+def read_document_bytes(source: str, *, max_bytes: int | None = None) -> tuple[Buffer, Buffer | None]:
     """The uncompressed bytes of a trace file (or stdin) and, when it was gzipped, the file's own bytes."""
+    explicit = max_bytes is not None
+    limit = Limit(max_bytes if explicit else default_max_bytes(), explicit)
     try:
         if source == STDIN:
             # A terminal would wait for typing that never comes: that is a mistake, not a trace.
             if sys.stdin is None or sys.stdin.isatty():
                 raise TraceError(f"{source}: nothing piped into standard input")
-            raw = _read_all(sys.stdin.buffer, source, max_bytes)
+            raw = _read_all(sys.stdin.buffer, source, limit)
         else:
-            with open(source, "rb") as stream:
-                raw = _read_all(stream, source, max_bytes)
+            # Opened without waiting: a named pipe that no program writes to would block open()
+            # itself, silently, for ever. _read_all says what it waits for instead.
+            with open(source, "rb", opener=_open_without_waiting) as stream:
+                raw = _read_all(stream, source, limit)
     except IsADirectoryError:
         raise TraceError(f"{source}: is a directory, not a trace file") from None
     except FileNotFoundError:
@@ -141,48 +226,95 @@ def read_document_bytes(source: str, *, max_bytes: int = DEFAULT_MAX_BYTES) -> t
         raise TraceError(f"{source}: empty input" + (" on standard input" if source == STDIN else ""))
     if raw[:2] != GZIP_MAGIC:
         return raw, None
-    return gunzip(source, raw, max_bytes=max_bytes), raw
+    return _gunzip(source, raw, limit), raw
 
 
 def document_bytes_of(source: str, content: bytes | bytearray | memoryview | BinaryIO, *,
-                      max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[Buffer, Buffer | None]:
+                      max_bytes: int | None = None) -> tuple[Buffer, Buffer | None]:
     """read_document_bytes for a trace already in memory, or in a file object the caller opened."""
+    explicit = max_bytes is not None
+    limit = Limit(max_bytes if explicit else default_max_bytes(), explicit)
     if isinstance(content, (bytes, bytearray, memoryview)):
         raw: Buffer = bytes(content) if isinstance(content, memoryview) else content
-        if len(raw) > max_bytes:
-            raise TraceError(f"{source}: larger than --max-bytes ({max_bytes} bytes)")
+        if len(raw) > limit.bytes:
+            raise limit.refusal(source, "larger than")
     else:
         try:
-            raw = _read_all(content, source, max_bytes)
+            raw = _read_all(content, source, limit)
         except OSError as exc:
             raise TraceError(f"{source}: cannot read: {exc.strerror or exc}") from None
     if not raw:
         raise TraceError(f"{source}: empty input")
     if raw[:2] != GZIP_MAGIC:
         return raw, None
-    return gunzip(source, raw, max_bytes=max_bytes), raw
+    return _gunzip(source, raw, limit), raw
 
 
-def _read_all(stream: BinaryIO, source: str, max_bytes: int) -> Buffer:
-    """The whole stream, refusing more than max_bytes before reading it: a regular file by its size,
-    a pipe or device (which may never end) by counting as it goes. A gzip file larger than the
-    limit is refused too: its content would be larger still."""
-    too_large = TraceError(f"{source}: larger than --max-bytes ({max_bytes} bytes)")
+@dataclass(frozen=True, slots=True)
+class Limit:
+    bytes: int
+    explicit: bool  # given with --max-bytes, not the default
+
+    def refusal(self, source: str, what: str) -> TraceError:
+        return TraceError(f"{source}: {what} {max_bytes_phrase(self.bytes, self.explicit)}")
+
+
+def _open_without_waiting(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NONBLOCK)
+
+
+WAIT_NOTICE_SECONDS = 1.0  # a named pipe silent for this long gets a notice that spanfix is waiting
+
+
+def _read_all(stream: BinaryIO, source: str, limit: Limit | int) -> Buffer:
+    """The whole stream, refusing more than the limit before reading it: a regular file by its
+    size, a pipe or device (which may never end) by counting as it goes. A gzip file larger than
+    the limit is refused too: its content would be larger still. A terminal is refused; a named
+    pipe that nothing writes to yet is waited for, saying so."""
+    if isinstance(limit, int):
+        limit = Limit(limit, True)
+    max_bytes = limit.bytes
     try:
         info = os.fstat(stream.fileno())
     except OSError:  # also io.UnsupportedOperation: an in-memory stream, as in tests
         info = None
     if info is not None and stat.S_ISREG(info.st_mode):
         if info.st_size > max_bytes:
-            raise too_large
+            raise limit.refusal(source, "larger than")
         mapped = _map(stream, info.st_size)
-        return mapped if mapped is not None else stream.read()
-    data = bytearray()
+        if mapped is not None:
+            return mapped
+        # A file in /proc says it holds nothing, and a file still being written grows: read what
+        # the size says, then go on in bounded chunks.
+        data = stream.read(info.st_size + 1) if info.st_size else b""
+        if len(data) <= info.st_size and info.st_size:
+            return data
+        data = bytearray(data)
+    else:
+        if info is not None and source != STDIN:  # a pipe on standard input is the caller's own pipeline
+            _wait_for_a_writer(stream, source, info)
+        data = bytearray()
     while chunk := stream.read(_CHUNK):
         data += chunk
         if len(data) > max_bytes:
-            raise too_large
+            raise limit.refusal(source, "larger than")
     return data
+
+
+def _wait_for_a_writer(stream: BinaryIO, source: str, info: os.stat_result) -> None:
+    """A terminal is refused (it would wait for typing); a named pipe with no data yet is polled,
+    with a notice after a second, until a writer sends something or closes it. Then reads block."""
+    fd = stream.fileno()
+    if os.isatty(fd):
+        raise TraceError(f"{source}: is a terminal, not a trace file")
+    if stat.S_ISFIFO(info.st_mode) and hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLHUP)
+        if not poller.poll(int(WAIT_NOTICE_SECONDS * 1000)):
+            notice(f"spanfix: {source}: waiting for a program to write to this named pipe (Ctrl-C to stop)")
+            poller.poll()
+    with contextlib.suppress(OSError):
+        os.set_blocking(fd, True)
 
 
 MAP_BYTES = 2**20  # smaller files are read: mapping one costs more than it saves
@@ -205,25 +337,34 @@ def _map(stream: BinaryIO, size: int) -> mmap.mmap | None:
 
 def gunzip(source: str, raw: bytes | bytearray, *, max_bytes: int) -> bytes | bytearray:
     """Decompress every gzip member, refusing output beyond max_bytes before it is produced."""
+    return _gunzip(source, raw, Limit(max_bytes, True))
+
+
+def _gunzip(source: str, raw: bytes | bytearray, limit: Limit) -> bytes | bytearray:
+    max_bytes = limit.bytes
     out = bytearray()
     pending = raw
     while pending:
         inflater = _inflate_lib.decompressobj(wbits=31)
         try:
-            # Deflate expands at most about 1032:1, so a small enough file cannot pass the limit:
-            # inflate it in one step, which is faster and copies nothing.
-            unbounded = len(pending) * _MAX_DEFLATE_RATIO <= max_bytes - len(out)
+            first = not out
             while True:
-                # Bounded steps: the limit holds before memory is spent, and no second copy of
-                # the whole document exists at any time. Output can still be pending inside the
-                # inflater when all input is consumed, so stop only when a step yields nothing.
-                chunk = inflater.decompress(pending, 0 if unbounded else min(_INFLATE_STEP, max_bytes + 1 - len(out)))
-                if not out and unbounded and inflater.eof and not inflater.unused_data:
+                # The first member in one step, at most one byte past the limit: the usual file
+                # (one member) is then inflated with no copy, and a bomb stops at the limit. Later
+                # members in bounded steps, so that no second copy of the whole document exists.
+                # Output can still be pending inside the inflater when all input is consumed, so
+                # stop only when a step yields nothing.
+                room = max_bytes + 1 - len(out)
+                chunk = inflater.decompress(pending, room if first else min(_INFLATE_STEP, room))
+                if len(chunk) + len(out) > max_bytes:
+                    raise limit.refusal(source, "decompresses to more than")
+                if first and inflater.eof and not inflater.unused_data:
                     return chunk  # the usual case: a single member, no copy
+                first = False
                 out += chunk
                 pending = inflater.unconsumed_tail
                 if len(out) > max_bytes:
-                    raise TraceError(f"{source}: decompresses to more than --max-bytes ({max_bytes} bytes)")
+                    raise limit.refusal(source, "decompresses to more than")
                 if inflater.eof or not (pending or chunk):
                     break
         except (zlib.error, _inflate_lib.error) as exc:
@@ -235,6 +376,41 @@ def gunzip(source: str, raw: bytes | bytearray, *, max_bytes: int) -> bytes | by
         if pending and not pending.strip(b"\x00"):
             break
     return out
+
+
+SIDE_FILE_BYTES = 2**20  # server_args.json is a few kB; anything larger beside a trace is not one
+
+
+def read_side_file(path: Path, limit: int = SIDE_FILE_BYTES) -> tuple[object, str | None]:
+    """A small JSON file found beside a trace (server_args.json): (its value, None), or (None, why it
+    was ignored). Read only if it is a regular file, only up to limit bytes, without waiting on a
+    named pipe, and parsed without recursion, so that neither its size nor its depth can hurt."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, f"{path}: ignored, cannot read it ({exc.strerror or exc})"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, f"{path}: ignored, not a regular file"
+        if info.st_size > limit:
+            return None, f"{path}: ignored, larger than {limit} bytes"
+        chunks, size = [], 0
+        while chunk := os.read(fd, min(_CHUNK, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                return None, f"{path}: ignored, larger than {limit} bytes"
+    except OSError as exc:
+        return None, f"{path}: ignored, cannot read it ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
+    try:
+        return msgspec.json.decode(b"".join(chunks)), None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        return None, f"{path}: ignored, not readable JSON ({_clean(exc)[:200]})"
 
 
 _LEADING_WS = re.compile(rb"[ \t\r\n]*")
@@ -286,14 +462,16 @@ def decode_events(source: str, buffer: bytes | bytearray, form: str) -> tuple[li
             raise TraceError(f"{source}: not a trace: {_clean(exc)}") from None
         return _decode_one_by_one(source, raws)
     except msgspec.DecodeError as exc:
-        if not _needs_repair(exc, buffer):
+        # Valid JSON but for bytes JSON forbids (or escapes msgspec refuses)? Read a repaired copy,
+        # unless repairing changes nothing: then the JSON itself is broken.
+        fixed = repaired(buffer) if _needs_repair(exc, buffer) else None
+        if fixed is None or memoryview(fixed) == memoryview(buffer):
             raise _json_error(source, exc, buffer, form) from None
-        # else: valid JSON but for bytes JSON forbids; read a repaired copy (below)
     except RecursionError:
         raise TraceError(f"{source}: not a trace: JSON nested too deeply to read") from None
-    events, warnings = decode_events(source, repaired(buffer), form)
-    return events, ["holds invalid UTF-8 or raw control characters (read leniently; their bytes are kept)",
-                    *warnings]
+    events, warnings = decode_events(source, fixed, form)
+    return events, [("holds invalid UTF-8, raw control characters or lone surrogate escapes (read leniently; "
+                     "their bytes are kept)"), *warnings]
 
 
 def _decode_one_by_one(source: str, raw_events: list[msgspec.Raw]) -> tuple[list[Event], list[str]]:
@@ -320,7 +498,11 @@ _AT_BYTE = re.compile(r"\s*\(byte (\d+)\)$")
 def _needs_repair(exc: msgspec.DecodeError, buffer: bytes | bytearray) -> bool:
     """Did the decoder stop at invalid UTF-8 or a control character, rather than at broken JSON?"""
     text = str(exc)
-    if "UTF-8" in text:
+    if "UTF-8" in text or "surrogate" in text:
+        return True
+    # A lone surrogate escape ("\udc80") is valid JSON, which browsers read; msgspec refuses it,
+    # and one that ends a string even reads to it as a truncated document.
+    if has_surrogate_escapes(buffer):
         return True
     at = _AT_BYTE.search(text)
     if at is None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
+import stat
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,6 +15,7 @@ import orjson
 from .algorithms import read_server_args
 from .attribute import AMBIGUOUS, DRAFT, TARGET, UNKNOWN_MODE, Attribution, DraftRules, attribute
 from .index import StepSpan, TraceIndex, build_index, indexed_name
+from .locate import byte_offset
 from .naming import new_stage, parse_step_name
 from .patch import Patch, output_folder, patched_chunks, write_output
 from .reader import STDIN, NameSlot, Trace, TraceError, read_trace
@@ -37,21 +40,28 @@ class Change:
     count: int
 
 
+SHOWN_ENCLOSING = 5  # enclosing spans named per ambiguous span: the innermost few say what it is
+
+
 @dataclass(frozen=True, slots=True)
 class AmbiguousSpan:
     name: str
     track: tuple
     start_us: float
     detail: str
-    enclosing: tuple[str, ...]
+    enclosing: tuple[str, ...]  # the innermost SHOWN_ENCLOSING enclosing spans' names, innermost first
+    enclosing_count: int = 0  # how many spans enclose it in all
 
     @classmethod
     def of_step(cls, step: StepSpan, detail: str) -> AmbiguousSpan:
-        return cls(step.name, step.track, step.span.start, detail, tuple(a.name for a in step.span.ancestors()))
+        # A report grows with the trace, never with its square: thousands of nested spans each
+        # listing every span around it would make gigabytes of JSON from a trace of kilobytes.
+        names = tuple(a.name for a in itertools.islice(step.span.ancestors(), SHOWN_ENCLOSING))
+        return cls(step.name, step.track, step.span.start, detail, names, step.span.depth)
 
     def to_json(self) -> dict:
         return {"name": self.name, "track": list(self.track), "ts": self.start_us, "why": self.detail,
-                "enclosing": list(self.enclosing)}
+                "enclosing": list(self.enclosing), "enclosing_count": self.enclosing_count}
 
 
 @dataclass(slots=True)
@@ -91,6 +101,8 @@ def default_output(source: str) -> str:
         return STDIN
     path = Path(source)
     name = path.name
+    if name in ("", ".", ".."):  # ".", "..", "/": a folder, with no name of its own to build on
+        raise TraceError(f"{source}: is a directory, not a trace file")
     cut = name.rfind(".json")
     if cut < 0:
         cut = len(name) - 3 if name.endswith(".gz") else len(name)
@@ -133,6 +145,8 @@ def _target(source: str, output: str | None, in_place: bool) -> str:
     # Checked before reading, so a mistaken command fails at once, not after minutes of work.
     if not in_place and target != STDIN and source != STDIN and _same_file(source, target):
         raise TraceError(f"{source}: output would overwrite the input; pass --in-place to replace it")
+    if in_place and source != STDIN:
+        _regular_file(source)
     return target
 
 
@@ -142,17 +156,30 @@ def write_relabelled(trace: Trace, index: TraceIndex, attribution: Attribution, 
     bytes changed (an unchanged gzip input is copied as it is)."""
     source = trace.source
     target = _target(source, output, in_place)
+    if target != STDIN:
+        output_folder(target)
     patches, result = plan(trace, index, attribution, options)
     result.warnings.extend(warnings)
     if in_place and not patches:
         return result
     if patches or trace.compressed is None or target == STDIN:
         gzip = trace.gzipped if target == source or output is None else target.endswith(".gz")
-        write_output(target, patched_chunks(trace.data, patches), gzip=gzip and target != STDIN)
+        notes = write_output(target, patched_chunks(trace.data, patches), gzip=gzip and target != STDIN)
     else:
-        write_output(target, [trace.compressed], gzip=False)  # unchanged: the very same file
+        notes = write_output(target, [trace.compressed], gzip=False)  # unchanged: the very same file
     result.output = target
+    result.warnings.extend(notes)
     return result
+
+
+def _regular_file(source: str) -> None:
+    """--in-place replaces a file: a device or a pipe has nothing to replace."""
+    try:
+        info = os.stat(source)
+    except OSError:
+        return  # reading it says what is wrong
+    if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
+        raise TraceError(f"{source}: --in-place replaces regular files only; give -o for this one")
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -168,6 +195,10 @@ def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: Rel
     """The byte patches that rename the spans (none unless wanted: they need the names' bytes located),
     and the summary of what and why."""
     slots = {slot.event: slot for slot in trace.step_slots}
+    # Each step event lies between its neighbours' names: the bounds of the search for its own
+    # bytes when annotating (unbounded, one search per event could cover the whole file).
+    bounds = _neighbour_bounds(trace.step_slots, len(trace.data)) if options.annotate else {}
+    unannotated = 0
     patches: list[Patch] = []
     changes: Counter = Counter()
     ambiguous: list[AmbiguousSpan] = []
@@ -192,7 +223,9 @@ def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: Rel
             events = [*step.span.events, *step.gpu_events]
             patches += [_rename(trace.data, slots[e], step.name, stage) for e in events]
             if options.annotate:
-                patches += [p for e in events if (p := _annotation(trace.data, slots[e], verdict.evidence))]
+                notes = [_annotation(trace.data, slots[e], verdict.evidence, *bounds[e]) for e in events]
+                patches += [note for note in notes if note is not None]
+                unannotated += notes.count(None)
         changes[(mode, stage, verdict.evidence)] += 1
         changed += 1
         gpu_copies += len(step.gpu_events)
@@ -205,34 +238,62 @@ def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: Rel
         changes=[Change(old, new, evidence, count) for (old, new, evidence), count in sorted(changes.items())],
         ambiguous=ambiguous, left_alone=left_alone, algorithm=guess.label, algorithm_reasons=list(guess.reasons),
         conflicts=list(guess.conflicts), warnings=index.notes())
+    if unannotated:
+        result.warnings.append(f"{unannotated} renamed events were not annotated (their bytes are not laid out "
+                               "as --annotate expects)")
     return patches, result
+
+
+def _neighbour_bounds(slots: list[NameSlot], size: int) -> dict[int, tuple[int, int]]:
+    """For each step event, (the end of the name before it, the start of the name after it)."""
+    bounds = {}
+    for position, slot in enumerate(slots):
+        low = slots[position - 1].end if position else 0
+        high = slots[position + 1].start if position + 1 < len(slots) else size
+        bounds[slot.event] = (min(low, slot.start), max(high, slot.end))
+    return bounds
 
 
 _PLAIN_MODE = re.compile(rb"step\[[^\s\]\\]+(?=[\s\]])")
 
 
 def _rename(data: bytes | bytearray, slot: NameSlot, name: str, stage: str) -> Patch:
-    """Replace only the MODE word, so whatever follows keeps its exact bytes; a name whose start is
-    written with escapes is rewritten whole."""
+    """Replace only the MODE word, so whatever follows keeps its exact bytes. A name whose start is
+    written with escapes ("\u0073tep[...") has its "step[MODE" rewritten plainly, up to where
+    those characters end in the bytes; the rest is kept as written too."""
     plain = _PLAIN_MODE.match(data, slot.start, slot.end)
     if plain is not None:
         return Patch(slot.start + 5, plain.end(), stage.encode())
-    step = parse_step_name(name)
-    return Patch(slot.start, slot.end, orjson.dumps(f"step[{stage}{step.rest}]")[1:-1])
+    mode_end = len(name) - len(parse_step_name(name).rest) - 1  # "step[" and MODE, in characters
+    end = byte_offset(data, slot.start, slot.end, mode_end)
+    if end is None:  # cannot happen for a name read from these bytes; rewrite it whole rather than fail
+        return Patch(slot.start, slot.end, orjson.dumps(f"step[{stage}{parse_step_name(name).rest}]")[1:-1])
+    return Patch(slot.start, end, orjson.dumps(f"step[{stage}")[1:-1])
 
 
 _ARGS_OPEN = re.compile(rb'"args"\s*:\s*\{\s*(\}?)')
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\]]')
 
 
-def _annotation(data: bytes | bytearray, slot: NameSlot, evidence: str) -> Patch | None:
+def _annotation(data: bytes | bytearray, slot: NameSlot, evidence: str, low: int = 0, high: int | None = None
+                ) -> Patch | None:
     """Insert "spanfix": {...} into the event's own args (or give it args); None if the event's
-    bytes are not laid out as expected, in which case the event is left unannotated."""
+    bytes are not laid out as expected, in which case the event is left unannotated. The event
+    is looked for between low and high only (its neighbours' names): whatever is odd about its
+    bytes, the search costs no more than they do."""
     was = bytes(data[slot.start:slot.end]).decode("utf-8", "replace")
     note = orjson.dumps({"spanfix": {"was": was, "by": evidence}})[1:-1]
-    start = _event_start(data, slot.start - 1)
+    guess = _event_start(data, slot.start - 1, low)
+    found = _annotation_at(data, slot, note, guess, high) if guess is not None else None
+    if found is None:  # a brace inside a string misled the guess: tokenize from the neighbour's name
+        exact = _event_start_exactly(data, slot.start - 1, low + 1 if low else 0)
+        found = _annotation_at(data, slot, note, exact, high) if exact is not None and exact != guess else None
+    return found
+
+
+def _annotation_at(data: bytes | bytearray, slot: NameSlot, note: bytes, start: int, high: int | None) -> Patch | None:
     depth, seen_name, args = 0, False, None
-    for match in _TOKEN.finditer(data, start + 1):
+    for match in _TOKEN.finditer(data, start + 1, len(data) if high is None else high):
         token = match.group()
         if token in (b"{", b"["):
             depth += 1
@@ -254,12 +315,29 @@ def _annotation(data: bytes | bytearray, slot: NameSlot, evidence: str) -> Patch
     return None
 
 
-def _event_start(data: bytes | bytearray, position: int) -> int:
-    """The brace that likely opens the event around position; _annotation checks the guess by
-    tokenizing forward from it, since a brace inside a string could mislead this backward scan."""
+def _event_start_exactly(data: bytes | bytearray, quote: int, low: int) -> int | None:
+    """The brace that opens the event whose name's opening quote is at quote, found by tokenizing
+    from low, a position outside any string (the document's start, or just after the closing quote
+    of the step name before it): the innermost object still open when the name is reached."""
+    opened: list[tuple[int, int]] = []
+    for match in _TOKEN.finditer(data, low):
+        token = match.group()
+        if match.start() >= quote:
+            return opened[-1][1] if match.start() == quote and opened and opened[-1][0] == 0x7B else None
+        if token in (b"{", b"["):
+            opened.append((token[0], match.start()))
+        elif token in (b"}", b"]") and opened:
+            opened.pop()
+    return None
+
+
+def _event_start(data: bytes | bytearray, position: int, low: int = 0) -> int | None:
+    """The brace that likely opens the event around position, at low or after; _annotation checks
+    the guess by tokenizing forward from it, since a brace inside a string could mislead this
+    backward scan. None when there is none."""
     depth = 0
     cursor = position
-    while cursor > 0:
+    while cursor > low:
         cursor -= 1
         char = data[cursor]
         if char == 0x7D:  # }
@@ -268,8 +346,10 @@ def _event_start(data: bytes | bytearray, position: int) -> int:
             if depth == 0:
                 return cursor
             depth -= 1
-    return 0
+    return None
 
 
 def dumps_results(results: list[RelabelResult]) -> bytes:
-    return orjson.dumps({"files": [r.to_json() for r in results]}, option=orjson.OPT_INDENT_2)
+    from .render.escape import dumps  # big integers and lone surrogates from a trace, too
+
+    return dumps({"files": [r.to_json() for r in results]})

@@ -1,16 +1,24 @@
-"""A bounded fuzz run of the reader and relabel over mutated real traces (`make fuzz`, not `make test`).
+"""A bounded fuzz run of the reader and the commands over mutated real traces (`make fuzz`, not `make test`).
 
 Seeds are the real captures in ../shared/traces (large ones cut to a window of their first events,
 byte for byte) and the bundled speculative fixtures, whose step spans get renamed. Each case
 mutates a seed at the byte level (bit flips, truncation, insertions, deletions), the JSON level
-(odd values, duplicate keys, step names, container forms) and the gzip level, then runs
-relabel_file on it. Every case must end in one of two ways:
+(odd values, duplicate keys, step names, container forms), the gzip level, and with what issue 12
+found: markup and control characters in names, thread names and file names, lone surrogate
+escapes, long names that make regular expressions backtrack, spans nested thousands deep,
+identical or partially overlapping by the thousand, External ids shared by several step spans.
+Then it runs relabel_file on it, and on some cases a command of the CLI (relabel, inspect, stats,
+check, in every format). Every case must end in one of two ways:
 
 - a relabelled output that spanfix can read back, with as many events as the input; when nothing
   was renamed, the very bytes of the input;
-- TraceError or OutputError, whose message is one line starting with the file's path.
+- TraceError or OutputError, whose message is one line starting with the file's path;
 
-Anything else is a crash: its input and traceback are saved for replay. Exit status 1 if any.
+and a command must exit 0, 1 or 2, with no traceback or internal error, machine output that parses
+and output bounded by the input's size. Anything else is a crash: its input and traceback are saved
+for replay. Time is checked too: a case whose CPU time per input byte is far above the median of
+the run's cases is run again, and if it stays slow it is a finding (saved under slow/), as a
+quadratic cost would be. Exit status 1 if there is a crash or a finding.
 
     python tests/fuzz_reader.py [--seconds 60] [--seed N] [--save-crashes build/fuzz-crashes] [--halves]
 """
@@ -18,20 +26,30 @@ Anything else is a crash: its input and traceback are saved for replay. Exit sta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import hashlib
 import json
 import os
 import random
 import re
+import shutil
+import statistics
 import sys
 import tempfile
 import time
 import traceback
+import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
+from click.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hostile
+
 from spanfix import reader, selective
+from spanfix.cli import main as cli
 from spanfix.index import indexed_name
 from spanfix.patch import OutputError
 from spanfix.reader import TraceError, read_trace
@@ -162,8 +180,76 @@ def container(rng: random.Random, data: bytes) -> bytes:
     ])
 
 
+# --- issue 12: hostile but valid -------------------------------------------------------------------------
+
+def _events_start(data: bytes) -> int | None:
+    """Just after the "[" that opens the events array, where events can be put in."""
+    if data.lstrip()[:1] == b"[":
+        return data.index(b"[") + 1
+    found = re.search(rb'"traceEvents"\s*:\s*\[', data)
+    return found.end() if found else None
+
+
+def _json_text(rng: random.Random) -> str:
+    """A string value as markup, code, control characters or a lone surrogate would make it."""
+    pieces = [*hostile.MARKUP, "\udc80", "\ud83d", "[", "]", "\u00e9", "draft", "step[TARGET_VERIFY bs=1 "]
+    return "".join(rng.choice(pieces) for _ in range(rng.randint(1, 4)))
+
+
+def _escaped(text: str) -> bytes:
+    # json.dumps writes a lone surrogate as its \u escape: valid JSON, refused by some readers.
+    return json.dumps(text).encode()
+
+
+def hostile_string(rng: random.Random, data: bytes) -> bytes:
+    """Markup, control characters or lone surrogates in a name, a thread name or another string."""
+    found = None
+    for _ in range(8):
+        field = _some_field(rng, data)
+        if field and data[field.end():field.end() + 1] == b'"':
+            found = field
+            break
+    if found is None:
+        return insert(rng, data)
+    value = VALUE.match(data, found.end())
+    if not value:
+        return data
+    text = _json_text(rng)
+    if found.group(1) == b"name" and rng.random() < 0.5:
+        text = f"step[TARGET_VERIFY bs=1 {text}]"
+    return data[:value.start()] + _escaped(text) + data[value.end():]
+
+
+def hostile_events(rng: random.Random, data: bytes) -> bytes:
+    """A few hundred to a few thousand events of one of the shapes that cost the square of their
+    number to a careless reader (tests/hostile.py), put at the start of the events array."""
+    at = _events_start(data)
+    if at is None:
+        return data
+    n = rng.choice([50, 300, 2000, 5000])
+    make = rng.choice([*hostile.GROWING.values(), *hostile.LONG_NAMES.values()])
+    made = make(n * 10 if make in hostile.LONG_NAMES.values() else n)
+    events = made[made.index(b"[") + 1:made.rindex(b"]")]
+    rest = data[at:].lstrip()
+    return data[:at] + events + (b"," if rest[:1] not in (b"]", b"") else b"") + data[at:]
+
+
+def shared_external_id(rng: random.Random, data: bytes) -> bytes:
+    """Step spans on two tracks and GPU copies far apart, all with one External id."""
+    at = _events_start(data)
+    if at is None:
+        return data
+    eid = rng.choice([0, 1, 7, 10**30])
+    events = [hostile.x(hostile.VERIFY, 10, 5, tid=2, External_id=eid), hostile.x(hostile.VERIFY, 20, 5, External_id=eid),
+              hostile.x(hostile.VERIFY, 10, 5, pid=0, tid=7, cat="gpu_user_annotation", External_id=eid),
+              hostile.x(hostile.VERIFY, 800_000, 5, pid=0, tid=7, cat="gpu_user_annotation", External_id=eid)]
+    body = b",".join(json.dumps(event).encode() for event in events)
+    rest = data[at:].lstrip()
+    return data[:at] + body + (b"," if rest[:1] not in (b"]", b"") else b"") + data[at:]
+
+
 TEXT_MUTATIONS = [flip_bits, truncate, insert, delete, duplicate, odd_value, odd_value, step_name, step_name,
-                  duplicate_key, container]
+                  duplicate_key, container, hostile_string, hostile_string, hostile_events, shared_external_id]
 
 
 def gzip_level(rng: random.Random, data: bytes) -> bytes:
@@ -218,12 +304,68 @@ def halves_agree(source: Path) -> None:
         raise Crash(f"read in halves, the trace differs from the trace read whole: {str(halves)[:200]}")
 
 
-def run_case(rng: random.Random, data: bytes, folder: Path, *, halves: bool = False) -> str:
-    """Relabel one mutated input; return the outcome's kind, or raise Crash."""
+FILE_NAMES = ["case", "d[/]case", "case [bold]x[/bold]", "case\x1b[31m", "case\nline", "=cmd()", "case <b>|x|", ":smile:"]
+COMMANDS = [["relabel", "--json"], ["relabel", "--dry-run"], ["relabel", "--annotate", "--strict"], ["inspect"],
+            ["inspect", "--json"], ["stats", "--by", "name", "--by", "file"], ["stats", "--format", "json", "--by", "bs"],
+            ["stats", "--format", "csv", "--by", "name"], ["stats", "--format", "markdown", "--by", "rank"],
+            ["check"], ["check", "--format", "junit"], ["check", "--format", "markdown"], ["check", "--format", "json"]]
+OUTPUT_PER_INPUT_BYTE = 40  # a report may be larger than its trace, by a bounded factor: never by its square
+OUTPUT_ALLOWANCE = 2**20
+
+
+def plain_size(data: bytes) -> int:
+    """The input's size uncompressed: what reports and time are measured against."""
+    if data[:2] != b"\x1f\x8b":
+        return len(data)
+    try:
+        return len(gzip.decompress(data))
+    except (OSError, EOFError, gzip.zlib.error):
+        return len(data)
+
+
+def run_command(rng: random.Random, source: Path, folder: Path) -> str:
+    """One command of the CLI on the case, in this process: exit 0, 1 or 2, no traceback, machine
+    output that parses, and output bounded by the input's size."""
+    command = rng.choice(COMMANDS)
+    if command[0] == "relabel" and "--dry-run" not in command:
+        command = [*command, "-o", str(folder / "cli-out.json")]
+    result = CliRunner().invoke(cli, [*command, str(source)], env={"GITHUB_ACTIONS": rng.choice(["true", ""])})
+    said = result.stdout + result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise Crash(f"{' '.join(command)}: {type(result.exception).__name__}: {result.exception}") from result.exception
+    if result.exit_code not in (0, 1, 2) or "Traceback" in said or "internal error" in said:
+        raise Crash(f"{' '.join(command)}: exit {result.exit_code}: {said[-300:]!r}")
+    if result.exit_code == 1 and command[0] not in ("check",) and "--strict" not in command:
+        raise Crash(f"{' '.join(command)}: exit 1 without a check")
+    size = plain_size(source.read_bytes())
+    if len(said) > OUTPUT_PER_INPUT_BYTE * size + OUTPUT_ALLOWANCE:
+        raise Crash(f"{' '.join(command)}: {len(said)} bytes of output for {size} bytes of input")
+    if any(ord(c) < 32 and c not in "\n" for c in result.stderr):
+        raise Crash(f"{' '.join(command)}: a raw control character on standard error")
+    if result.exit_code != 2 or result.stdout.strip():
+        try:
+            if "json" in command or "--json" in command:
+                json.loads(result.stdout)
+            elif "junit" in command:
+                ET.fromstring(result.stdout)
+        except ValueError as exc:
+            raise Crash(f"{' '.join(command)}: machine output that does not parse: {exc}") from None
+        except ET.ParseError as exc:
+            raise Crash(f"{' '.join(command)}: JUnit XML that does not parse: {exc}") from None
+    return f"cli exit {result.exit_code}"
+
+
+def run_case(rng: random.Random, data: bytes, folder: Path, *, halves: bool = False, commands: float = 0.0) -> str:
+    """Relabel one mutated input (and with probability `commands` run a CLI command on it too);
+    return the outcome's kind, or raise Crash."""
     gz = data[:2] == b"\x1f\x8b"
-    source = folder / ("case.json.gz" if gz else "case.json")
+    stem = rng.choice(FILE_NAMES) if rng.random() < 0.2 else "case"
+    source = folder / (f"{stem}.json.gz" if gz else f"{stem}.json")
     target = folder / ("out.json.gz" if gz else "out.json")
+    source.parent.mkdir(parents=True, exist_ok=True)  # "d[/]case": a file name can hold no "/", a path can
     source.write_bytes(data)
+    if rng.random() < commands:
+        run_command(rng, source, folder)
     if halves:
         halves_agree(source)
     options = RelabelOptions(algorithm=rng.choice([None, None, "eagle", "dflash", "mtp", "frozen-kv"]),
@@ -233,7 +375,8 @@ def run_case(rng: random.Random, data: bytes, folder: Path, *, halves: bool = Fa
     except (TraceError, OutputError) as exc:
         message = str(exc)
         named = str(source if isinstance(exc, TraceError) else target)
-        if "\n" in message or not message.startswith(f"{named}: "):
+        # One line, but for the file's own name, which may hold anything (the CLI prints it escaped).
+        if not message.startswith(f"{named}: ") or "\n" in message[len(named):]:
             raise Crash(f"{type(exc).__name__} not one line naming the file: {message!r}") from None
         return "error: " + re.sub(r"\d+", "N", message[len(named) + 2:].split(" near ")[0])[:80]
     except Exception as exc:
@@ -249,6 +392,11 @@ def run_case(rng: random.Random, data: bytes, folder: Path, *, halves: bool = Fa
         raise Crash(f"relabel wrote a trace it cannot read back: {exc}") from None
     if events_out != len(read_trace(str(source)).events):
         raise Crash("the output has another number of events than the input")
+    size = plain_size(data)
+    if plain_size(written) > 2 * size + OUTPUT_ALLOWANCE:
+        raise Crash(f"an output of {len(written)} bytes for {size} bytes of input")
+    if len(json.dumps(result.to_json(), default=str)) > OUTPUT_PER_INPUT_BYTE * size + OUTPUT_ALLOWANCE:
+        raise Crash("a summary far larger than the input")
     return "relabelled" if result.changed else "unchanged"
 
 
@@ -269,6 +417,10 @@ def main() -> int:
     parser.add_argument("--slow", type=float, default=2.0, help="save cases slower than this many seconds")
     parser.add_argument("--halves", action="store_true",
                         help="also read each case in two halves (as large traces are) and compare")
+    parser.add_argument("--commands", type=float, default=0.3,
+                        help="the share of cases also run through a CLI command (default 0.3)")
+    parser.add_argument("--slow-factor", type=float, default=30.0,
+                        help="a case whose CPU time per byte is this many times the median is a finding")
     args = parser.parse_args()
     seed = args.seed if args.seed is not None else random.randrange(2**32)
     rng = random.Random(seed)
@@ -282,27 +434,43 @@ def main() -> int:
     saved: list[Path] = []
     slow: list[Path] = []
     slowest = (0.0, "")
+    timings: list[tuple[float, bytes, str, int]] = []  # (CPU seconds per byte, input, seed trace, case seed)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="spanfix-fuzz-") as temporary:
         folder = Path(temporary)
+
+        def one(data: bytes, case_seed: int) -> None:
+            try:
+                outcomes[run_case(random.Random(case_seed), data, folder, halves=args.halves,
+                                  commands=args.commands)] += 1
+            finally:
+                for leftover in folder.iterdir():
+                    shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+
         while time.monotonic() - started < args.seconds:
             name, plain = rng.choice(pool)
             data = mutate(rng, plain)
-            began = time.monotonic()
+            case_seed = rng.randrange(2**32)
+            began, cpu = time.monotonic(), time.process_time()
             try:
-                outcomes[run_case(rng, data, folder, halves=args.halves)] += 1
+                one(data, case_seed)
             except Crash as crash:
                 crashes[str(crash)[:160]] += 1
                 report = f"seed trace {name}, run seed {seed}\n{crash}\n" + "".join(traceback.format_exception(crash))
                 saved.append(save_crash(args.save_crashes, data, report))
             took = time.monotonic() - began
+            timings.append((time.process_time() - cpu, plain_size(data), data, name, case_seed))
             slowest = max(slowest, (took, name))
             if took > args.slow:
                 slow.append(save_crash(args.save_crashes / "slow", data, f"seed trace {name}: {took:.2f} s\n"))
-            for leftover in folder.iterdir():
-                leftover.unlink()
+        per_byte = _median_per_byte(timings)
+        findings = _slow_per_byte(timings, per_byte, args.slow_factor, one)
+        for seconds, size, data, name in findings:
+            slow.append(save_crash(args.save_crashes / "slow", data,
+                                   f"seed trace {name}: {seconds:.2f} s of CPU for {size} bytes\n"))
     cases = sum(outcomes.values()) + sum(crashes.values())
-    print(f"{cases} cases in {time.monotonic() - started:.0f} s; slowest {slowest[0]:.2f} s (from {slowest[1]})")
+    print(f"{cases} cases in {time.monotonic() - started:.0f} s; slowest {slowest[0]:.2f} s (from {slowest[1]}); "
+          f"median CPU time {per_byte * 1e9:.0f} ns per input byte (inputs of 256 kB or more)")
     for kind, count in outcomes.most_common():
         print(f"  {count:7d}  {kind}")
     print(f"crashes: {sum(crashes.values())}")
@@ -310,8 +478,39 @@ def main() -> int:
         print(f"  {count:7d}  {kind}")
     for path in saved[:10]:
         print(f"  saved {path}")
-    print(f"slower than {args.slow:g} s: {len(slow)}" + (f" (saved in {slow[0].parent})" if slow else ""))
-    return 1 if crashes else 0
+    print(f"slower than {args.slow:g} s: {len(slow) - len(findings)}; far slower per byte than the median, twice: "
+          f"{len(findings)}" + (f" (saved in {slow[0].parent})" if slow else ""))
+    return 1 if crashes or findings else 0
+
+
+CASE_SECONDS = 0.3  # a case's own fixed cost (a command's start, rendering), allowed on top of its bytes' cost
+
+
+def _median_per_byte(timings: list) -> float:
+    """The run's typical CPU time per input byte, on inputs large enough for their bytes to dominate."""
+    large = [seconds / size for seconds, size, *_ in timings if size >= 256 * 1024] or \
+        [seconds / max(size, 1) for seconds, size, *_ in timings]
+    return statistics.median(large) if large else 0.0
+
+
+def _slow_per_byte(timings: list, per_byte: float, factor: float, again) -> list[tuple[float, int, bytes, str]]:
+    """Cases that took more than CASE_SECONDS plus factor times what the median per byte predicts
+    for their size, measured a second time so that a pause of the machine is not mistaken for a
+    quadratic cost. Twenty at most, the worst first."""
+    def over(seconds: float, size: int) -> float:
+        return seconds - CASE_SECONDS - factor * per_byte * size
+
+    found = []
+    for seconds, size, data, name, case_seed in sorted(timings, key=lambda t: over(t[0], t[1]), reverse=True)[:20]:
+        if over(seconds, size) <= 0:
+            break
+        cpu = time.process_time()
+        with contextlib.suppress(Crash):
+            again(data, case_seed)
+        seconds = time.process_time() - cpu
+        if over(seconds, size) > 0:
+            found.append((seconds, size, data, name))
+    return found
 
 
 if __name__ == "__main__":

@@ -110,8 +110,6 @@ BAD_CONTENT = [
     ("an event that is null", doc(TARGET, "null", form="array-unterminated"), "not a trace: event 1 is null"),
     ("text after the document", doc(TARGET) + b"{}", "not valid JSON: trailing characters at byte 110"),
     ("trailing comma inside a closed array", b'[{"ph": "X"},]', "not valid JSON: trailing comma in array at byte 13"),
-    ("a lone surrogate escape", doc(TARGET.replace("bs=2]", 'bs=2]\\ud800')),
-     "not valid JSON: unexpected end of escaped utf-16 surrogate pair at byte 69"),
 ]
 
 
@@ -254,6 +252,17 @@ USABLE = [
                                         DRAFT_THREAD),
      relabelled(doc(TARGET, TARGET.replace('"ts": 10', '"ts": 12').replace("TARGET_VERIFY", "EXTEND"), DRAFT_THREAD)),
      "1 spans partially overlap another"),
+    # Valid JSON that browsers' JSON.parse reads: kept byte for byte (issue 12).
+    ("a lone surrogate escape in args", doc(TARGET.replace('"dur": 5', '"dur": 5, "args": {"x": "\\udc80"}'),
+                                            DRAFT_THREAD),
+     relabelled(doc(TARGET.replace('"dur": 5', '"dur": 5, "args": {"x": "\\udc80"}'), DRAFT_THREAD)),
+     "lone surrogate escapes"),
+    ("lone surrogate escapes in the step name", doc(TARGET.replace("bs=2]", 'bs=2 \\ud800 \\udc80\\ud800]'),
+                                                    DRAFT_THREAD),
+     doc(TARGET.replace("TARGET_VERIFY bs=2]", 'VERIFY bs=2 \\ud800 \\udc80\\ud800]'), DRAFT_THREAD),
+     "lone surrogate escapes"),
+    ("a lone high surrogate ending a string", doc(TARGET, DRAFT_THREAD.replace("draft worker", "draft worker\\ud83d")),
+     relabelled(doc(TARGET, DRAFT_THREAD.replace("draft worker", "draft worker\\ud83d"))), "lone surrogate escapes"),
     ("gzip with zero padding", gzip.compress(PLAIN) + bytes(512), relabelled(PLAIN), None),
     ("two gzip members", gzip.compress(PLAIN[:20]) + gzip.compress(PLAIN[20:]), relabelled(PLAIN), None),
 ]
@@ -360,7 +369,7 @@ def test_output_folder_unwritable(tmp_path, trace_file, monkeypatch):
     # As root no folder is unwritable: refuse the temporary file the way the kernel would.
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
-    monkeypatch.setattr(patch.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(patch, "create_temporary", refuse)
     assert_one_line_error(run("relabel", trace_file), tmp_path / "t.relabeled.json", "cannot write: Permission denied")
     assert list(tmp_path.iterdir()) == [trace_file]
 

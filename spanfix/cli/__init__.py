@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import os
 import sys
 
 import click
@@ -27,14 +28,41 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(f"{__name__}.{COMMANDS[name]}"), name)
 
     def invoke(self, ctx: click.Context):
-        try:
-            return super().invoke(ctx)
-        except KeyboardInterrupt:
-            # click would print "Aborted!" and exit 1, which for check means "a rule is broken".
-            # Nothing these commands write is partial: relabel says so itself, the others write
-            # only their report, at the end.
-            click.echo("spanfix: interrupted", err=True)
-            sys.exit(EXIT_INTERRUPTED)
+        # Every command ends in one of its exit codes and at most a few lines, whatever happens:
+        # Ctrl-C or SIGTERM, an output that cannot be written, memory running out, even a bug.
+        # A traceback (or click's "Aborted!" and exit 1) would also read as check's "a rule broke".
+        from ..notice import set_notice_hook
+        from ..stdout import OutputError
+        from .interrupt import exit_code, signals_interrupt, what
+        from .streams import ensure_standard_descriptors, memory_limited, say
+
+        ensure_standard_descriptors()
+        set_notice_hook(say)
+        with signals_interrupt(), memory_limited():
+            try:
+                return super().invoke(ctx)
+            except KeyboardInterrupt as exc:
+                say(f"spanfix: {what(exc)}")
+                sys.exit(exit_code(exc))
+            except OutputError as exc:
+                say(f"spanfix: error: {exc}")
+                sys.exit(EXIT_BAD_INPUT)
+            except MemoryError:
+                say("spanfix: error: out of memory (--max-bytes refuses larger inputs before reading them)")
+                sys.exit(EXIT_BAD_INPUT)
+            except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+                raise
+            except Exception as exc:
+                if os.environ.get("SPANFIX_DEBUG"):
+                    raise
+                say(f"spanfix: internal error: {type(exc).__name__}: {exc} "
+                    "(a bug in spanfix; SPANFIX_DEBUG=1 shows where)")
+                sys.exit(EXIT_BAD_INPUT)
+            finally:
+                set_notice_hook(None)
+
+
+OUT_OF_MEMORY = "out of memory while reading it (--max-bytes refuses larger inputs before reading them)"
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -52,7 +80,8 @@ def main() -> None:
       spanfix relabel --dry-run --json traces/*.json.gz
       spanfix relabel --in-place --algorithm eagle trace.json.gz
 
-    Exit codes: 0 ok, 1 a check failed (--strict), 2 bad input or usage.
+    Exit codes: 0 ok, 1 a check failed (--strict), 2 bad input or usage,
+    130 Ctrl-C (143 SIGTERM, 129 SIGHUP).
     """
     # A run holds a trace's millions of objects and makes no reference cycles worth collecting:
     # the cyclic collector would only walk them, again and again (about 10% of a relabel).

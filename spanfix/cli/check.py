@@ -1,18 +1,29 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
 import click
-import orjson
 
-from ..gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, BudgetError, CheckOptions, parse_budget, run_check
+from ..gate import (
+    DEFAULT_MAX_REGRESSION,
+    DEFAULT_MIN_COUNT,
+    BudgetError,
+    CheckOptions,
+    check_file,
+    parse_budget,
+    run_check,
+)
+from ..reader import TraceError
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
-from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from ..render.escape import dumps
+from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, OUT_OF_MEMORY
 from .options import attribution_options, jobs_option, relabel_options
 from .parallel import run_each
 from .progress import file_progress
 from .stats import report_errors
+from .streams import say, write_out
 
 
 def _budgets(ctx, param, values):
@@ -70,21 +81,30 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
                            allow_ambiguous, require_new_names, allow_empty, min_count)
     with file_progress(list(inputs), machine_output=output_format != "text") as progress:
         def each(function, jobs_of):
-            for source, outcome in run_each(function, jobs_of, jobs):
-                progress.done(source)
-                yield source, outcome
+            function = _check_one if function is check_file else function
+            with contextlib.closing(run_each(function, jobs_of, jobs)) as outcomes:
+                for source, outcome in outcomes:
+                    progress.done(source)
+                    yield source, outcome
 
         report = run_check(inputs, relabel_options(**attribution), options, each=each)
     report_errors(report.errors)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(report):
-            click.echo(line, err=True)
+            say(line)
     if output_format == "json":
-        sys.stdout.buffer.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+        write_out(dumps(report.to_json()) + b"\n")
     else:
         render = {"text": check_text, "markdown": check_markdown, "junit": check_junit}[output_format]
-        click.echo(render(report), nl=False)
+        write_out(render(report))
     if report.errors:
         sys.exit(EXIT_BAD_INPUT)
     if report.broken:
         sys.exit(EXIT_CHECK_FAILED)
+
+
+def _check_one(source, options, check):
+    try:
+        return check_file(source, options, check)
+    except MemoryError:
+        return TraceError(f"{source}: {OUT_OF_MEMORY}")

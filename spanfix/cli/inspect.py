@@ -3,14 +3,14 @@ from __future__ import annotations
 import sys
 
 import click
-import orjson
-from rich.console import Console
 
 from ..inspection import inspect_trace
 from ..reader import TraceError
+from ..render.escape import dumps
 from ..render.inspect import inspect_report
-from . import EXIT_BAD_INPUT
+from . import EXIT_BAD_INPUT, OUT_OF_MEMORY
 from .options import attribution_options, relabel_options
+from .streams import render, say, write_out
 
 
 @click.command()
@@ -33,9 +33,9 @@ def inspect(trace, as_json, **attribution):
     try:
         report = inspect_trace(trace, relabel_options(**attribution))
     except TraceError as exc:
-        click.echo(f"spanfix: error: {exc}", err=True)
+        say(f"spanfix: error: {exc}")
         sys.exit(EXIT_BAD_INPUT)
-    if as_json:
-        sys.stdout.buffer.write(orjson.dumps(report.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
-    else:
-        Console().print(inspect_report(report))
+    except MemoryError:
+        say(f"spanfix: error: {trace}: {OUT_OF_MEMORY}")
+        sys.exit(EXIT_BAD_INPUT)
+    write_out(dumps(report.to_json()) + b"\n" if as_json else render(inspect_report(report)))

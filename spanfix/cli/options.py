@@ -30,7 +30,8 @@ _ATTRIBUTION_OPTIONS = [
     click.option("--draft-pid", "draft_pids", multiple=True, metavar="PID", help="This pid is the draft worker's."),
     click.option("--draft-tid", "draft_tids", multiple=True, metavar="TID", help="This tid is the draft worker's."),
     click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N",
-                 help="Refuse traces larger than N bytes uncompressed (default 64 GiB)."),
+                 help="Refuse traces larger than N bytes uncompressed (default: half the memory spanfix may use, "
+                      "from physical memory, the cgroup's limit and ulimit)."),
 ]
 
 

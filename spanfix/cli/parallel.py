@@ -1,56 +1,152 @@
-"""Several input files at once: one process per file, results in input order, Ctrl-C honoured."""
+"""Several input files at once: one forked worker process per file, at most `jobs` at a time,
+results in input order.
+
+A worker is forked for a file only when a slot is free, so when spanfix stops nothing new starts.
+Whenever the parent stops early (Ctrl-C, SIGTERM, SIGHUP, an error), every running worker gets
+SIGTERM, which it handles as Ctrl-C (its temporary output is removed), and the parent waits for
+them; one that does not end within STOP_SECONDS is killed. A worker whose parent dies, even by
+SIGKILL, gets SIGTERM from the kernel (Linux: PR_SET_PDEATHSIG), so no worker outlives spanfix to
+hold the caller's pipes.
+"""
 
 from __future__ import annotations
 
-import gc
+import contextlib
+import os
+import pickle
 import signal
+import time
+from collections import deque
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
-from ..reader import STDIN
+from ..reader import STDIN, TraceError
+from .interrupt import exit_code
 
-_working = _interrupted = False  # in a worker process: is a file being processed? was Ctrl-C pressed?
+STOP_SECONDS = 10.0  # how long stopped workers get to remove their temporary files
 
 
 def run_each(function: Callable, jobs_of: list[tuple], jobs: int) -> Iterator[tuple[str, object]]:
-    """(input, function(*job)) for every job, whose first item is the input. function is a module-level
-    callable that returns its outcome, errors included, rather than raising them."""
-    if jobs == 1 or len(jobs_of) <= 1 or STDIN in [job[0] for job in jobs_of]:
+    """(input, function(*job)) for every job, whose first item is the input. function returns its
+    outcome, errors included, rather than raising them; a worker that fails anyway (killed, out of
+    memory, a bug) gives a TraceError for its input."""
+    if jobs == 1 or len(jobs_of) <= 1 or STDIN in [job[0] for job in jobs_of] or not hasattr(os, "fork"):
         for job in jobs_of:
             yield job[0], function(*job)
         return
-    from concurrent.futures import ProcessPoolExecutor  # 10 ms of imports a single file does not need
+    yield from _forked(function, jobs_of, min(jobs, len(jobs_of)))
 
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(jobs_of)), initializer=_worker_setup)
+
+@dataclass(eq=False)
+class _Worker:
+    pid: int
+    fd: int  # the reading end of its pipe
+    index: int
+    source: str
+    received: list[bytes] = field(default_factory=list)
+
+
+def _forked(function: Callable, jobs_of: list[tuple], jobs: int) -> Iterator[tuple[str, object]]:
+    import selectors  # only several files need it
+
+    waiting = deque(enumerate(jobs_of))
+    running: dict[int, _Worker] = {}
+    finished: dict[int, object] = {}
+    next_out = 0
+    selector = selectors.DefaultSelector()
     try:
-        futures = [pool.submit(_in_worker, function, *job) for job in jobs_of]
-        for job, future in zip(jobs_of, futures):
-            yield job[0], future.result()
+        while next_out < len(jobs_of):
+            while waiting and len(running) < jobs:
+                index, job = waiting.popleft()
+                worker = _start(function, job, index)
+                running[worker.fd] = worker
+                selector.register(worker.fd, selectors.EVENT_READ)
+            for key, _ in selector.select():
+                worker = running[key.fd]
+                chunk = os.read(key.fd, 2**20)
+                if chunk:
+                    worker.received.append(chunk)
+                    continue
+                selector.unregister(key.fd)
+                del running[key.fd]
+                finished[worker.index] = _outcome(worker)
+            while next_out in finished:
+                yield jobs_of[next_out][0], finished.pop(next_out)
+                next_out += 1
     finally:
-        # After Ctrl-C, files not yet started are not started at all.
-        pool.shutdown(wait=True, cancel_futures=True)
+        selector.close()
+        _stop(list(running.values()))
 
 
-def _in_worker(function: Callable, *job):
-    global _working
-    if _interrupted:  # a file queued to this worker before Ctrl-C: do not start it
-        raise KeyboardInterrupt
-    _working = True
-    try:
-        return function(*job)
-    finally:
-        _working = False
+def _start(function: Callable, job: tuple, index: int) -> _Worker:
+    reader, writer = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the worker, which leaves by os._exit
+        code = 1
+        try:
+            os.close(reader)
+            _die_with(parent)
+            try:
+                outcome = function(*job)
+            except MemoryError:
+                outcome = TraceError(f"{job[0]}: out of memory while reading it")
+            except KeyboardInterrupt as exc:
+                code = exit_code(exc)
+                raise
+            except Exception as exc:  # noqa: BLE001 - a bug: one line for this input, not a traceback
+                outcome = TraceError(f"{job[0]}: internal error: {type(exc).__name__}: {exc}")
+            payload = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+            with os.fdopen(writer, "wb") as pipe:
+                pipe.write(payload)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writer)
+    return _Worker(pid, reader, index, job[0])
 
 
-def _worker_setup() -> None:
-    # Ctrl-C reaches every process of the terminal's group. A worker busy with a file is interrupted
-    # (its temporary output is removed on the way out); an idle one has nothing to clean up and
-    # stays quiet instead of printing a traceback.
-    signal.signal(signal.SIGINT, _on_interrupt)
-    gc.disable()  # as in the main process (cli/__init__.py); a spawned worker starts with it on
+def _die_with(parent: int) -> None:
+    """Ask the kernel for SIGTERM when the parent dies (Linux); if it died already, stop now."""
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
-def _on_interrupt(signum, frame) -> None:
-    global _interrupted
-    _interrupted = True
-    if _working:
-        raise KeyboardInterrupt
+def _outcome(worker: _Worker) -> object:
+    os.close(worker.fd)
+    _, status = os.waitpid(worker.pid, 0)
+    payload = b"".join(worker.received)
+    if status == 0 and payload:
+        return pickle.loads(payload)  # from a worker forked from this process: trusted
+    if os.WIFSIGNALED(status):
+        name = signal.Signals(os.WTERMSIG(status)).name
+        hint = " (out of memory?)" if os.WTERMSIG(status) == signal.SIGKILL else ""
+        return TraceError(f"{worker.source}: the worker process reading it was killed by {name}{hint}")
+    return TraceError(f"{worker.source}: the worker process reading it stopped (exit status "
+                      f"{os.waitstatus_to_exitcode(status)})")
+
+
+def _stop(workers: list[_Worker]) -> None:
+    """SIGTERM to each running worker, then wait for it; SIGKILL after STOP_SECONDS."""
+    for worker in workers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(worker.pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_SECONDS
+    for worker in workers:
+        with contextlib.suppress(OSError):
+            os.close(worker.fd)
+        while True:
+            pid, _ = os.waitpid(worker.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(worker.pid, signal.SIGKILL)
+                os.waitpid(worker.pid, 0)
+                break
+            time.sleep(0.01)

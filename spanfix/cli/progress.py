@@ -8,6 +8,8 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from ..render.escape import shown
+
 if TYPE_CHECKING:
     from rich.progress import Progress
 
@@ -20,7 +22,8 @@ class FileProgress:
 
     def done(self, source: str) -> None:
         if self._progress is not None:
-            self._progress.update(self._task, advance=_size(source), description=os.path.basename(source))
+            # A file name is data: shown escaped, never read as markup ("[/]" in a name).
+            self._progress.update(self._task, advance=_size(source), description=shown(os.path.basename(source)))
 
 
 @contextlib.contextmanager
@@ -33,8 +36,8 @@ def file_progress(sources: list[str], *, machine_output: bool) -> Iterator[FileP
     from rich.console import Console  # imported only when a bar is drawn
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    columns = [TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} bytes"),
-               TimeElapsedColumn()]
+    columns = [TextColumn("{task.description}", markup=False), BarColumn(),
+               TextColumn("{task.completed}/{task.total} bytes", markup=False), TimeElapsedColumn()]
     with Progress(*columns, console=Console(stderr=True), transient=True) as progress:
         yield FileProgress(progress, progress.add_task(f"{len(sources)} file(s)", total=total or 1))
 

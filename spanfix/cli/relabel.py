@@ -1,20 +1,23 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
-from ..patch import OutputError, write_output
+from ..patch import OutputError
 from ..reader import STDIN, TraceError
 from ..relabelling import default_output, dumps_results, relabel_file
+from ..render.escape import printable
 from ..render.relabel import relabel_summary
-from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, EXIT_INTERRUPTED
+from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, OUT_OF_MEMORY
+from .interrupt import exit_code, what
 from .options import attribution_options, jobs_option, relabel_options
 from .parallel import run_each
 from .progress import file_progress
+from .streams import render, say, say_rendered, write_out
 
 
 @click.command()
@@ -50,35 +53,42 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
     if in_place and STDIN in inputs:
         raise click.UsageError("--in-place cannot replace standard input")
     if output and len(inputs) > 1 and output != STDIN and not Path(output).is_dir():
-        raise click.UsageError(f"with several inputs, --output must be an existing folder (got {output})")
+        raise click.UsageError(f"with several inputs, --output must be an existing folder (got {printable(output)})")
     options = relabel_options(verify_only=verify_only, annotate=annotate, **attribution)
-    console = Console(stderr=True)
-    jobs_of = [(source, _target(source, output), options, dry_run, in_place) for source in inputs]
-    jobs_of, refused = (jobs_of, []) if in_place or dry_run else _without_clashing_outputs(jobs_of)
+    jobs_of, refused = [], []
+    for source in inputs:
+        try:
+            jobs_of.append((source, _target(source, output), options, dry_run, in_place))
+        except TraceError as exc:  # no output can be named for it (".", "/")
+            refused.append(str(exc))
+    if not (in_place or dry_run):
+        jobs_of, clashing = _without_clashing_outputs(jobs_of)
+        refused += clashing
     for problem in refused:
-        click.echo(f"spanfix: error: {problem}", err=True)
+        say(f"spanfix: error: {problem}")
     results, failed = [], bool(refused)
     try:
-        with file_progress(list(inputs), machine_output=as_json) as progress:
-            for source, outcome in run_each(_relabel_one, jobs_of, jobs):
+        with file_progress([job[0] for job in jobs_of], machine_output=as_json) as progress, \
+                contextlib.closing(run_each(_relabel_one, jobs_of, jobs)) as outcomes:
+            for source, outcome in outcomes:
                 progress.done(source)
                 if isinstance(outcome, Exception):
-                    click.echo(f"spanfix: error: {outcome}", err=True)
+                    say(f"spanfix: error: {outcome}")
                     failed = True
                     continue
                 results.append(outcome)
                 if not as_json:
-                    console.print(relabel_summary(outcome))
-    except KeyboardInterrupt:
+                    say_rendered(render(relabel_summary(outcome), stderr=True))
+    except KeyboardInterrupt as exc:
         # Every write is to a temporary file renamed into place, and an interrupted one is removed:
         # the outputs written so far are whole, the rest do not exist, and no input was touched.
-        click.echo("spanfix: interrupted; no partial output was left behind", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+        say(f"spanfix: {what(exc)}; no partial output was left behind")
+        sys.exit(exit_code(exc))
     if as_json:
         try:
-            write_output(STDIN, [dumps_results(results) + b"\n"], gzip=False)
+            write_out(dumps_results(results) + b"\n")
         except OutputError as exc:
-            click.echo(f"spanfix: error: {exc}", err=True)
+            say(f"spanfix: error: {exc}")
             failed = True
     if failed:
         sys.exit(EXIT_BAD_INPUT)
@@ -87,7 +97,7 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
 
 
 def _target(source: str, output: str | None) -> str | None:
-    if output and Path(output).is_dir():
+    if output and output != STDIN and Path(output).is_dir():
         return str(Path(output) / Path(default_output(source)).name)
     return output
 
@@ -99,7 +109,12 @@ def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[s
     written: dict[str, str] = {}
     kept, refused = [], []
     for job in jobs_of:
-        source, target = job[0], job[1] or default_output(job[0])
+        source = job[0]
+        try:
+            target = job[1] or default_output(source)
+        except TraceError as exc:  # no output can be named for it (".", "/")
+            refused.append(str(exc))
+            continue
         if target == STDIN:
             kept.append(job)
             continue
@@ -120,6 +135,4 @@ def _relabel_one(source, target, options, dry_run, in_place):
     except (TraceError, OutputError) as exc:
         return exc
     except MemoryError:
-        return TraceError(f"{source}: out of memory while reading it (--max-bytes refuses such inputs early)")
-
-
+        return TraceError(f"{source}: {OUT_OF_MEMORY}")

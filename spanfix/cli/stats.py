@@ -1,23 +1,24 @@
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
-import orjson
-from rich.console import Console
 
 from ..reader import TraceError
+from ..render.escape import dumps
 from ..render.stats import stats_csv, stats_markdown, stats_table
 from ..timing import GROUP_KEYS, CategoryError, KernelClasses, aggregate, compare, load_baseline, measure_file
-from . import EXIT_BAD_INPUT
+from . import EXIT_BAD_INPUT, OUT_OF_MEMORY
 from .options import attribution_options, jobs_option, relabel_options
 from .parallel import run_each
 from .progress import file_progress
+from .streams import is_terminal, render, say, write_out
 
 
 def report_errors(errors: list[str]) -> None:
     for error in errors:
-        click.echo(f"spanfix: error: {error}", err=True)
+        say(f"spanfix: error: {error}")
 
 
 @click.command()
@@ -70,9 +71,10 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
     except CategoryError as exc:
         raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
     measures, errors = [], []
-    with file_progress(list(inputs), machine_output=output_format != "table") as progress:
-        jobs_of = [(source, options, classes, True if device else None) for source in inputs]
-        for source, outcome in run_each(_measure_one, jobs_of, jobs):
+    jobs_of = [(source, options, classes, True if device else None) for source in inputs]
+    with file_progress(list(inputs), machine_output=output_format != "table") as progress, \
+            contextlib.closing(run_each(_measure_one, jobs_of, jobs)) as outcomes:
+        for source, outcome in outcomes:
             progress.done(source)
             if isinstance(outcome, TraceError):
                 errors.append(str(outcome))
@@ -87,15 +89,15 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
     report_errors(errors)
     if measures:
         if output_format == "json":
-            sys.stdout.buffer.write(orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+            write_out(dumps(result.to_json()) + b"\n")
         elif output_format == "csv":
-            click.echo(stats_csv(result), nl=False)
+            write_out(stats_csv(result))
         elif output_format == "markdown":
-            click.echo(stats_markdown(result, top), nl=False)
+            write_out(stats_markdown(result, top))
         else:
             # A file or a pipe has no width of its own: do not squeeze the table into 80 columns.
-            console = Console(width=None if sys.stdout.isatty() else 200)
-            console.print(stats_table(result, bars=console.is_terminal, top=top))
+            terminal = is_terminal(sys.stdout)
+            write_out(render(stats_table(result, bars=terminal, top=top), width=None if terminal else 200))
     if errors:
         sys.exit(EXIT_BAD_INPUT)
 
@@ -105,3 +107,5 @@ def _measure_one(source: str, options, classes, device) -> object:
         return measure_file(source, options, kernels=classes, device=device)
     except TraceError as exc:
         return exc
+    except MemoryError:
+        return TraceError(f"{source}: {OUT_OF_MEMORY}")

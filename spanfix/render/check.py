@@ -1,15 +1,18 @@
-"""The check report as text, markdown (a job summary), JUnit XML and GitHub Actions annotations."""
+"""The check report as text, markdown (a job summary), JUnit XML and GitHub Actions annotations.
+
+Rules, inputs and details quote file names and step names: data, escaped for each format."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
 from ..gate import CheckReport, Outcome
-from .stats import markdown_table, markdown_text
+from .escape import code_span, markdown_text, shown
+from .stats import markdown_table
 
 
 def label(outcome: Outcome) -> str:
-    return f"{outcome.rule} [{outcome.input}]" if outcome.input else outcome.rule
+    return shown(f"{outcome.rule} [{outcome.input}]" if outcome.input else outcome.rule)
 
 
 def verdict_line(report: CheckReport) -> str:
@@ -25,26 +28,27 @@ def check_text(report: CheckReport) -> str:
     width = max((len(label(o)) for o in report.outcomes), default=0)
     lines = [verdict_line(report)]
     for outcome in report.outcomes:
-        line = f"  {'held  ' if outcome.held else 'BROKEN'}  {label(outcome).ljust(width)}  {outcome.figure}"
-        lines.append(line + (f"  ({outcome.detail})" if outcome.detail else ""))
-    lines += [f"warning: {warning}" for warning in report.stats.warnings]
+        line = f"  {'held  ' if outcome.held else 'BROKEN'}  {label(outcome).ljust(width)}  {shown(outcome.figure)}"
+        lines.append(line + (f"  ({shown(outcome.detail)})" if outcome.detail else ""))
+    lines += [f"warning: {shown(warning)}" for warning in report.stats.warnings]
     return "\n".join(lines) + "\n"
 
 
 def check_markdown(report: CheckReport) -> str:
     header = ["result", "rule", "input", "measured", "detail"]
-    rows = [["✅ held" if o.held else "❌ broken", o.rule, o.input or "", o.figure, o.detail]
+    rows = [["✅ held" if o.held else "❌ broken", code_span(o.rule), o.input or "", o.figure, o.detail]
             for o in report.outcomes]
     sections = [f"### {'✅' if report.passed else '❌'} {verdict_line(report)}", ""]
     if rows:
-        sections.append(markdown_table(header, rows, left={"result", "rule", "input", "detail"}, code={"rule"}))
+        sections.append(markdown_table(header, rows, left={"result", "rule", "input", "detail"}))
     sections += [f"> error: {markdown_text(error)}" for error in report.errors]
     sections += [f"> warning: {markdown_text(warning)}" for warning in report.stats.warnings]
     return "\n".join(sections) + "\n"
 
 
 def check_junit(report: CheckReport) -> str:
-    """One test case per rule (a failure when broken), and one error case per input that could not be read."""
+    """One test case per rule (a failure when broken), and one error case per input that could not be
+    read. Every text is shown(): XML 1.0 cannot hold most control characters, even escaped."""
     cases = len(report.outcomes) + len(report.errors)
     counts = {"tests": str(cases), "failures": str(len(report.broken)), "errors": str(len(report.errors))}
     root = ET.Element("testsuites", name="spanfix check", **counts)
@@ -52,13 +56,14 @@ def check_junit(report: CheckReport) -> str:
     for outcome in report.outcomes:
         case = ET.SubElement(suite, "testcase", classname=f"spanfix.{outcome.kind}", name=label(outcome))
         if not outcome.held:
-            failure = ET.SubElement(case, "failure", message=f"{label(outcome)}: {outcome.figure}", type="broken")
-            failure.text = outcome.detail or None
+            failure = ET.SubElement(case, "failure", message=f"{label(outcome)}: {shown(outcome.figure)}",
+                                    type="broken")
+            failure.text = shown(outcome.detail) or None
         else:
-            ET.SubElement(case, "system-out").text = outcome.figure
+            ET.SubElement(case, "system-out").text = shown(outcome.figure)
     for error in report.errors:
         case = ET.SubElement(suite, "testcase", classname="spanfix.input", name="readable input")
-        ET.SubElement(case, "error", message=error, type="bad input")
+        ET.SubElement(case, "error", message=shown(error), type="bad input")
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -70,5 +75,6 @@ def github_annotations(report: CheckReport) -> list[str]:
 
 
 def _escape(message: str) -> str:
-    # GitHub's own escaping for command data: a raw newline would end the command.
-    return message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # GitHub's own escaping for command data: a raw newline would end the command. shown() has
+    # already shown every control character as an escape; "%" is what GitHub itself decodes.
+    return shown(message).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")

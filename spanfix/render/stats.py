@@ -20,6 +20,7 @@ from rich.text import Text
 from ..timing import CLOCKS, CPU, GPU, STATISTICS, Change, IterationBreakdown, StatsResult, format_us
 from ..timing.kernels import short_kernel_name
 from ..timing.table import category_rows, kernel_rows
+from .escape import Markdown, code_span, csv_text, markdown_text, rich_text, shown
 
 BAR_WIDTH = 8
 TOP_KERNELS = 10
@@ -177,8 +178,8 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS) 
     if not result.rows:
         parts.append(Text("no step spans"))
     if result.baseline:
-        parts.append(Text(f"baseline: {result.baseline}"))
-    parts += [Text.assemble(("warning: ", "yellow"), warning) for warning in result.warnings]
+        parts.append(rich_text(f"baseline: {result.baseline}"))
+    parts += [Text.assemble(("warning: ", "yellow"), shown(warning)) for warning in result.warnings]
     return Group(*parts)
 
 
@@ -189,7 +190,7 @@ def _rich(title: str, header: list[str], rows: list[list[str]]) -> Table:
         table.add_column(Text(name), justify="left" if name in TEXT_COLUMNS or not name else "right",
                          style="bold" if name == "stage" else None)
     for row in rows:
-        table.add_row(*(Text(cell) for cell in row))
+        table.add_row(*map(rich_text, row))  # names and files are data, never markup
     return table
 
 
@@ -211,32 +212,19 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
     if not result.rows:
         sections += ["No step spans.", ""]
     if result.baseline:
-        sections += [f"Baseline: {markdown_code(result.baseline)}", ""]
+        sections += [f"Baseline: {code_span(result.baseline)}", ""]
     sections += [f"> warning: {markdown_text(warning)}" for warning in result.warnings]
     return "\n".join(sections).rstrip("\n") + "\n"
 
 
-def markdown_text(text: str) -> str:
-    """Trace text in markdown: one line, its markup characters escaped."""
-    text = " ".join(str(text).split())
-    return "".join("\\" + char if char in "\\`*_{}[]()#+!|<>~" else char for char in text)
-
-
-def markdown_code(text: str) -> str:
-    text = " ".join(str(text).split()).replace("`", "'")
-    return f"`{text}`"
-
-
-def markdown_table(header: list[str], rows: list[list[str]], left: Collection[str] = TEXT_COLUMNS,
-                   code: Collection[str] = ()) -> str:
-    """A GitHub-flavoured table; the `left` columns (text) aligned left, figures right, the `code` columns
-    as code spans. Every cell is text: its markup characters are escaped."""
-    def line(cells: list[str], names: list[str]) -> str:
-        return "| " + " | ".join(markdown_code(cell) if name in code and cell else markdown_text(cell)
-                                 for cell, name in zip(cells, names)) + " |"
-    align = [":--" if name in left else "--:" for name in header]
-    return "\n".join([line(header, [""] * len(header)), "| " + " | ".join(align) + " |",
-                      *(line(row, header) for row in rows)])
+def markdown_table(header: list[str], rows: list[list[str]], left: Collection[str] = TEXT_COLUMNS) -> str:
+    """A GitHub-flavoured table; the `left` columns (text) aligned left, figures right. Every cell is
+    text, escaped, unless it is Markdown already (a code span); a pipe is escaped even there."""
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(markdown_text(cell).replace("|", "\\|") if isinstance(cell, Markdown)
+                                 else markdown_text(cell) for cell in cells) + " |"
+    align = [Markdown(":--" if name in left else "--:") for name in header]
+    return "\n".join([line(header), line(align), *(line(row) for row in rows)])
 
 
 def stats_csv(result: StatsResult) -> str:
@@ -254,7 +242,7 @@ def stats_csv(result: StatsResult) -> str:
         change = data["baseline"] or {}
         cells = [data[key] for key in (*result.by, *columns)]
         cells += [change.get(key) for key in ("mean_us", "change_us", "change_pct")][:len(baseline)]
-        writer.writerow(["" if cell is None else cell for cell in cells])
+        writer.writerow(["" if cell is None else csv_text(cell) if isinstance(cell, str) else cell for cell in cells])
     return out.getvalue()
 
 

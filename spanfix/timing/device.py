@@ -32,6 +32,7 @@ import msgspec
 
 from ..events import Stamp
 from ..index import Span, Track, hashable
+from ..intervals import RangeHull
 from ..ranks import scope_of
 
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
@@ -158,6 +159,16 @@ def _hashables(values: Sequence) -> Sequence:
     return values
 
 
+SCAN = 64  # ranges up to this long are scanned; longer ones use _RangeTables
+
+
+@dataclass(frozen=True, slots=True)
+class _RangeTables:
+    hull: RangeHull  # the extent of any range of items
+    durations: list[float]  # durations[k]: the first k items' durations added up
+    overlaps: list[int]  # overlaps[k]: how many of items 1..k overlap the item before them
+
+
 @dataclass(slots=True)
 class TrackLaunches:
     """One host track's launches that queued usable device work, in time order. Their items are
@@ -185,6 +196,7 @@ class DeviceWork:
     name_ids: list[int] | None = None  # per item: its name's number in names
     categories: list[str] = field(default_factory=list)  # per item: the event's cat (kernel, gpu_memcpy, ...)
     problems: Counter = field(default_factory=Counter)
+    tables: _RangeTables | None = None  # built on the first long range asked about
 
     @property
     def empty(self) -> bool:
@@ -200,10 +212,17 @@ class DeviceWork:
         launches = self.tracks.get(span.track)
         return launches.between(span.start, span.end) if launches is not None else range(0)
 
+    # Ranges are short in real traces (a step's own launches) and scanned; spans nested in each
+    # other would each scan nearly every item, the square of the input, so long ranges are answered
+    # from tables built once: sparse tables of starts and ends, prefix sums of durations and of
+    # overlaps between neighbours.
+
     def extent(self, items: range) -> Interval | None:
         if not items:
             return None
-        return min(self.starts[items.start:items.stop]), max(self.ends[items.start:items.stop])
+        if len(items) <= SCAN:
+            return min(self.starts[items.start:items.stop]), max(self.ends[items.start:items.stop])
+        return self._tables().hull.hull(items.start, items.stop)
 
     def sequential(self, items: range) -> bool:
         """Each item starts after the one before it ends (one stream): then their busy time is their sum.
@@ -211,6 +230,9 @@ class DeviceWork:
         a, b = items.start, items.stop
         if b - a < 2:
             return True
+        if b - a > SCAN:
+            overlaps = self._tables().overlaps
+            return overlaps[b - 1] - overlaps[a] == 0
         overlap = max(map(operator.sub, self.ends[a:b - 1], self.starts[a + 1:b]))
         return overlap <= slack(self.ends[b - 1])
 
@@ -223,7 +245,21 @@ class DeviceWork:
 
     def duration(self, items: range) -> float:
         """The items' durations added up (each a difference of nearby times: exact, unlike two large sums)."""
+        if len(items) > SCAN:
+            sums = self._tables().durations
+            return sums[items.stop] - sums[items.start]
         return math.fsum(map(operator.sub, self.ends[items.start:items.stop], self.starts[items.start:items.stop]))
+
+    def _tables(self) -> _RangeTables:
+        if self.tables is None:
+            starts, ends = self.starts, self.ends
+            lengths = list(map(operator.sub, ends, starts))
+            # Item k overlaps item k - 1 (by more than float noise): counted up to each k.
+            overlapping = [0, *(1 if start < end - slack(end) else 0 for start, end in zip(starts[1:], ends))]
+            self.tables = _RangeTables(RangeHull(list(zip(starts, ends))),
+                                       list(itertools.accumulate(lengths, initial=0.0)),
+                                       list(itertools.accumulate(overlapping)))
+        return self.tables
 
     def overlapping_count(self, scope: Hashable, start: float, end: float) -> int:
         """How many items of a rank run at some time between start and end."""
@@ -345,7 +381,7 @@ def needs_kernels(trace, index) -> bool:
     if copies < stages:
         return True
     from .iterations import is_draft_frame
-    return any(span.kind == "frame" and is_draft_frame(span.name) and not any(a.kind == "stage" for a in span.ancestors())
+    return any(span.kind == "frame" and is_draft_frame(span.name) and index.nearest(span, "stage") is None
                for spans in index.spans.values() for span in spans)
 
 

@@ -36,7 +36,7 @@ from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from ..index import Span, TraceIndex, Track
+from ..index import Enclosing, Span, TraceIndex, Track
 from ..ranks import scope_of
 from .device import DeviceWork
 
@@ -97,7 +97,7 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
     for pid, process in processes.items():
         members = sorted(process.members, key=_start)
         starts = [member.start for member in members]
-        for start, end in sorted(process.runs) or _stage_windows(members):
+        for start, end in _outermost(process.runs) or _stage_windows(members):
             inside = members[bisect_left(starts, start):bisect_right(starts, end)]
             verifies = [member.start for member in inside if member.kind == "verify"]
             if not verifies:
@@ -133,13 +133,28 @@ def _members(index: TraceIndex, stages: list[str]) -> dict[Span, str]:
         if kind is not None:
             candidates[step.span] = kind
         if kind == "verify":
-            holding_verify.update(step.span.ancestors())
+            for span in step.span.ancestors():  # a marked span's ancestors are marked already
+                if span in holding_verify:
+                    break
+                holding_verify.add(span)
     # A span that holds a verify is not draft work, whatever it is called (a fork's draft_and_verify).
     for span in holding_verify:
         if candidates.get(span) is not None and span.kind != "step":
             del candidates[span]
-    return {span: kind for span, kind in candidates.items()
-            if not any(outer in candidates for outer in span.ancestors())}
+    # Outermost only, found from remembered answers: linear however deeply spans nest.
+    outer = Enclosing(candidates.__contains__)
+    return {span: kind for span, kind in candidates.items() if outer(span) is None}
+
+
+def _outermost(runs: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The windows in order, less those that start inside an earlier one: an iteration nested in
+    another is part of it (real traces have none), and windows that overlap would each count the
+    same work, the square of the input when thousands nest."""
+    kept: list[tuple[float, float]] = []
+    for start, end in sorted(runs, key=lambda run: (run[0], -run[1])):  # by start, the longest first
+        if not kept or start >= kept[-1][1]:
+            kept.append((start, end))
+    return kept
 
 
 _DRAFT_FRAME = re.compile(r"(?:/speculative/|/dspark_components/)(?P<file>[^/]*?)\.py\(\d+\): (?P<function>\S+)$")

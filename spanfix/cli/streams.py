@@ -1,0 +1,124 @@
+"""Standard streams for the commands. Closed, full or gone, they end a command in one line on
+standard error and exit 2, never in a traceback, and never in an exit code that means something
+else (check's 1 is "a rule broke")."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Iterator
+
+from rich.console import Console, RenderableType
+
+from ..reader import memory_budget
+from ..render.escape import printable
+from ..stdout import OutputError, silence_stdout, standard_output
+
+
+def ensure_standard_descriptors() -> None:
+    """Descriptors 0, 1 and 2 that were closed when spanfix started (`>&-`) are opened on /dev/null:
+    otherwise the next file spanfix opens would take the number, and whatever is written to
+    "standard output" would land in it. Python has already made such a stream None."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
+def write_out(data: bytes | str) -> None:
+    """A command's output on standard output, all at once. OutputError when it cannot be written."""
+    stream = standard_output()
+    if isinstance(data, str):
+        data = data.encode(getattr(sys.stdout, "encoding", None) or "utf-8", "backslashreplace")
+    try:
+        stream.write(data)
+        stream.flush()
+    except (OSError, ValueError) as exc:
+        silence_stdout()
+        raise OutputError(f"standard output: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+
+
+def say(line: str) -> None:
+    """One line for the person on standard error (an error, a notice): its data made printable, so
+    that it stays one line. Best effort: a closed or full standard error is no reason to fail."""
+    _to_stderr(printable(line, 4000) + "\n")
+
+
+def say_rendered(text: str) -> None:
+    """Text rendered by rich for standard error (its escapes are the renderer's own)."""
+    _to_stderr(text)
+
+
+def _to_stderr(text: str) -> None:
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stream.fileno())
+            os.close(devnull)
+    except UnicodeEncodeError:
+        with contextlib.suppress(OSError, ValueError):
+            stream.write(text.encode("ascii", "backslashreplace").decode("ascii"))
+            stream.flush()
+
+
+def render(renderable: RenderableType, *, stderr: bool = False, width: int | None = None) -> str:
+    """What rich would print on that stream, as text: a terminal gets its colours and width, a file
+    or pipe plain text. Writing it is then the caller's, so that a failed write is one line."""
+    stream = sys.stderr if stderr else sys.stdout
+    console = Console(file=stream if stream is not None else io.StringIO(), width=width, emoji=False,
+                      markup=False, highlight=False)
+    with console.capture() as capture:
+        console.print(renderable)
+    return capture.get()
+
+
+def is_terminal(stream) -> bool:
+    try:
+        return stream is not None and stream.isatty()
+    except (OSError, ValueError):
+        return False
+
+
+@contextlib.contextmanager
+def memory_limited() -> Iterator[None]:
+    """Within the block, spanfix's address space is limited to the memory it may use (the machine's,
+    or its container's: reader.memory_budget), unless a lower limit is set already. A trace that
+    needs more then ends in MemoryError, which every command reports in one line, rather than in
+    the kernel's out-of-memory killer, which may pick another program."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not a Unix
+        yield
+        return
+    budget = memory_budget()
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    except (OSError, ValueError):  # pragma: no cover
+        yield
+        return
+    lower = budget is not None and (soft == resource.RLIM_INFINITY or soft > budget) and (
+        hard == resource.RLIM_INFINITY or budget <= hard)
+    if lower:
+        with contextlib.suppress(OSError, ValueError):
+            resource.setrlimit(resource.RLIMIT_AS, (budget, hard))
+    try:
+        yield
+    finally:
+        if lower:
+            with contextlib.suppress(OSError, ValueError):
+                resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

@@ -1,0 +1,98 @@
+"""Text from a trace, a file name or server_args.json, made safe to show: it is data, never markup.
+
+Step and thread names, paths and warnings that quote them reach rich (whose markup reads "[/]" and
+"[bold]"), markdown (links, HTML, emphasis, table pipes), JUnit XML (which cannot hold most control
+characters at all), CSV (a cell starting with "=" is a formula to a spreadsheet), GitHub workflow
+commands and terminals (an ESC byte is a terminal command). Every renderer passes such text through
+one of the functions here. JSON output needs no escaping but for what orjson refuses (see dumps).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import orjson
+from rich.text import Text
+
+# Control characters (C0, DEL, C1), lone surrogates (a JSON escape such as "\udc80" decodes to one),
+# the two noncharacters XML forbids, line and paragraph separators, and the invisible bidirectional
+# controls that can make a terminal show text in another order than it is.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_one(match: re.Match) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+SHOWN = 300  # characters of one name or message shown to a person; JSON and CSV keep every one
+
+
+def printable(text: object, limit: int | None = None) -> str:
+    """text on one line, every character that is not plain printable text shown as an escape
+    (\\n, \\x1b, \\udc80): safe in a terminal, in XML and in any encoding that holds Unicode. With
+    limit, a longer text is cut there and says how much was left out."""
+    text = str(text)
+    if limit is not None and len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit} more characters)"
+    return _UNPRINTABLE.sub(_escape_one, text) if _UNPRINTABLE.search(text) else text
+
+
+def shown(text: object) -> str:
+    """printable, and short enough for a person (a name of megabytes stays in the JSON)."""
+    return printable(text, SHOWN)
+
+
+def rich_text(text: object, style: str = "") -> Text:
+    """A rich Text that shows text as it is: no markup, no emoji codes, no control characters."""
+    return Text(shown(text), style=style)
+
+
+# Markdown (GitHub's): backslash-escape every ASCII punctuation that can start markup inside a line:
+# links and images, HTML and autolinks, emphasis, code, strikethrough, entities, emoji codes, pipes.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&:])")
+
+
+class Markdown(str):
+    """Text that is markdown already (the renderer's own, never data): left as it is."""
+
+
+def markdown_text(text: object) -> str:
+    if isinstance(text, Markdown):
+        return text
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", shown(text))
+
+
+def code_span(text: object) -> Markdown:
+    """text as inline code: fenced by more backticks than any run of them inside it."""
+    text = shown(text)
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return Markdown(f"{fence}{pad}{text}{pad}{fence}")
+
+
+_FORMULA_START = ("=", "+", "-", "@")
+
+
+def csv_text(text: object) -> str:
+    """A text cell for CSV: printable, and never read as a formula by a spreadsheet (OWASP's advice:
+    a leading quote). Numbers are written as numbers by the caller, not through here."""
+    text = printable(text)
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def dumps(document: object) -> bytes:
+    """JSON for machines, indented. orjson refuses two things a trace can hold: integers beyond 64
+    bits (a pid, a bs) and lone surrogates (a name with an escape such as "\\udc80"); then the
+    standard library writes them, as the numbers they are and as \\u escapes."""
+    try:
+        return orjson.dumps(document, option=orjson.OPT_INDENT_2)
+    except (orjson.JSONEncodeError, TypeError):
+        return json.dumps(document, indent=2, ensure_ascii=True, default=repr).encode()

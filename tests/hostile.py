@@ -1,0 +1,111 @@
+"""Hostile but valid traces (issue 12), built as bytes: shared by tests/test_hostile.py and the fuzzer.
+
+Each maker takes a size n and returns a trace whose cost, to a careless implementation, grows with
+the square of n (or worse): spans nested n deep, n identical spans, n partially overlapping spans,
+names n bytes long that make a regular expression backtrack. A careful one reads each in time and
+memory proportional to its bytes.
+"""
+
+from __future__ import annotations
+
+import json
+
+DRAFT_THREAD = {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "draft worker"}}
+VERIFY = "step[TARGET_VERIFY bs=1]"
+
+
+def document(events: list[dict]) -> bytes:
+    return json.dumps({"traceEvents": events}, separators=(",", ":")).encode()
+
+
+def x(name: str, ts: float, dur: float, pid=1, tid=1, cat="user_annotation", **args) -> dict:
+    event = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
+    if args:
+        event["args"] = {key.replace("_", " "): value for key, value in args.items()}
+    return event
+
+
+def nested_x(n: int) -> bytes:
+    """n step spans, each inside the one before: every one ambiguous, with n enclosing spans."""
+    return document([x(VERIFY, i, 2 * n - 2 * i) for i in range(n)])
+
+
+def nested_be(n: int) -> bytes:
+    """The same as B/E pairs."""
+    begins = [{"ph": "B", "name": VERIFY, "pid": 1, "tid": 1, "ts": i} for i in range(n)]
+    ends = [{"ph": "E", "name": VERIFY, "pid": 1, "tid": 1, "ts": n + i} for i in range(n)]
+    return document(begins + ends)
+
+
+def identical(n: int) -> bytes:
+    """n identical step spans at the same ts: each contains the next."""
+    return document([x(VERIFY, 5, 10) for _ in range(n)])
+
+
+def staircase(n: int) -> bytes:
+    """n spans, each starting after the one before and ending after it: every pair overlaps partially."""
+    return document([x(VERIFY, i, n) for i in range(n)])
+
+
+def process_names(n: int) -> bytes:
+    """A process_name event on each of n tracks of one pid, each with a step span."""
+    names = [{"ph": "M", "name": "process_name", "pid": 1, "tid": t, "args": {"name": f"process {t}"}}
+             for t in range(n)]
+    return document(names + [x(VERIFY, t, 1, tid=t) for t in range(n)])
+
+
+def one_iteration(n: int) -> bytes:
+    """One scheduler.run_batch holding n EXTEND steps (iteration order compares each with the rest)."""
+    return document([x("scheduler.run_batch", 0, 4 * n + 10)]
+                    + [x("step[EXTEND bs=1 toks=8]", 1 + 2 * i, 1) for i in range(n)] + [DRAFT_THREAD])
+
+
+def nested_runs(n: int) -> bytes:
+    """n nested scheduler.run_batch windows around n verify steps (stats' decode iterations)."""
+    return document([x("scheduler.run_batch", i, 4 * n - 2 * i) for i in range(n)]
+                    + [x(VERIFY, n + 2 * i, 1) for i in range(n)] + [DRAFT_THREAD])
+
+
+def nested_launches(n: int) -> bytes:
+    """n nested steps around n kernel launches (stats' device time from kernels)."""
+    return document([x(VERIFY, i, 4 * n - 2 * i) for i in range(n)]
+                    + [x("cudaLaunchKernel", n + 2 * i, 1, cat="cuda_runtime", correlation=i) for i in range(n)]
+                    + [x("kernel", n + 2 * i, 1, pid=0, tid=7, cat="kernel", correlation=i) for i in range(n)]
+                    + [DRAFT_THREAD])
+
+
+def braces_before_names(n: int) -> bytes:
+    """n verify steps whose category, before the name, is full of "}": --annotate must find each event."""
+    return document([{"ph": "X", "cat": "}" * 40, "name": VERIFY, "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5}
+                     for i in range(n)] + [DRAFT_THREAD])
+
+
+def long_unclosed_step(n: int) -> bytes:
+    """A name "step[" and n bytes with no "]"."""
+    return document([x("step[" + "A" * n, 1, 1)])
+
+
+def repeated_draft(n: int) -> bytes:
+    """A name that repeats "draft" for n bytes (a frame-like name without a line number)."""
+    return document([x("draft" * (n // 5), 1, 1, cat="python_function")])
+
+
+def long_worker_file(n: int) -> bytes:
+    """A worker frame whose file name is n word characters full of "worker", with no ".py(" after them."""
+    name = "/sglang/srt/speculative/frozen_kv" + "worker" * (n // 6) + "(12)"
+    return document([x(name, 0, 10, cat="python_function"), x(VERIFY, 1, 1)])
+
+
+GROWING = {
+    "nested X spans": nested_x, "nested B/E spans": nested_be, "identical spans": identical,
+    "partially overlapping spans": staircase, "process_name on every track": process_names,
+    "one iteration of many steps": one_iteration, "nested iterations": nested_runs,
+    "nested steps around launches": nested_launches, "braces before names": braces_before_names,
+}
+LONG_NAMES = {"step[ without ]": long_unclosed_step, "repeated draft": repeated_draft,
+              "long worker file name": long_worker_file}
+
+# Strings that are markup, code or control sequences somewhere: a name, a thread name or a path
+# holding them must come out as the text it is, in every format.
+MARKUP = ["[/]", "[bold red]x[/]", ":smile:", "\x1b[31mred\x1b[0m", "\x01\x7f", "a\nb\r", "<script>alert(1)</script>",
+          "| x |", "=cmd()", "`code`", "[link](http://x)", "\u202eevil", "%0A::warning::x"]
