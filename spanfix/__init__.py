@@ -18,11 +18,13 @@ __version__ = "0.2.0"
 
 # Public name -> the module that defines it.
 _PUBLIC = {
-    **dict.fromkeys(("ALGORITHM_NAMES", "Iteration", "Iterations", "Options", "Step", "Steps", "Table", "Trace",
-                     "check", "inspect", "open", "relabel", "stats"), "api"),
+    **dict.fromkeys(("ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Iteration",
+                     "Iterations", "Options", "Step", "Steps", "Table", "Trace", "check", "html_report", "inspect",
+                     "open", "relabel", "relabelled_path", "stats"), "api"),
     **dict.fromkeys(("Budget", "CheckReport", "Outcome", "parse_budget"), "gate"),
     **dict.fromkeys(("OutputError", "SpanfixError", "TraceError", "UsageError"), "errors"),
-    "InspectReport": "inspection",
+    **dict.fromkeys(("AmbiguityGroup", "InspectReport"), "inspection"),
+    "Report": "report",
     **dict.fromkeys(("AmbiguousSpan", "RelabelResult"), "relabelling"),
     **dict.fromkeys(("IterationBreakdown", "KernelGroup", "StageRow", "StatsResult", "Summary"), "timing"),
 }
@@ -30,6 +32,9 @@ _PUBLIC = {
 if TYPE_CHECKING:
     from .api import (
         ALGORITHM_NAMES,
+        DEFAULT_MAX_REGRESSION,
+        DEFAULT_MIN_COUNT,
+        GROUPINGS,
         Iteration,
         Iterations,
         Options,
@@ -38,15 +43,18 @@ if TYPE_CHECKING:
         Table,
         Trace,
         check,
+        html_report,
         inspect,
         open,
         relabel,
+        relabelled_path,
         stats,
     )
     from .errors import OutputError, SpanfixError, TraceError, UsageError
     from .gate import Budget, CheckReport, Outcome, parse_budget
-    from .inspection import InspectReport
+    from .inspection import AmbiguityGroup, InspectReport
     from .relabelling import AmbiguousSpan, RelabelResult
+    from .report import Report
     from .timing import IterationBreakdown, KernelGroup, StageRow, StatsResult, Summary
 
 
@@ -64,8 +72,9 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "ALGORITHM_NAMES", "AmbiguousSpan", "Budget", "CheckReport", "InspectReport", "Iteration", "IterationBreakdown",
-    "Iterations", "KernelGroup", "Options", "Outcome", "OutputError", "RelabelResult", "SpanfixError", "StageRow",
-    "StatsResult", "Step", "Steps", "Summary", "Table", "Trace", "TraceError", "UsageError", "__version__",
-    "check", "inspect", "open", "parse_budget", "relabel", "stats",
+    "ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AmbiguityGroup", "AmbiguousSpan",
+    "Budget", "CheckReport", "InspectReport", "Iteration", "IterationBreakdown", "Iterations", "KernelGroup",
+    "Options", "Outcome", "OutputError", "RelabelResult", "Report", "SpanfixError", "StageRow", "StatsResult", "Step",
+    "Steps", "Summary", "Table", "Trace", "TraceError", "UsageError", "__version__", "check", "html_report",
+    "inspect", "open", "parse_budget", "relabel", "relabelled_path", "stats",
 ]

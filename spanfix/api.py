@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, overload
 
 from .algorithms import ALGORITHMS
 from .attribute import Attribution, DraftRules
-from .errors import SpanfixError, TraceError, UsageError
-from .gate import CheckOptions, CheckReport, parse_budget
+from .errors import SpanfixError, TraceError, UsageError, out_of_memory
+from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, CheckOptions, CheckReport, parse_budget
 from .index import TraceIndex, indexed_name
 from .inspection import InspectReport, report_of
 from .reader import Trace as _Read
 from .reader import locate_step_names, read_trace
-from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, plan, write_relabelled
+from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
 from .timing import (
     GROUP_KEYS,
     IterationTiming,
@@ -34,9 +34,12 @@ from .timing import (
     measure,
 )
 from .timing.device import DeviceReducer, DeviceWork, device_work
+from .timing.measure import trace_start
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
     import pandas
+
+    from .report import Report
 
 Step = StepTiming
 Iteration = IterationTiming
@@ -77,6 +80,8 @@ class Options:
             if isinstance(value, str) or not all(isinstance(v, str) for v in value):
                 raise UsageError(f"{name} must be a sequence of strings")
             object.__setattr__(self, name, tuple(value))
+        _patterns(self.draft_threads, "draft_threads")  # a bad expression is a usage error now, not later
+        _patterns(self.draft_processes, "draft_processes")
 
     def relabel_options(self, **extra: Any) -> RelabelOptions:
         rules = DraftRules(_patterns(self.draft_threads, "draft_threads"),
@@ -94,6 +99,8 @@ def _patterns(values: tuple[str, ...], name: str) -> list[re.Pattern[str]]:
 
 
 ALGORITHM_NAMES: tuple[str, ...] = tuple(sorted(ALGORITHMS))
+# The keys stats() and Trace.stats() group by, besides the stage.
+GROUPINGS: tuple[str, ...] = tuple(GROUP_KEYS)
 
 
 class Table(Sequence[T]):
@@ -257,8 +264,9 @@ class Trace:
 
     def inspect(self) -> InspectReport:
         """What spanfix sees in the trace: tracks, algorithm and why, evidence, ambiguous spans."""
-        return report_of(self._read, self._index, self._attribution, [*self._warnings, *self._device().warnings()],
-                         self._options.relabel_options())
+        work = self._device()
+        return report_of(self._read, self._index, self._attribution, [*self._warnings, *work.warnings()],
+                         self._options.relabel_options(), trace_start(self._read, self._index, work))
 
 
 def open(source: Source, options: Options | None = None, *, device: bool = True, kernel_names: bool = False,
@@ -273,10 +281,19 @@ def open(source: Source, options: Options | None = None, *, device: bool = True,
     options = _options(options, option_fields)
     relabel_options = options.relabel_options()
     reduce = DeviceReducer(kernel_names) if device else None
-    read = _read_source(source, relabel_options, reduce, name)
-    index, attribution, warnings = analyse(read, relabel_options)
-    work = device_work(read, names=kernel_names) if device else None
+    try:
+        read = _read_source(source, relabel_options, reduce, name)
+        index, attribution, warnings = analyse(read, relabel_options)
+        work = device_work(read, names=kernel_names) if device else None
+    except MemoryError:
+        raise out_of_memory(_label(source, name)) from None
     return Trace(read, index, attribution, warnings, options, work, kernel_names)
+
+
+def _label(source: Source, name: str | None) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return os.fspath(source)
+    return name or getattr(source, "name", None) or "<trace>"
 
 
 def _options(options: Options | None, fields: dict[str, Any]) -> Options:
@@ -296,8 +313,7 @@ def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer 
     if isinstance(source, (str, os.PathLike)):
         return read_trace(os.fspath(source), select=indexed_name, reduce=reduce, locate_names=locate_names, **limit)
     if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
-        label = name or getattr(source, "name", None) or "<trace>"
-        return read_trace(str(label), select=indexed_name, reduce=reduce, content=source, locate_names=locate_names,
+        return read_trace(str(_label(source, name)), select=indexed_name, reduce=reduce, content=source, locate_names=locate_names,
                           **limit)
     raise UsageError(f"cannot read a trace from {type(source).__name__}: give a path, bytes or a binary file object")
 
@@ -346,7 +362,7 @@ def measure_path(source: str, options: Options, classes: KernelClasses | None,
     except SpanfixError as exc:
         return exc
     except MemoryError:
-        return TraceError(f"{source}: out of memory while reading it (--max-bytes refuses such inputs early)")
+        return out_of_memory(source)
 
 
 @dataclass
@@ -408,27 +424,37 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
             **option_fields: Any) -> RelabelResult:
     """Relabel one trace file to the newer naming, as `spanfix relabel` does, and say what changed.
     Raises TraceError (the input), OutputError (the output) or UsageError."""
-    from .relabelling import relabel_file
+    from . import relabelling
+
     options = _options(options, option_fields)
-    return relabel_file(os.fspath(source), None if output is None else os.fspath(output),
-                        options.relabel_options(verify_only=verify_only, annotate=annotate),
-                        dry_run=dry_run, in_place=in_place)
+    try:
+        return relabelling.relabel_file(os.fspath(source), None if output is None else os.fspath(output),
+                                        options.relabel_options(verify_only=verify_only, annotate=annotate),
+                                        dry_run=dry_run, in_place=in_place)
+    except MemoryError:
+        raise out_of_memory(os.fspath(source)) from None
+
+
+def relabelled_path(source: str | os.PathLike[str]) -> str:
+    """Where relabel writes by default: beside the input, .relabeled before .json
+    (run.trace.json.gz -> run.trace.relabeled.json.gz); "-" stays "-"."""
+    return default_output(os.fspath(source))
 
 
 def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
           budgets: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
-          max_regression: float | None = None, allow_ambiguous: bool = False, require_new_names: bool = False,
-          allow_empty: bool = False, min_count: int | None = None, each: Each | None = None,
-          **option_fields: Any) -> CheckReport:
+          max_regression: float = DEFAULT_MAX_REGRESSION, allow_ambiguous: bool = False,
+          require_new_names: bool = False, allow_empty: bool = False, min_count: int = DEFAULT_MIN_COUNT,
+          each: Each | None = None, **option_fields: Any) -> CheckReport:
     """The CI gate of `spanfix check`: every rule held or broken, with its figure. Budgets are
-    strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError."""
-    from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, run_check
+    strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError. max_regression:
+    how much a mean may grow over the baseline, in percent; min_count: spans each side needs before
+    a change is judged."""
+    from .gate import run_check
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
-    check_options = CheckOptions(parsed, None if baseline is None else os.fspath(baseline),
-                                 DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
-                                 allow_ambiguous, require_new_names, allow_empty,
-                                 DEFAULT_MIN_COUNT if min_count is None else min_count)
+    check_options = CheckOptions(parsed, None if baseline is None else os.fspath(baseline), max_regression,
+                                 allow_ambiguous, require_new_names, allow_empty, min_count)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else [os.fspath(s) for s in sources]
     return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options, each=each or _one_by_one)
 
@@ -438,5 +464,21 @@ def inspect(source: Source, options: Options | None = None, **option_fields: Any
     return open(source, options, **option_fields).inspect()
 
 
-__all__ = ["ALGORITHM_NAMES", "Each", "Iteration", "Iterations", "Measured", "Options", "Step", "Steps", "Table",
-           "Trace", "check", "inspect", "measure_all", "measure_path", "open", "relabel", "stats"]
+def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None,
+                *, baseline: str | os.PathLike[str] | None = None, kernel_categories: Sequence[str] = (),
+                command: str = "", each: Each | None = None, **option_fields: Any) -> Report:
+    """The HTML report of `spanfix report`: Report.html is one self-contained page (write it with
+    Report.write(path)); Report.result the StatsResult it shows (equal to stats(device=True,
+    kernels=True)); Report.errors one line per input it could not use (with none usable, html is
+    empty). Raises UsageError for a bad kernel category."""
+    from .report import build_report
+
+    options = _options(options, option_fields)
+    paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
+    return build_report(paths, options, baseline=None if baseline is None else os.fspath(baseline),
+                        kernel_categories=kernel_categories, command=command, each=each)
+
+
+__all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Each", "Iteration",
+           "Iterations", "Measured", "Options", "Step", "Steps", "Table", "Trace", "check", "html_report", "inspect",
+           "measure_all", "measure_path", "open", "parse_budget", "relabel", "relabelled_path", "stats"]

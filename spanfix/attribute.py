@@ -73,12 +73,18 @@ class DraftRules:
     pids: set[str] = field(default_factory=set)
     tids: set[str] = field(default_factory=set)
 
+    def every(self) -> list[tuple[str, str | re.Pattern]]:
+        return [*(("--draft-thread", p) for p in self.thread_patterns),
+                *(("--draft-process", p) for p in self.process_patterns),
+                *(("--draft-pid", pid) for pid in sorted(self.pids)), *(("--draft-tid", tid) for tid in sorted(self.tids))]
+
 
 @dataclass(slots=True)
 class Attribution:
     verdicts: list[Verdict]  # aligned with index.steps
     algorithm: AlgorithmGuess
     draft_tracks: set[Track]
+    unmatched_rules: list[str] = field(default_factory=list)  # the user's rules that named no track
 
     def by_evidence(self) -> Counter:
         return Counter(v.evidence for v in self.verdicts if v.role in (DRAFT, TARGET, WORKER))
@@ -87,7 +93,7 @@ class Attribution:
 def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: str | None = None,
               server_args: dict | None = None, num_steps: int | None = None) -> Attribution:
     rules = rules or DraftRules()
-    draft_tracks, user_tracks = _draft_tracks(index, rules)
+    draft_tracks, user_tracks, matched = _draft_tracks(index, rules)
     stacks = _CallStacks()
     contexts = [stacks.context(index, step) for step in index.steps]
     iteration_of = [iteration for iteration, _, _ in contexts]
@@ -100,29 +106,37 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
         opinions = list(_opinions(step, stack, in_stage, iteration, guess, draft_tracks, user_tracks,
                                   draft_pids, iterations, orders))
         verdicts.append(_decide(step, iteration, opinions, guess))
-    return Attribution(verdicts, guess, draft_tracks)
+    unmatched = [f"{flag} {getattr(rule, 'pattern', rule)!r} matched no track of this trace (inspect lists its "
+                 "tracks and their names)" for flag, rule in rules.every() if (flag, rule) not in matched]
+    return Attribution(verdicts, guess, draft_tracks, unmatched)
 
 
-def _draft_tracks(index: TraceIndex, rules: DraftRules) -> tuple[set[Track], set[Track]]:
-    """Tracks that metadata (or the user's rules) names as the draft worker's. A process's names are
-    judged once per process, not once per track: a pid may have thousands of each."""
+def _draft_tracks(index: TraceIndex, rules: DraftRules) -> tuple[set[Track], set[Track], set[tuple]]:
+    """Tracks that metadata (or the user's rules) names as the draft worker's, and which rules named
+    one. A process's names are judged once per process, not once per track: a pid may have
+    thousands of each."""
     tracks = set(index.tracks) | set(index.names.thread_names)
     by_metadata, by_user = set(), set()
-    processes: dict[Hashable, tuple[bool, bool]] = {}  # pid -> (named as the draft's, matched by a user rule)
+    matched: set[tuple] = set()
+    processes: dict[Hashable, tuple[bool, list[re.Pattern]]] = {}  # pid -> (named as the draft's, rules matched)
     for track in tracks:
         pid, tid = track
         threads = index.names.thread_names.get(track, ())
         if pid not in processes:
             names = index.names.process_names_of(pid)
             processes[pid] = (any("draft" in name.lower() for name in names),
-                              any(p.search(name) for p in rules.process_patterns for name in names))
-        process_named, process_matched = processes[pid]
+                              [p for p in rules.process_patterns if any(p.search(name) for name in names)])
+        process_named, process_rules = processes[pid]
         if process_named or any("draft" in name.lower() for name in threads):
             by_metadata.add(track)
-        if (process_matched or str(pid) in rules.pids or str(tid) in rules.tids
-                or any(p.search(name) for p in rules.thread_patterns for name in threads)):
+        hits = [("--draft-process", p) for p in process_rules]
+        hits += [("--draft-thread", p) for p in rules.thread_patterns if any(p.search(name) for name in threads)]
+        hits += [("--draft-pid", str(pid))] if str(pid) in rules.pids else []
+        hits += [("--draft-tid", str(tid))] if str(tid) in rules.tids else []
+        if hits:
             by_user.add(track)
-    return by_metadata | by_user, by_user
+            matched.update(hits)
+    return by_metadata | by_user, by_user, matched
 
 
 def _steps_by_iteration(steps: list[StepSpan], iteration_of: list[Span | None]) -> dict[Span, list[StepSpan]]:

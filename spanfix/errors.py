@@ -21,4 +21,20 @@ class UsageError(SpanfixError, ValueError):
     """A call or an option spanfix cannot act on: an unknown algorithm or grouping key, a bad budget."""
 
 
-__all__ = ["OutputError", "SpanfixError", "TraceError", "UsageError"]
+class BudgetError(UsageError):
+    """A check budget that does not parse; str() says what was expected."""
+
+
+class CategoryError(UsageError):
+    """A kernel category that is not NAME=REGEX with a valid regular expression."""
+
+
+OUT_OF_MEMORY = "out of memory while reading it (max_bytes, --max-bytes, refuses larger inputs before reading them)"
+
+
+def out_of_memory(source: str) -> TraceError:
+    """An input that exhausted memory, as its one line (MemoryError says nothing of which input)."""
+    return TraceError(f"{source}: {OUT_OF_MEMORY}")
+
+
+__all__ = ["BudgetError", "CategoryError", "OutputError", "SpanfixError", "TraceError", "UsageError"]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .attribute import Attribution
-from .errors import UsageError
+from .errors import BudgetError, out_of_memory
 from .index import TraceIndex
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage, parse_step_name
 from .reader import Trace, TraceError
@@ -67,10 +67,6 @@ BUDGET_GRAMMAR = ("STAGE[.CLOCK].STAT OP VALUE[UNIT] or iteration[.CLOCK][.PART]
 
 _BUDGET = re.compile(r"\s*(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){1,3})"
                      r"\s*(?P<op><=|>=|==|<|>)\s*(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*")
-
-
-class BudgetError(UsageError):
-    """A budget that does not parse; str() says what was expected."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,10 +187,12 @@ def check_file(source: str, options: RelabelOptions, check: CheckOptions
     device = True if check.needs_device else None  # else only when device time needs the kernels
     try:
         trace, index, attribution, warnings = load(source, options, device=device)
+        return (measure(trace, index, attribution, warnings, device=device),
+                trust_outcomes(trace, index, attribution, options, check))
     except TraceError as exc:
         return exc
-    return (measure(trace, index, attribution, warnings, device=device),
-            trust_outcomes(trace, index, attribution, options, check))
+    except MemoryError:
+        return out_of_memory(source)
 
 
 Each = Callable[[Callable, list[tuple]], Iterable[tuple[str, object]]]

@@ -11,6 +11,7 @@ from .index import TraceIndex, TrackNames
 from .reader import Trace
 from .relabelling import AmbiguousSpan, RelabelOptions, analyse, load
 from .timing.device import device_work
+from .timing.measure import trace_start
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,16 @@ class InspectReport:
     overlaps: int
     unmatched: int
     warnings: list[str]
+    trace_start_us: float = 0.0  # the first event's timestamp: Perfetto shows times from it
+
+    def ambiguous_by_reason(self, examples: int = 3) -> list[AmbiguityGroup]:
+        """The ambiguous spans grouped by what was missing, the largest group first: one trace's
+        thousand ambiguous spans usually share one or two reasons."""
+        groups: dict[str, list[AmbiguousSpan]] = defaultdict(list)
+        for span in self.ambiguous:
+            groups[span.detail].append(span)
+        return [AmbiguityGroup(reason, len(spans), spans[:examples])
+                for reason, spans in sorted(groups.items(), key=lambda item: -len(item[1]))]
 
     def to_json(self) -> dict:
         return {
@@ -51,8 +62,16 @@ class InspectReport:
             "decided_by": self.decided_by, "roles": self.roles,
             "ambiguous": [a.to_json() for a in self.ambiguous],
             "gpu_copies": self.gpu_copies, "gpu_orphans": self.gpu_orphans, "overlaps": self.overlaps,
-            "unmatched": self.unmatched, "warnings": self.warnings,
+            "unmatched": self.unmatched, "warnings": self.warnings, "trace_start_us": self.trace_start_us,
+            "ambiguous_by_reason": [{"why": g.reason, "count": g.count} for g in self.ambiguous_by_reason()],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class AmbiguityGroup:
+    reason: str
+    count: int
+    examples: list[AmbiguousSpan]
 
 
 SHOWN_NAMES = 5
@@ -74,11 +93,13 @@ def _name_count(names: TrackNames, track: tuple) -> int:
 def inspect_trace(source: str, options: RelabelOptions) -> InspectReport:
     trace = load(source, options)
     index, attribution, warnings = analyse(trace, options)
-    return report_of(trace, index, attribution, [*warnings, *device_work(trace).warnings()], options)
+    work = device_work(trace)
+    return report_of(trace, index, attribution, [*warnings, *work.warnings()], options,
+                     trace_start(trace, index, work))
 
 
 def report_of(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: list[str],
-              options: RelabelOptions) -> InspectReport:
+              options: RelabelOptions, trace_start_us: float = 0.0) -> InspectReport:
     modes: dict[tuple, Counter] = defaultdict(Counter)
     for step in index.steps:
         modes[step.track][step.step.mode] += 1
@@ -99,4 +120,4 @@ def report_of(trace: Trace, index: TraceIndex, attribution: Attribution, warning
         roles=dict(Counter(v.role for v in attribution.verdicts).most_common()),
         ambiguous=ambiguous, gpu_copies=sum(len(s.gpu_events) for s in index.steps),
         gpu_orphans=len(index.gpu_orphans), overlaps=index.overlaps, unmatched=index.unmatched,
-        warnings=[*warnings, *index.notes()])
+        warnings=[*warnings, *index.notes()], trace_start_us=trace_start_us)

@@ -38,6 +38,7 @@ from typing import BinaryIO
 
 import msgspec
 
+from . import progress
 from .errors import TraceError
 from .events import (
     UNUSABLE,
@@ -51,6 +52,7 @@ from .events import (
     is_step_name,
     repaired,
 )
+from .limits import default_max_bytes, max_bytes_phrase
 from .locate import locate_by_regex, locate_exactly
 from .notice import notice
 from .selective import Reducer, Selected, decode_selected, raw_events
@@ -62,75 +64,6 @@ _CHUNK = 2**20  # read size for pipes and devices, whose length is unknown until
 _INFLATE_STEP = 2**25
 
 
-
-
-# --- how much spanfix may read ------------------------------------------------------------------------
-
-def memory_budget() -> int | None:
-    """The memory spanfix may use, in bytes: the smallest of the machine's physical memory, the
-    memory limit of its cgroup (a container's), and the process's address-space and data limits
-    (ulimit -v, -d). None where none of them can be found."""
-    limits = []
-    with contextlib.suppress(ValueError, OSError, AttributeError):
-        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    limits += _cgroup_limits()
-    try:
-        import resource
-
-        for which in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
-            soft = resource.getrlimit(which)[0]
-            if soft != resource.RLIM_INFINITY and soft > 0:
-                limits.append(soft)
-    except (ImportError, OSError, ValueError):  # pragma: no cover - not a Unix
-        pass
-    limits = [limit for limit in limits if limit > 0]
-    return min(limits) if limits else None
-
-
-def _cgroup_limits() -> list[int]:
-    """memory.max of the process's cgroup and its ancestors (cgroup v2), or memory.limit_in_bytes (v1)."""
-    found = []
-    try:
-        with open("/proc/self/cgroup", encoding="utf-8", errors="replace") as lines:
-            entries = [line.rstrip("\n").split(":", 2) for line in lines]
-    except OSError:
-        return found
-    for entry in entries:
-        if len(entry) != 3:
-            continue
-        _, controllers, path = entry
-        if controllers == "":
-            base, name = Path("/sys/fs/cgroup"), "memory.max"
-        elif "memory" in controllers.split(","):
-            base, name = Path("/sys/fs/cgroup/memory"), "memory.limit_in_bytes"
-        else:
-            continue
-        folder = base / path.lstrip("/")
-        for candidate in (folder, *folder.parents):
-            if not str(candidate).startswith(str(base)):
-                break
-            with contextlib.suppress(OSError, ValueError):
-                text = (candidate / name).read_text().strip()
-                if text and text != "max":
-                    found.append(int(text))
-    return [limit for limit in found if limit < 2**60]  # v1 writes "no limit" as a huge number
-
-
-_FALLBACK_MAX_BYTES = 64 * 2**30
-
-
-def default_max_bytes() -> int:
-    """Half the memory spanfix may use: reading holds the document and, beside it, the events it
-    decodes (0.9 to 1.7 times the document on the benchmark trace). Larger inputs, and gzip files
-    that would inflate beyond it, are refused before they are read or inflated."""
-    budget = memory_budget()
-    return budget // 2 if budget else _FALLBACK_MAX_BYTES
-
-
-def max_bytes_phrase(max_bytes: int, explicit: bool) -> str:
-    shown = f"{max_bytes} bytes" if explicit else f"{max_bytes / 2**30:.1f} GiB"
-    return f"--max-bytes ({shown})" if explicit else (
-        f"--max-bytes ({shown}, by default half the memory spanfix may use; pass --max-bytes to raise it)")
 
 
 class _ObjectForm(msgspec.Struct):
@@ -166,11 +99,13 @@ def read_trace(source: str | Path, *, max_bytes: int | None = None,
     the trace is read from it and source only names it. max_bytes: the largest document accepted,
     uncompressed (None: default_max_bytes())."""
     source = str(source)
+    progress.phase("reading")
     if content is None:
         data, compressed = read_document_bytes(source, max_bytes=max_bytes)
     else:
         data, compressed = document_bytes_of(source, content, max_bytes=max_bytes)
     form, parse_buffer, warnings = container_form(source, data)
+    progress.phase("decoding")
     with _gc_paused():
         selected = (decode_selected(parse_buffer, data, form, select, reduce, locate_names=locate_names)
                     if select is not None else None)

@@ -12,12 +12,14 @@ from pathlib import Path
 
 import orjson
 
+from . import progress
 from .algorithms import read_server_args
 from .attribute import AMBIGUOUS, DRAFT, TARGET, UNKNOWN_MODE, Attribution, DraftRules, attribute
 from .index import StepSpan, TraceIndex, build_index, indexed_name
 from .locate import byte_offset
 from .naming import new_stage, parse_step_name
-from .patch import Patch, output_folder, patched_chunks, write_output
+from .output import output_folder, write_output
+from .patch import Patch, patched_chunks
 from .reader import STDIN, NameSlot, Trace, TraceError, read_trace
 from .selective import Reducer
 
@@ -119,11 +121,13 @@ def load(source: str, options: RelabelOptions, reduce: Reducer | None = None, *,
 
 def analyse(trace: Trace, options: RelabelOptions) -> tuple[TraceIndex, Attribution, list[str]]:
     """Index and attribute one trace (shared by relabel, inspect and stats)."""
+    progress.phase("attributing")
     server_args, problem = read_server_args(trace.source)
     index = build_index(trace)
     attribution = attribute(index, rules=options.rules, algorithm=options.algorithm, server_args=server_args,
                             num_steps=options.num_steps)
-    return index, attribution, [*trace.warnings, *([problem] if problem else []), *attribution.algorithm.warnings]
+    return index, attribution, [*trace.warnings, *([problem] if problem else []), *attribution.algorithm.warnings,
+                                *attribution.unmatched_rules]
 
 
 def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dry_run: bool = False,
@@ -162,6 +166,7 @@ def write_relabelled(trace: Trace, index: TraceIndex, attribution: Attribution, 
     result.warnings.extend(warnings)
     if in_place and not patches:
         return result
+    progress.phase("writing", len(trace.data))
     if patches or trace.compressed is None or target == STDIN:
         gzip = trace.gzipped if target == source or output is None else target.endswith(".gz")
         notes = write_output(target, patched_chunks(trace.data, patches), gzip=gzip and target != STDIN)

@@ -1,6 +1,6 @@
 """Standard output as the commands write to it, and the error for an output that cannot be written.
 
-Kept apart from patch.py (which writes traces, with ISA-L's deflate) so that the commands that only
+Kept apart from output.py (which writes traces, with ISA-L's deflate) so that the commands that only
 print a report do not import what writing a trace needs."""
 
 from __future__ import annotations

@@ -50,8 +50,8 @@ import hostile
 
 from spanfix import reader, selective
 from spanfix.cli import main as cli
+from spanfix.errors import OutputError
 from spanfix.index import indexed_name
-from spanfix.patch import OutputError
 from spanfix.reader import TraceError, read_trace
 from spanfix.relabelling import RelabelOptions, relabel_file
 

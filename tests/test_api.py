@@ -32,7 +32,7 @@ def test_every_public_name_is_there_and_documented():
     assert set(spanfix.__all__) == {*_PUBLIC, "__version__"}
     documented = (ROOT / "docs" / "api.md").read_text()
     for name in spanfix.__all__:
-        assert callable(getattr(spanfix, name)) or name in ("ALGORITHM_NAMES", "__version__")
+        assert callable(getattr(spanfix, name)) or name in ("ALGORITHM_NAMES", "GROUPINGS", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "__version__")
         if name != "__version__":
             assert f"`{name}" in documented, f"{name} is not in docs/api.md"
 
@@ -157,10 +157,12 @@ def test_the_public_api_type_checks_strictly(tmp_path):
     script.write_text(textwrap.dedent(f'''
         import io
         import spanfix
-        from spanfix import (ALGORITHM_NAMES, AmbiguousSpan, Budget, CheckReport, InspectReport, Iteration,
-                             IterationBreakdown, Iterations, KernelGroup, Options, Outcome, OutputError,
-                             RelabelResult, SpanfixError, StageRow, StatsResult, Step, Steps, Summary, Table,
-                             Trace, TraceError, UsageError, check, inspect, open, parse_budget, relabel, stats)
+        from spanfix import (ALGORITHM_NAMES, DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, GROUPINGS, AmbiguityGroup,
+                             AmbiguousSpan, Budget, CheckReport, InspectReport, Iteration, IterationBreakdown,
+                             Iterations, KernelGroup, Options, Outcome, OutputError, RelabelResult, Report,
+                             SpanfixError, StageRow, StatsResult, Step, Steps, Summary, Table, Trace, TraceError,
+                             UsageError, check, html_report, inspect, open, parse_budget, relabel, relabelled_path,
+                             stats)
 
         path = {str(EAGLE)!r}
         options: Options = Options(algorithm=ALGORITHM_NAMES[0], num_steps=3)
@@ -180,18 +182,24 @@ def test_the_public_api_type_checks_strictly(tmp_path):
         plan: RelabelResult = trace.relabel_plan()
         ambiguous: list[AmbiguousSpan] = trace.ambiguous()
         written: RelabelResult = relabel(path, dry_run=True)
-        report: CheckReport = check(path, budgets=["VERIFY.p90<=1ms"])
+        report: CheckReport = check(path, budgets=["VERIFY.p90<=1ms"], max_regression=DEFAULT_MAX_REGRESSION,
+                                    min_count=DEFAULT_MIN_COUNT)
+        by_rank: StatsResult = stats(path, by=[GROUPINGS[1]])
+        beside: str = relabelled_path(path)
+        page: Report = html_report(path)
+        size: int = len(page.html)
         outcomes: list[Outcome] = report.outcomes
         budget: Budget = parse_budget("DRAFT.share<=35%")
         seen: InspectReport = inspect(io.BytesIO(b"[]"))
         also: InspectReport = trace.inspect()
+        reasons: list[AmbiguityGroup] = also.ambiguous_by_reason()
         mean: float = first.cpu_us + (summary.mean_us if summary else 0.0)
         try:
             open("missing.json")
         except (TraceError, OutputError, UsageError) as exc:
             problem: SpanfixError = exc
         print(spanfix.__version__, len(durations), table, rows, breakdown, groups, several, plan, ambiguous,
-              written, outcomes, budget, seen, also, mean, options)
+              written, outcomes, budget, seen, also, mean, options, by_rank, beside, size, reasons)
     '''))
     # The package as installed, with its py.typed; its own modules' errors are not the script's.
     mypy = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--follow-imports=silent",
@@ -207,3 +215,21 @@ def test_the_api_guide_runs_as_written():
     """docs/api.md's examples are doctests (make test runs them); this one checks they are there."""
     guide = (Path(ROOT) / "docs" / "api.md").read_text()
     assert guide.count(">>> ") > 30 and "spanfix.open(" in guide
+
+
+def test_the_commands_use_the_api_and_nothing_else_of_the_library():
+    """One path: cli/ reaches the library through spanfix.api only; beside it, the renderers and the
+    process-level pieces (errors, progress, memory limits, standard output, notices)."""
+    import ast
+
+    allowed = {"api", "errors", "progress", "limits", "stdout", "notice", "render", "__version__"}
+    cli = Path(spanfix.__file__).parent / "cli"
+    used = {}
+    for path in sorted(cli.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 2:
+                names = [node.module.split(".")[0]] if node.module else [alias.name for alias in node.names]
+                for name in names:
+                    used.setdefault(name, set()).add(path.name)
+    assert "api" in used
+    assert {name: files for name, files in used.items() if name not in allowed} == {}

@@ -30,7 +30,7 @@ import pytest
 from click.testing import CliRunner
 from hostile import DRAFT_THREAD, GROWING, LONG_NAMES, MARKUP, VERIFY, document, x
 
-from spanfix import index, naming, patch, reader
+from spanfix import index, naming, output, reader
 from spanfix.cli import main
 from spanfix.inspection import inspect_trace
 from spanfix.reader import read_trace
@@ -317,10 +317,12 @@ def test_server_args_that_is_a_pipe_is_not_waited_for(tmp_path):
 
 
 def test_the_default_limit_follows_the_memory_spanfix_may_use(monkeypatch):
-    monkeypatch.setattr(reader, "memory_budget", lambda: 8 * 2**30)
-    assert reader.default_max_bytes() == 4 * 2**30
-    monkeypatch.setattr(reader, "memory_budget", lambda: None)
-    assert reader.default_max_bytes() == 64 * 2**30
+    from spanfix import limits
+
+    monkeypatch.setattr(limits, "memory_budget", lambda: 8 * 2**30)
+    assert limits.default_max_bytes() == 4 * 2**30
+    monkeypatch.setattr(limits, "memory_budget", lambda: None)
+    assert limits.default_max_bytes() == 64 * 2**30
 
 
 def limited_memory(megabytes: int):
@@ -519,14 +521,14 @@ def test_a_swapped_temporary_file_changes_no_other_file(tmp_path, trace, monkeyp
     out = tmp_path / "out.json"
     out.write_bytes(b"old")
     out.chmod(0o644)
-    real_write = patch._write_stream
+    real_write = output._write_stream
 
     def swap(stream, chunks, gzip):
         real_write(stream, chunks, gzip=gzip)
         [temporary] = [p for p in tmp_path.iterdir() if p.name.endswith(".spanfix-tmp")]
         temporary.unlink()
         temporary.symlink_to(secret)
-    monkeypatch.setattr(patch, "_write_stream", swap)
+    monkeypatch.setattr(output, "_write_stream", swap)
     result = run("relabel", trace, "-o", out)
     assert result.exit_code == 2 and "replaced the temporary file" in result.stderr
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600 and secret.read_bytes() == b"secret"
@@ -551,13 +553,13 @@ def test_a_symlink_planted_in_a_shared_folder_is_not_followed(tmp_path, trace):
 # --- 6. Signals and processes ---------------------------------------------------------------------------
 
 def test_sigterm_mid_write_removes_the_temporary_file(tmp_path, trace, monkeypatch):
-    real_write = patch._write_stream
+    real_write = output._write_stream
 
     def terminated(stream, chunks, gzip):
         stream.write(b"partial")
         os.kill(os.getpid(), signal.SIGTERM)  # handled as an exception at the next bytecode
         real_write(stream, chunks, gzip=gzip)
-    monkeypatch.setattr(patch, "_write_stream", terminated)
+    monkeypatch.setattr(output, "_write_stream", terminated)
 
     class Unhandled(Exception):
         pass

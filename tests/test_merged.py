@@ -180,7 +180,7 @@ def test_a_gpu_copy_before_its_cpu_span_is_not_joined(tmp_path):
     stats = json.loads(_run("stats", path, "--algorithm", "eagle", "--format", "json").stdout)
     assert [row["clock"] for row in stats["stages"]] == ["cpu"]
     assert any("1 GPU step annotations: it starts before" in w for w in stats["warnings"])
-    inspected = json.loads(_run("inspect", path, "--algorithm", "eagle", "--json").stdout)
+    inspected = json.loads(_run("inspect", path, "--algorithm", "eagle", "--json").stdout)["files"][0]
     assert any("starts before" in w for w in inspected["warnings"])
     checked = _run("check", path, "--algorithm", "eagle")
     assert checked.exit_code == 1 and "starts before" in checked.output

@@ -112,16 +112,18 @@ def test_other_tracks_of_a_draft_process_are_the_target(tmp_path):
 
 
 def test_user_rules_by_pid_and_pattern(tmp_path):
-    from spanfix.cli.options import relabel_options
+    import spanfix
     events = [span("step[DECODE bs=2]", 0, 5, tid=3), span("step[TARGET_VERIFY bs=2]", 0, 5, tid=4),
               thread_name(1, 3, "worker-b"), thread_name(1, 4, "worker-a")]
     source = str(write_trace(tmp_path / "t.json", events))
-    options = relabel_options(None, ("worker-b",), (), (), (), None)
-    result = relabel_file(source, None, options, dry_run=True)
+    result = spanfix.relabel(source, dry_run=True, draft_threads=["worker-b"])
     assert sorted((c.old, c.new, c.evidence) for c in result.changes) == [
         ("DECODE", "DRAFT", "user rule"), ("TARGET_VERIFY", "VERIFY", "thread name")]
-    options = relabel_options(None, (), (), (), ("3",), None)
-    assert relabel_file(source, None, options, dry_run=True).changed == 2
+    assert spanfix.relabel(source, dry_run=True, draft_tids=["3"]).changed == 2
+    unmatched = spanfix.relabel(source, dry_run=True, draft_tids=["3"], draft_pids=["99"], draft_threads=["nope"])
+    assert [w for w in unmatched.warnings if "matched no track" in w] == [
+        "--draft-thread 'nope' matched no track of this trace (inspect lists its tracks and their names)",
+        "--draft-pid '99' matched no track of this trace (inspect lists its tracks and their names)"]
 
 
 def test_escaped_names_take_the_exact_path(tmp_path):

@@ -22,7 +22,7 @@ import zlib
 import pytest
 from click.testing import CliRunner
 
-from spanfix import patch
+from spanfix import output
 from spanfix.cli import main
 from spanfix.reader import TraceError, gunzip, read_trace
 
@@ -369,7 +369,7 @@ def test_output_folder_unwritable(tmp_path, trace_file, monkeypatch):
     # As root no folder is unwritable: refuse the temporary file the way the kernel would.
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
-    monkeypatch.setattr(patch, "create_temporary", refuse)
+    monkeypatch.setattr(output, "create_temporary", refuse)
     assert_one_line_error(run("relabel", trace_file), tmp_path / "t.relabeled.json", "cannot write: Permission denied")
     assert list(tmp_path.iterdir()) == [trace_file]
 
@@ -413,7 +413,7 @@ def failing_writes(monkeypatch):
             file = FailingFile(real_fdopen(fd, mode, *args, **kwargs), 1000, error)
             opened.append(file)
             return file
-        monkeypatch.setattr(patch.os, "fdopen", fdopen)
+        monkeypatch.setattr(output.os, "fdopen", fdopen)
         return opened
     return install
 
@@ -444,7 +444,7 @@ def test_running_out_of_memory_is_one_line(tmp_path, trace_file, monkeypatch):
     def exhausted(*args, **kwargs):
         raise MemoryError
     # (spanfix.cli.relabel, the attribute, is the click command; the module is looked up by name.)
-    monkeypatch.setattr(importlib.import_module("spanfix.cli.relabel"), "relabel_file", exhausted)
+    monkeypatch.setattr(importlib.import_module("spanfix.relabelling"), "relabel_file", exhausted)
     assert_one_line_error(run("relabel", trace_file), trace_file, "out of memory while reading it")
     assert list(tmp_path.iterdir()) == [trace_file]
 

@@ -1,36 +1,27 @@
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 
 import click
 
-from ..gate import (
-    DEFAULT_MAX_REGRESSION,
-    DEFAULT_MIN_COUNT,
-    BudgetError,
-    CheckOptions,
-    check_file,
-    parse_budget,
-    run_check,
-)
-from ..reader import TraceError
+from .. import api
+from ..errors import BudgetError
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
 from ..render.escape import dumps
-from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, OUT_OF_MEMORY
-from .options import attribution_options, jobs_option, relabel_options
-from .parallel import run_each
+from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from .options import api_options, attribution_options, jobs_option
 from .progress import file_progress
-from .stats import report_errors
 from .streams import say, write_out
 
 
 def _budgets(ctx, param, values):
-    try:
-        return tuple(parse_budget(value) for value in values)
+    try:  # at once, before any trace is read: a typo fails in a second, not after minutes of reading
+        for value in values:
+            api.parse_budget(value)
     except BudgetError as exc:
         raise click.BadParameter(str(exc)) from None
+    return values
 
 
 @click.command()
@@ -42,11 +33,11 @@ def _budgets(ctx, param, values):
 @click.option("--baseline", metavar="FILE",
               help="A trace or a saved `spanfix stats --format json` result; every stage's mean is compared with it.")
 @click.option("--max-regression", type=click.FloatRange(min=0), default=None, metavar="PCT",
-              help=f"How much a mean may grow over the baseline, in percent (default {DEFAULT_MAX_REGRESSION:g}).")
+              help=f"How much a mean may grow over the baseline, in percent (default {api.DEFAULT_MAX_REGRESSION:g}).")
 @click.option("--allow-ambiguous", is_flag=True, help="Do not fail on step spans that stay ambiguous.")
 @click.option("--allow-empty", is_flag=True,
               help="Do not fail on an input with no step spans (by default a gate on nothing breaks).")
-@click.option("--min-count", type=click.IntRange(min=1), default=DEFAULT_MIN_COUNT, show_default=True, metavar="N",
+@click.option("--min-count", type=click.IntRange(min=1), default=api.DEFAULT_MIN_COUNT, show_default=True, metavar="N",
               help="Spans (or iterations) each side needs before --baseline judges a regression; smaller rows "
                    "are shown as not judged.")
 @click.option("--require-new-names", is_flag=True,
@@ -77,18 +68,13 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
     """
     if max_regression is not None and not baseline:
         raise click.UsageError("--max-regression needs --baseline")
-    options = CheckOptions(budgets, baseline, DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
-                           allow_ambiguous, require_new_names, allow_empty, min_count)
     with file_progress(list(inputs), machine_output=output_format != "text") as progress:
-        def each(function, jobs_of):
-            function = _check_one if function is check_file else function
-            with contextlib.closing(run_each(function, jobs_of, jobs)) as outcomes:
-                for source, outcome in outcomes:
-                    progress.done(source)
-                    yield source, outcome
-
-        report = run_check(inputs, relabel_options(**attribution), options, each=each)
-    report_errors(report.errors)
+        report = api.check(inputs, api_options(**attribution), budgets=budgets, baseline=baseline,
+                           max_regression=api.DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
+                           allow_ambiguous=allow_ambiguous, require_new_names=require_new_names,
+                           allow_empty=allow_empty, min_count=min_count, each=progress.each(jobs))
+        for error in report.errors:
+            progress.say_line(f"spanfix: error: {error}")
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(report):
             say(line)
@@ -101,10 +87,3 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
         sys.exit(EXIT_BAD_INPUT)
     if report.broken:
         sys.exit(EXIT_CHECK_FAILED)
-
-
-def _check_one(source, options, check):
-    try:
-        return check_file(source, options, check)
-    except MemoryError:
-        return TraceError(f"{source}: {OUT_OF_MEMORY}")

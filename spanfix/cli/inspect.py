@@ -4,38 +4,66 @@ import sys
 
 import click
 
-from ..inspection import inspect_trace
-from ..reader import TraceError
+from .. import api
+from ..errors import SpanfixError, out_of_memory
 from ..render.escape import dumps
 from ..render.inspect import inspect_report
-from . import EXIT_BAD_INPUT, OUT_OF_MEMORY
-from .options import attribution_options, relabel_options
-from .streams import render, say, write_out
+from . import EXIT_BAD_INPUT
+from .options import api_options, attribution_options, jobs_option
+from .progress import file_progress
+from .streams import render, write_out
 
 
 @click.command()
-@click.argument("trace", metavar="TRACE")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on standard output.")
+@click.argument("inputs", nargs=-1, required=True, metavar="TRACE...")
+@click.option("--all", "show_all", is_flag=True,
+              help="List every ambiguous span and every track (by default: the ambiguous spans grouped by "
+                   "reason, with a count and a few examples each).")
+@click.option("--json", "as_json", is_flag=True,
+              help='Print {"files": [report per input], "failed": [{"input", "error"}]} on standard output '
+                   "(times there are absolute, in the trace's microseconds).")
+@jobs_option
 @attribution_options
-def inspect(trace, as_json, **attribution):
+def inspect(inputs, show_all, as_json, jobs, **attribution):
     """Show what spanfix sees in a trace, and why it labels each step span as it does.
 
     Lists the tracks with their process and thread names and step spans by mode, the
     speculative algorithm the trace looks like and why, how many spans each kind of evidence
-    decided, and every ambiguous span with its time, track, enclosing spans and what was missing.
+    decided, and the ambiguous spans grouped by what was missing and what would decide them.
+    Times are shown from the start of the trace, as Perfetto shows them.
 
     \b
     Examples:
       spanfix inspect run-TP-0.trace.json.gz
       spanfix inspect --algorithm dflash trace.json.gz     # state what the trace cannot show
-      spanfix inspect --json trace.json.gz | jq .ambiguous
+      spanfix inspect --all trace.json.gz                  # every ambiguous span
+      spanfix inspect --json trace.json.gz | jq '.files[0].ambiguous_by_reason'
+
+    Exit codes: 0 ok, 2 bad input or usage.
     """
+    options = api_options(**attribution)
+    reports, failed = [], []
+    with file_progress(list(inputs), machine_output=as_json) as progress:
+        for source, outcome in progress.each(jobs)(_inspect_one, [(source, options) for source in inputs]):
+            if isinstance(outcome, SpanfixError):
+                failed.append((source, str(outcome)))
+                progress.say_line(f"spanfix: error: {outcome}")
+            else:
+                reports.append(outcome)
+    if as_json:
+        write_out(dumps({"files": [report.to_json() for report in reports],
+                         "failed": [{"input": source, "error": error} for source, error in failed]}) + b"\n")
+    else:
+        write_out("".join(render(inspect_report(report, show_all=show_all)) for report in reports))
+    if failed:
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def _inspect_one(source, options):
+    """One input's report, or its error returned (so that it crosses from a worker process)."""
     try:
-        report = inspect_trace(trace, relabel_options(**attribution))
-    except TraceError as exc:
-        say(f"spanfix: error: {exc}")
-        sys.exit(EXIT_BAD_INPUT)
+        return api.inspect(source, options)
+    except SpanfixError as exc:
+        return exc
     except MemoryError:
-        say(f"spanfix: error: {trace}: {OUT_OF_MEMORY}")
-        sys.exit(EXIT_BAD_INPUT)
-    write_out(dumps(report.to_json()) + b"\n" if as_json else render(inspect_report(report)))
+        return out_of_memory(source)

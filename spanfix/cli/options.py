@@ -1,23 +1,18 @@
-"""Options shared by the commands: attribution (every command attributes spans) and -j."""
+"""Options shared by the commands: attribution (every command attributes spans), -j, and the
+attribution options turned into the API's spanfix.Options."""
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import click
 
-from ..algorithms import ALGORITHMS
-from ..attribute import DraftRules
-from ..relabelling import RelabelOptions
-
-if TYPE_CHECKING:
-    from ..api import Options
+from ..api import ALGORITHM_NAMES, Options
+from ..errors import UsageError
 
 _ATTRIBUTION_OPTIONS = [
-    click.option("--algorithm", type=click.Choice(sorted(ALGORITHMS)), default=None,
+    click.option("--algorithm", type=click.Choice(ALGORITHM_NAMES), default=None,
                  help="The speculative algorithm, when the trace cannot show it (server_args.json beside "
                       "the trace is read automatically)."),
     click.option("--num-steps", type=click.IntRange(min=1), default=None, metavar="N",
@@ -45,28 +40,18 @@ def attribution_options(command: Callable) -> Callable:
     return command
 
 
-def _patterns(values: tuple[str, ...], flag: str) -> list[re.Pattern]:
-    try:
-        return [re.compile(value, re.IGNORECASE) for value in values]
-    except re.error as exc:
-        raise click.BadParameter(f"not a regular expression: {exc}", param_hint=flag) from None
-
-
-def relabel_options(algorithm, draft_threads, draft_processes, draft_pids, draft_tids, max_bytes, num_steps=None,
-                    **extra) -> RelabelOptions:
-    rules = DraftRules(_patterns(draft_threads, "--draft-thread"), _patterns(draft_processes, "--draft-process"),
-                       set(draft_pids), set(draft_tids))
-    return RelabelOptions(rules=rules, algorithm=algorithm, num_steps=num_steps, max_bytes=max_bytes, **extra)
-
-
 def api_options(algorithm, draft_threads, draft_processes, draft_pids, draft_tids, max_bytes, num_steps=None,
                 **_extra) -> Options:
-    """The attribution options as the API takes them (spanfix.Options)."""
-    from ..api import Options  # the whole library: only commands that use it pay for its import
-    from ..errors import UsageError
+    """The attribution options as the API takes them; a bad one is a usage error naming its option."""
     try:
         return Options(algorithm=algorithm, num_steps=num_steps, draft_threads=tuple(draft_threads),
                        draft_processes=tuple(draft_processes), draft_pids=tuple(draft_pids),
                        draft_tids=tuple(draft_tids), max_bytes=max_bytes)
     except UsageError as exc:
+        name, _, problem = str(exc).partition(": ")
+        if name in _FLAGS:
+            raise click.BadParameter(problem, param_hint=_FLAGS[name]) from None
         raise click.UsageError(str(exc)) from None
+
+
+_FLAGS = {"draft_threads": "--draft-thread", "draft_processes": "--draft-process"}

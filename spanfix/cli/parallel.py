@@ -20,18 +20,25 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from ..reader import STDIN, TraceError
+from ..errors import TraceError, out_of_memory
+from ..progress import Reporter, reporting
 from .interrupt import exit_code
+
+STDIN = "-"
 
 STOP_SECONDS = 10.0  # how long stopped workers get to remove their temporary files
 
 
-def run_each(function: Callable, jobs_of: list[tuple], jobs: int) -> Iterator[tuple[str, object]]:
+def run_each(function: Callable, jobs_of: list[tuple], jobs: int,
+             started: Callable[[str], None] | None = None) -> Iterator[tuple[str, object]]:
     """(input, function(*job)) for every job, whose first item is the input. function returns its
     outcome, errors included, rather than raising them; a worker that fails anyway (killed, out of
-    memory, a bug) gives a TraceError for its input."""
+    memory, a bug) gives a TraceError for its input. started(input): a job begins in this process
+    (whose progress the caller then sees)."""
     if jobs == 1 or len(jobs_of) <= 1 or STDIN in [job[0] for job in jobs_of] or not hasattr(os, "fork"):
         for job in jobs_of:
+            if started is not None:
+                started(job[0])
             yield job[0], function(*job)
         return
     yield from _forked(function, jobs_of, min(jobs, len(jobs_of)))
@@ -88,9 +95,10 @@ def _start(function: Callable, job: tuple, index: int) -> _Worker:
             os.close(reader)
             _die_with(parent)
             try:
-                outcome = function(*job)
+                with reporting(Reporter()):  # the parent's bar is the parent's to draw
+                    outcome = function(*job)
             except MemoryError:
-                outcome = TraceError(f"{job[0]}: out of memory while reading it")
+                outcome = out_of_memory(job[0])
             except KeyboardInterrupt as exc:
                 code = exit_code(exc)
                 raise

@@ -1,108 +1,134 @@
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from pathlib import Path
 
 import click
 
-from ..patch import OutputError
-from ..reader import STDIN, TraceError
-from ..relabelling import default_output, dumps_results, relabel_file
-from ..render.escape import printable
-from ..render.relabel import relabel_summary
-from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED, OUT_OF_MEMORY
+from .. import api
+from ..errors import OutputError, SpanfixError, TraceError, out_of_memory
+from ..render.escape import dumps, printable
+from ..render.relabel import relabel_heading, relabel_line, relabel_summary, relabel_total
+from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .interrupt import exit_code, what
-from .options import attribution_options, jobs_option, relabel_options
-from .parallel import run_each
+from .options import api_options, attribution_options, jobs_option
 from .progress import file_progress
-from .streams import render, say, say_rendered, write_out
+from .streams import render, terminal_width, write_out
+
+STDIN = "-"
 
 
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("-o", "--output", metavar="PATH",
-              help="Output file (one input), folder (several), or - for standard output. "
-                   "Default: beside the input, with .relabeled before .json.")
+              help="Output file (one input), folder (several inputs, or a path ending in /, which is created), "
+                   "or - for standard output. Default: beside the input, with .relabeled before .json.")
 @click.option("--in-place", is_flag=True, help="Replace each input (atomically). Only then is an input touched.")
 @click.option("--dry-run", is_flag=True, help="Work out and report the renames; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on standard output.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the summary as JSON on standard output: every file relabelled, and every input that "
+                   "failed with its error.")
 @click.option("--strict", is_flag=True, help="Exit 1 when any step span stays ambiguous.")
 @click.option("--verify-only", is_flag=True, help="Rename TARGET_VERIFY spans only; leave every other span alone.")
 @click.option("--annotate", is_flag=True,
               help='Also add args["spanfix"] = {"was": OLD, "by": EVIDENCE} to renamed events (not byte-faithful).')
+@click.option("-v", "--verbose", is_flag=True, help="With several inputs, the full table of each, not one line.")
 @jobs_option
 @attribution_options
-def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, annotate, jobs, **attribution):
+def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, annotate, verbose, jobs, **attribution):
     """Rewrite step spans to SGLang's newer DRAFT / VERIFY naming.
 
     Each INPUT (.json or .json.gz, or - for standard input) is read, every step span is
     attributed to the draft or the target model, and a relabelled copy is written. Every byte
     outside the renamed names is kept. Spans without enough evidence are left as they are and
-    reported as ambiguous.
+    reported as ambiguous (inspect says why, and what would decide them).
+
+    One input gets a table of what was renamed and why; several get one line each and a
+    total (-v: a table each).
 
     \b
     Examples:
       spanfix relabel run-TP-0.trace.json.gz          # -> run-TP-0.trace.relabeled.json.gz
       spanfix relabel traces/*.json.gz -o relabeled/  # several files into a folder
       spanfix relabel --dry-run --strict trace.json   # CI: fail when anything is ambiguous
+
+    Exit codes: 0 ok, 1 a span stayed ambiguous (--strict), 2 bad input or usage.
     """
     if in_place and output:
         raise click.UsageError("--in-place and --output exclude each other")
     if in_place and STDIN in inputs:
         raise click.UsageError("--in-place cannot replace standard input")
-    if output and len(inputs) > 1 and output != STDIN and not Path(output).is_dir():
-        raise click.UsageError(f"with several inputs, --output must be an existing folder (got {printable(output)})")
-    options = relabel_options(verify_only=verify_only, annotate=annotate, **attribution)
+    folder = _output_folder(output, len(inputs), dry_run)
+    options = api_options(**attribution)
     jobs_of, refused = [], []
     for source in inputs:
         try:
-            jobs_of.append((source, _target(source, output), options, dry_run, in_place))
+            target = str(Path(folder) / Path(api.relabelled_path(source)).name) if folder else output
+            jobs_of.append((source, target, options, dry_run, in_place, verify_only, annotate))
         except TraceError as exc:  # no output can be named for it (".", "/")
-            refused.append(str(exc))
+            refused.append((source, str(exc)))
     if not (in_place or dry_run):
         jobs_of, clashing = _without_clashing_outputs(jobs_of)
         refused += clashing
-    for problem in refused:
-        say(f"spanfix: error: {problem}")
-    results, failed = [], bool(refused)
-    try:
-        with file_progress([job[0] for job in jobs_of], machine_output=as_json) as progress, \
-                contextlib.closing(run_each(_relabel_one, jobs_of, jobs)) as outcomes:
-            for source, outcome in outcomes:
-                progress.done(source)
-                if isinstance(outcome, Exception):
-                    say(f"spanfix: error: {outcome}")
-                    failed = True
+    results, failed = [], list(refused)
+    several = len(inputs) > 1 and not verbose
+    with file_progress([job[0] for job in jobs_of], machine_output=as_json) as progress:
+        for _, problem in refused:
+            progress.say_line(f"spanfix: error: {problem}")
+        try:
+            for source, outcome in progress.each(jobs)(_relabel_one, jobs_of):
+                if isinstance(outcome, SpanfixError):
+                    failed.append((source, str(outcome)))
+                    progress.say_line(f"spanfix: error: {outcome}")
                     continue
                 results.append(outcome)
-                if not as_json:
-                    say_rendered(render(relabel_summary(outcome), stderr=True))
-    except KeyboardInterrupt as exc:
-        # Every write is to a temporary file renamed into place, and an interrupted one is removed:
-        # the outputs written so far are whole, the rest do not exist, and no input was touched.
-        say(f"spanfix: {what(exc)}; no partial output was left behind")
-        sys.exit(exit_code(exc))
+                if as_json:
+                    continue
+                if several:
+                    progress.say(render(relabel_line(outcome, terminal_width(sys.stderr)), stderr=True,
+                                        soft_wrap=True))
+                else:  # the heading unwrapped (a path is never split), the table to the width
+                    progress.say(render(relabel_heading(outcome), stderr=True, soft_wrap=True)
+                                 + render(relabel_summary(outcome), stderr=True))
+        except KeyboardInterrupt as exc:
+            # Every write is to a temporary file renamed into place, and an interrupted one is removed:
+            # the outputs written so far are whole, the rest do not exist, and no input was touched.
+            progress.say_line(f"spanfix: {what(exc)}; no partial output was left behind")
+            sys.exit(exit_code(exc))
+    if several and not as_json:
+        progress.say(render(relabel_total(results, len(failed)), stderr=True, soft_wrap=True))
     if as_json:
-        try:
-            write_out(dumps_results(results) + b"\n")
-        except OutputError as exc:
-            say(f"spanfix: error: {exc}")
-            failed = True
+        write_out(dumps({"files": [r.to_json() for r in results],
+                         "failed": [{"input": source, "error": error} for source, error in failed]}) + b"\n")
     if failed:
         sys.exit(EXIT_BAD_INPUT)
     if strict and any(r.ambiguous for r in results):
         sys.exit(EXIT_CHECK_FAILED)
 
 
-def _target(source: str, output: str | None) -> str | None:
-    if output and output != STDIN and Path(output).is_dir():
-        return str(Path(output) / Path(default_output(source)).name)
-    return output
+def _output_folder(output: str | None, inputs: int, dry_run: bool) -> str | None:
+    """The folder outputs go into, or None when -o names a file (or nothing). A path ending in /
+    is a folder, created when missing (with its parents); several inputs need one that exists."""
+    if not output or output == STDIN:
+        return None
+    if output.endswith(("/", os.sep)):
+        if not dry_run:
+            try:
+                os.makedirs(output, exist_ok=True)
+            except OSError as exc:
+                raise click.UsageError(f"cannot create the output folder {printable(output)}: "
+                                       f"{exc.strerror or exc}") from None
+        return output
+    if Path(output).is_dir():
+        return output
+    if inputs > 1:
+        raise click.UsageError(f"with several inputs, --output must be a folder: an existing one, or a path "
+                               f"ending in / to create (got {printable(output)})")
+    return None
 
 
-def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[str]]:
+def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[tuple[str, str]]]:
     """Refuse, before anything runs, an input whose output would replace another input or an
     output written for an earlier input (`a/t.json b/t.json -o out/`): only --in-place replaces."""
     inputs = {os.path.realpath(job[0]): job[0] for job in jobs_of if job[0] != STDIN}
@@ -111,28 +137,31 @@ def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[s
     for job in jobs_of:
         source = job[0]
         try:
-            target = job[1] or default_output(source)
+            target = job[1] or api.relabelled_path(source)
         except TraceError as exc:  # no output can be named for it (".", "/")
-            refused.append(str(exc))
+            refused.append((source, str(exc)))
             continue
         if target == STDIN:
             kept.append(job)
             continue
         key = os.path.realpath(target)
         if key in inputs and key != os.path.realpath(source):
-            refused.append(f"{source}: output {target} is another input; choose another --output")
+            refused.append((source, f"{source}: output {target} is another input; choose another --output"))
         elif key in written:
-            refused.append(f"{source}: output {target} is also the output of {written[key]}; choose another --output")
+            clash = f"{source}: output {target} is also the output of {written[key]}; choose another --output"
+            refused.append((source, clash))
         else:
             written[key] = source
             kept.append(job)
     return kept, refused
 
 
-def _relabel_one(source, target, options, dry_run, in_place):
+def _relabel_one(source, target, options, dry_run, in_place, verify_only, annotate):
+    """One input relabelled, or its error returned (so that it crosses from a worker process)."""
     try:
-        return relabel_file(source, target, options, dry_run=dry_run, in_place=in_place)
+        return api.relabel(source, target, options, dry_run=dry_run, in_place=in_place, verify_only=verify_only,
+                           annotate=annotate)
     except (TraceError, OutputError) as exc:
         return exc
     except MemoryError:
-        return TraceError(f"{source}: {OUT_OF_MEMORY}")
+        return out_of_memory(source)

@@ -1,19 +1,26 @@
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 
 import click
 
+from .. import api
+from ..errors import CategoryError, OutputError
+from ..progress import human_size
+from ..render.escape import printable
 from . import EXIT_BAD_INPUT
 from .options import api_options, attribution_options, jobs_option
-from .parallel import run_each
+from .progress import file_progress
+from .streams import say
 
 
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("-o", "--output", default="report.html", show_default=True, metavar="FILE",
-              help="Where to write the HTML file; - for standard output.")
+              help="Where to write the HTML file: a file, a folder (report.html in it; a path ending in / is "
+                   "created), or - for standard output.")
 @click.option("--baseline", metavar="OTHER",
               help="A trace (its distributions are overlaid) or a saved `spanfix stats --format json` result "
                    "(its means and percentiles) to compare with.")
@@ -39,31 +46,43 @@ def report(inputs, output, baseline, kernel_categories, jobs, **attribution):
 
     Exit codes: 0 ok, 2 bad input or usage (the report of the usable inputs is still written).
     """
-    from ..errors import OutputError, SpanfixError
-    from ..patch import output_folder, write_output
-    from ..report import build_report
-
     options = api_options(**attribution)
-    if output != "-":
-        try:
-            output_folder(output)  # a mistyped -o fails now, not after measuring
-        except OutputError as exc:
-            raise click.UsageError(str(exc)) from None
+    output = _output(output)
     command = shlex.join(["spanfix", *sys.argv[1:]]) if sys.argv else "spanfix report"
-    try:
-        built = build_report(list(inputs), options, baseline=baseline, kernel_categories=kernel_categories,
-                             command=command, each=lambda function, jobs_of: run_each(function, jobs_of, jobs))
-    except SpanfixError as exc:  # a bad --kernel-category
-        raise click.UsageError(str(exc)) from None
-    for error in built.errors:
-        click.echo(f"spanfix: error: {error}", err=True)
+    with file_progress(list(inputs), machine_output=False) as progress:
+        try:
+            built = api.html_report(inputs, options, baseline=baseline, kernel_categories=kernel_categories,
+                                    command=command, each=progress.each(jobs))
+        except CategoryError as exc:
+            raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
+        for error in built.errors:
+            progress.say_line(f"spanfix: error: {error}")
     if built.html:
         try:
-            write_output(output, [built.html], gzip=False)
+            built.write(output)
         except OutputError as exc:
-            click.echo(f"spanfix: error: {exc}", err=True)
+            say(f"spanfix: error: {exc}")
             sys.exit(EXIT_BAD_INPUT)
         if output != "-":
-            click.echo(f"spanfix: wrote {output} ({len(built.html) / 1e6:.1f} MB)", err=True)
+            say(f"spanfix: wrote {output} ({human_size(len(built.html))}); open it in a browser")
     if built.errors:
         sys.exit(EXIT_BAD_INPUT)
+
+
+def _output(output: str) -> str:
+    """Where the page goes: -o FILE, or report.html in -o FOLDER/ (created when it ends in /). A
+    folder that does not exist fails now, not after minutes of measuring."""
+    if output == "-":
+        return output
+    if output.endswith(("/", os.sep)) or os.path.isdir(output):
+        try:
+            os.makedirs(output, exist_ok=True)
+        except OSError as exc:
+            raise click.UsageError(f"cannot create the output folder {printable(output)}: {exc.strerror or exc}") \
+                from None
+        return os.path.join(output, "report.html")
+    folder = os.path.dirname(output) or "."
+    if not os.path.isdir(folder):
+        raise click.UsageError(f"{printable(output)}: output folder {printable(folder)} does not exist "
+                               "(end -o with / to create a folder)")
+    return output

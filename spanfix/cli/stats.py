@@ -1,29 +1,22 @@
 from __future__ import annotations
 
-import contextlib
 import sys
 
 import click
 
-from ..reader import TraceError
+from .. import api
+from ..errors import CategoryError
 from ..render.escape import dumps
 from ..render.stats import stats_csv, stats_markdown, stats_table
-from ..timing import GROUP_KEYS, CategoryError, KernelClasses, aggregate, compare, load_baseline, measure_file
-from . import EXIT_BAD_INPUT, OUT_OF_MEMORY
-from .options import attribution_options, jobs_option, relabel_options
-from .parallel import run_each
+from . import EXIT_BAD_INPUT
+from .options import api_options, attribution_options, jobs_option
 from .progress import file_progress
-from .streams import is_terminal, render, say, write_out
-
-
-def report_errors(errors: list[str]) -> None:
-    for error in errors:
-        say(f"spanfix: error: {error}")
+from .streams import is_terminal, render, write_out
 
 
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
-@click.option("--by", "by", multiple=True, type=click.Choice(GROUP_KEYS),
+@click.option("--by", "by", multiple=True, type=click.Choice(api.GROUPINGS),
               help="Split the rows further (repeatable, combinable): file, rank (-TP-<r> in the file name or a "
                    "merged trace's [TP..] pids), stage (always), name, mode-name (the name without its detailed "
                    "suffix), bs, toks.")
@@ -65,29 +58,17 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
       spanfix stats new.json.gz --baseline old.json.gz --format markdown >> "$GITHUB_STEP_SUMMARY"
       spanfix stats traces/*.json.gz --format json > stats.json   # a baseline for later runs
     """
-    options = relabel_options(**attribution)
-    try:
-        classes = KernelClasses.with_overrides(kernel_categories) if kernels or kernel_categories else None
-    except CategoryError as exc:
-        raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
-    measures, errors = [], []
-    jobs_of = [(source, options, classes, True if device else None) for source in inputs]
-    with file_progress(list(inputs), machine_output=output_format != "table") as progress, \
-            contextlib.closing(run_each(_measure_one, jobs_of, jobs)) as outcomes:
-        for source, outcome in outcomes:
-            progress.done(source)
-            if isinstance(outcome, TraceError):
-                errors.append(str(outcome))
-            else:
-                measures.append(outcome)
-    result = aggregate(measures, by, kernel_categories=classes.names if classes else ())
-    if baseline:
+    options = api_options(**attribution)
+    with file_progress(list(inputs), machine_output=output_format != "table") as progress:
         try:
-            result = compare(result, load_baseline(baseline, options, by))
-        except TraceError as exc:
-            errors.append(f"baseline {exc}")
-    report_errors(errors)
-    if measures:
+            result = api.stats(inputs, options, by=by, kernels=kernels, kernel_categories=kernel_categories,
+                               baseline=baseline, errors="collect", device=True if device else None,
+                               each=progress.each(jobs))
+        except CategoryError as exc:
+            raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
+        for error in result.errors:
+            progress.say_line(f"spanfix: error: {error}")
+    if result.inputs:
         if output_format == "json":
             write_out(dumps(result.to_json()) + b"\n")
         elif output_format == "csv":
@@ -98,14 +79,5 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
             # A file or a pipe has no width of its own: do not squeeze the table into 80 columns.
             terminal = is_terminal(sys.stdout)
             write_out(render(stats_table(result, bars=terminal, top=top), width=None if terminal else 200))
-    if errors:
+    if result.errors:
         sys.exit(EXIT_BAD_INPUT)
-
-
-def _measure_one(source: str, options, classes, device) -> object:
-    try:
-        return measure_file(source, options, kernels=classes, device=device)
-    except TraceError as exc:
-        return exc
-    except MemoryError:
-        return TraceError(f"{source}: {OUT_OF_MEMORY}")

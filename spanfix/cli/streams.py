@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from rich.console import Console, RenderableType
 
-from ..reader import memory_budget
+from ..limits import memory_budget
 from ..render.escape import printable
 from ..stdout import OutputError, silence_stdout, standard_output
 
@@ -76,15 +76,24 @@ def _to_stderr(text: str) -> None:
             stream.flush()
 
 
-def render(renderable: RenderableType, *, stderr: bool = False, width: int | None = None) -> str:
+def render(renderable: RenderableType, *, stderr: bool = False, width: int | None = None,
+           soft_wrap: bool = False) -> str:
     """What rich would print on that stream, as text: a terminal gets its colours and width, a file
-    or pipe plain text. Writing it is then the caller's, so that a failed write is one line."""
+    or pipe plain text. Writing it is then the caller's, so that a failed write is one line.
+    soft_wrap: no line breaks added (a line of paths is never split; the terminal folds it)."""
     stream = sys.stderr if stderr else sys.stdout
     console = Console(file=stream if stream is not None else io.StringIO(), width=width, emoji=False,
                       markup=False, highlight=False)
     with console.capture() as capture:
-        console.print(renderable)
+        console.print(renderable, soft_wrap=soft_wrap)
     return capture.get()
+
+
+def terminal_width(stream) -> int | None:
+    """The width of the terminal the stream writes to; None for a file or a pipe, which have none."""
+    if not is_terminal(stream):
+        return None
+    return Console(file=stream).width
 
 
 def is_terminal(stream) -> bool:
@@ -97,7 +106,7 @@ def is_terminal(stream) -> bool:
 @contextlib.contextmanager
 def memory_limited() -> Iterator[None]:
     """Within the block, spanfix's address space is limited to the memory it may use (the machine's,
-    or its container's: reader.memory_budget), unless a lower limit is set already. A trace that
+    or its container's: limits.memory_budget), unless a lower limit is set already. A trace that
     needs more then ends in MemoryError, which every command reports in one line, rather than in
     the kernel's out-of-memory killer, which may pick another program."""
     try:

@@ -1,47 +1,96 @@
-"""The relabel summary as rich renderables. Names, paths and warnings are data: shown as Text, never markup."""
+"""The relabel summary as rich renderables. Names, paths and warnings are data: shown as Text, never markup.
+
+One input gets a heading (IN -> OUT, printed without wrapping: a path is never split across lines)
+and a table; several get a line each and a total."""
 
 from __future__ import annotations
+
+from collections import Counter, defaultdict
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..relabelling import RelabelResult
+from ..relabelling import AmbiguousSpan, RelabelResult
 from .escape import rich_text, shown
 
-SHOWN_AMBIGUOUS = 10
+SHOWN_REASONS = 5  # kinds of ambiguity listed; each with its count and first span
+
+
+def relabel_heading(result: RelabelResult) -> Text:
+    if result.output:
+        return Text.assemble((shown(result.input), "bold"), " -> ", (shown(result.output), "bold"))
+    return Text.assemble((shown(result.input), "bold"), " (dry run: nothing written)")
 
 
 def relabel_summary(result: RelabelResult) -> Group:
-    title = f"{result.input} -> {result.output}" if result.output else f"{result.input} (nothing written)"
-    table = Table(title=rich_text(title), title_justify="left", show_edge=False)
+    table = Table(show_edge=False)
     table.add_column("stage", style="bold")
-    table.add_column("spans", justify="right")
+    table.add_column("spans", justify="right", no_wrap=True)
     table.add_column("decided by")
     for change in result.changes:
         table.add_row(Text.assemble(shown(change.old), " -> ", (shown(change.new), "green")),
-                      str(change.count), rich_text(change.evidence))
+                      f"{change.count:,}", rich_text(change.evidence))
     for reason, count in sorted(result.left_alone.items()):
-        table.add_row(Text("left alone", "dim"), str(count), rich_text(reason, "dim"))
+        table.add_row(Text("left alone", "dim"), f"{count:,}", rich_text(reason, "dim"))
     if result.ambiguous:
-        table.add_row(Text("ambiguous", "yellow"), str(len(result.ambiguous)), Text("left as is, see below", "yellow"))
-    parts: list = [table]
+        table.add_row(Text("ambiguous", "yellow"), f"{len(result.ambiguous):,}", Text("left as is, see below", "yellow"))
     lines = [rich_text(f"algorithm: {result.algorithm}" + (f" ({'; '.join(result.algorithm_reasons)})"
                                                             if result.algorithm_reasons else ""))]
     if result.gpu_copies:
-        lines.append(Text(f"{result.gpu_copies} GPU annotations renamed with their CPU spans"))
+        lines.append(Text(f"{result.gpu_copies:,} GPU annotations renamed with their CPU spans"))
     lines += [Text.assemble(("conflict:", "red"), " ", shown(c)) for c in result.conflicts]
     lines += [Text.assemble(("warning:", "yellow"), " ", shown(w)) for w in result.warnings]
-    for span in result.ambiguous[:SHOWN_AMBIGUOUS]:
-        lines.append(Text.assemble(("ambiguous", "yellow"), " ", shown(
-            f"{span.name} at {span.start_us:.3f} on {_track(span.track)}: {span.detail}")))
-    if len(result.ambiguous) > SHOWN_AMBIGUOUS:
-        lines.append(Text(f"... and {len(result.ambiguous) - SHOWN_AMBIGUOUS} more ambiguous spans "
-                          "(--json lists them all)"))
+    lines += ambiguity_lines(result.ambiguous)
     if not result.changes and not result.ambiguous:
         lines.append(Text("nothing to rename"))
-    return Group(*parts, *lines)
+    return Group(table, *lines)
 
 
-def _track(track: tuple) -> str:
-    return f"pid {track[0]} tid {track[1]}"
+def ambiguity_lines(ambiguous: list[AmbiguousSpan]) -> list[Text]:
+    """The ambiguous spans by reason, the most common first: a count and the first span of each."""
+    groups: dict[str, list[AmbiguousSpan]] = defaultdict(list)
+    for span in ambiguous:
+        groups[span.detail].append(span)
+    ordered = sorted(groups.items(), key=lambda item: -len(item[1]))
+    lines = []
+    for reason, spans in ordered[:SHOWN_REASONS]:
+        first = spans[0]
+        like = "" if len(spans) == 1 else f"{len(spans):,} spans like "
+        lines.append(Text.assemble(("ambiguous:", "yellow"), " ", shown(
+            f"{like}{first.name} at ts {first.start_us:.3f} on pid {first.track[0]} tid {first.track[1]}: {reason}")))
+    if len(ordered) > SHOWN_REASONS:
+        rest = sum(len(spans) for _, spans in ordered[SHOWN_REASONS:])
+        lines.append(Text(f"... and {rest:,} more ambiguous spans for {len(ordered) - SHOWN_REASONS} other reasons "
+                          "(inspect groups them all; --json lists every span)"))
+    return lines
+
+
+def relabel_line(result: RelabelResult, width: int | None = None) -> Text:
+    """One input in one line: where it went, what was renamed, what stayed ambiguous. Where that is
+    wider than the terminal (width), the counts go on an indented line of their own: the paths are
+    never split, nor is a number."""
+    renamed: Counter = Counter()
+    for change in result.changes:
+        renamed[change.new] += change.count
+    what = ", ".join(f"{stage} {count:,}" for stage, count in renamed.most_common()) or "nothing to rename"
+    counts = Text(f"{result.changed:,} renamed ({what})" if result.changed else what)
+    if result.ambiguous:
+        counts.append(f", {len(result.ambiguous):,} ambiguous", "yellow")
+    if result.conflicts or result.warnings:
+        counts.append(f", {len(result.conflicts) + len(result.warnings)} warnings (-v shows them)", "yellow")
+    line = Text.assemble(relabel_heading(result), ": ", counts)
+    if width is not None and line.cell_len > width:
+        line = Text.assemble(relabel_heading(result), ":\n    ", counts)
+    return line
+
+
+def relabel_total(results: list[RelabelResult], failed: int) -> Text:
+    files = len(results)
+    line = Text.assemble(("total", "bold"), f": {files:,} file{'s' if files != 1 else ''}, "
+                         f"{sum(r.changed for r in results):,} spans renamed")
+    ambiguous = sum(len(r.ambiguous) for r in results)
+    line.append(f", {ambiguous:,} ambiguous", "yellow" if ambiguous else "")
+    if failed:
+        line.append(f", {failed} failed", "red")
+    return line

@@ -40,6 +40,12 @@ class Report:
     errors: list[str] = field(default_factory=list)
     payload: dict | None = None
 
+    def write(self, output: str | os.PathLike[str]) -> None:
+        """Write the page, atomically ("-": standard output); OutputError when it cannot be written."""
+        from ..output import write_output
+
+        write_output(os.fspath(output), [self.html], gzip=False)
+
 
 def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, baseline: str | None = None,
                  kernel_categories: Sequence[str] = (), command: str = "", each=None) -> Report:

@@ -19,7 +19,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..errors import UsageError
+from ..errors import CategoryError
 
 # SGLang's merger's classes, in its order, with the additions above. A starting point, not gospel:
 # `topk` still sends sampling kernels to moe, as in SGLang.
@@ -36,10 +36,6 @@ SGLANG_CLASSES: tuple[tuple[str, str], ...] = (
 MEMORY_CLASSES = {"gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 OTHER = "other"
 CATEGORIES = (*(name for name, _ in SGLANG_CLASSES), "memcpy", "memset", OTHER)
-
-
-class CategoryError(UsageError):
-    """A --kernel-category that is not NAME=REGEX with a valid regular expression."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
+from .. import progress
 from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from ..index import StepSpan, TraceIndex, Track, is_number
 from ..naming import new_stage, relabel_step_name
@@ -107,6 +108,7 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     clock); None: only when device time needs them anyway (see device.needs_kernels), which leaves a
     trace whose every span has a GPU annotation as fast to measure as its host spans."""
     notes = []
+    progress.phase("measuring")
     if work is None:
         if kernels is not None or device or (device is None and needs_kernels(trace, index)):
             work = device_work(trace, names=kernels is not None)
