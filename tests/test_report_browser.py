@@ -163,7 +163,7 @@ def stats_json(inputs):
     }
 
 
-# The page's formats, written out independently of spanfix/report/model.py.
+# The page's formats, written out independently of spanfix/report/formatting.py.
 
 def unit_of(label: str) -> str:
     return re.search(r"\((us|ms|s)\)$", label).group(1)

@@ -1,0 +1,76 @@
+"""How the report writes its figures: one unit per table and the numbers in it as text, a table's
+columns and cells as the page reads them (the exact value beside the text), and chart coordinates
+rounded for drawing."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from ..timing import CPU, GPU
+
+CLOCK_TITLES = {CPU: "host", GPU: "device"}
+CLOCK_LONG = {CPU: "host clock (CPU spans)", GPU: "device clock (GPU annotations, or the kernels launched)"}
+
+_UNITS = {"us": (1.0, 1), "ms": (1e3, 3), "s": (1e6, 3)}  # microseconds per unit, decimals in tables
+
+
+def table_unit(values_us: Iterable[float | None]) -> str:
+    """One unit for a table or chart: the largest unit its largest value reaches (as the terminal table)."""
+    largest = max((abs(v) for v in values_us if v is not None), default=0.0)
+    return "s" if largest >= 1e6 else "ms" if largest >= 1e3 else "us"
+
+
+def format_time(value_us: float | None, unit: str) -> str:
+    """A table's time in its unit: 1 decimal for us, 3 for ms and s (the microsecond)."""
+    if value_us is None:
+        return "-"
+    scale, digits = _UNITS[unit]
+    return f"{value_us / scale:,.{digits}f}"
+
+
+def format_share(share: float | None) -> str:
+    return "-" if share is None else f"{share * 100:.1f}%"
+
+
+def format_count(count: int | None) -> str:
+    return "-" if count is None else f"{count:,}"
+
+
+def format_change(change: dict | None, unit: str) -> str:
+    """A mean against the baseline's: +1.234 ms (+5.1%); `new` when the baseline has no such row."""
+    if change is None:
+        return "new"
+    sign = "+" if change["change_us"] >= 0 else "-"
+    pct = "" if change["change_pct"] is None else f" ({change['change_pct']:+.1f}%)"
+    return f"{sign}{format_time(abs(change['change_us']), unit)} {unit}{pct}"
+
+
+def _round(value: float, digits: int = 4) -> float:
+    """A chart coordinate: four significant digits are plenty to draw, and keep the file small."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, max(0, digits - 1 - math.floor(math.log10(abs(value)))))
+
+
+def _cell(text: str, value: Any = None, title: str | None = None, tone: str | None = None) -> dict:
+    cell: dict[str, Any] = {"t": text}
+    if value is not None:
+        cell["v"] = value
+    if title:
+        cell["title"] = title
+    if tone:
+        cell["tone"] = tone
+    return cell
+
+
+def _column(key: str, label: str, numeric: bool = True, hint: str | None = None) -> dict:
+    column: dict[str, Any] = {"key": key, "label": label, "numeric": numeric}
+    if hint:
+        column["hint"] = hint
+    return column
+
+
+def _table(table_id: str, title: str, columns: list[dict], rows: list[list[dict]], note: str | None = None) -> dict:
+    return {"id": table_id, "title": title, "columns": columns, "rows": rows, **({"note": note} if note else {})}
