@@ -11,7 +11,7 @@ from ..render.stats import stats_csv, stats_markdown, stats_table
 from . import EXIT_BAD_INPUT
 from .options import api_options, attribution_options, jobs_option
 from .progress import file_progress
-from .streams import is_terminal, render, write_out
+from .streams import render, terminal_width, write_out
 
 
 @click.command()
@@ -77,7 +77,8 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
             write_out(stats_markdown(result, top))
         else:
             # A file or a pipe has no width of its own: do not squeeze the table into 80 columns.
-            terminal = is_terminal(sys.stdout)
-            write_out(render(stats_table(result, bars=terminal, top=top), width=None if terminal else 200))
+            width = terminal_width(sys.stdout)
+            write_out(render(stats_table(result, bars=width is not None, top=top, width=width),
+                             width=width or 200))
     if result.errors:
         sys.exit(EXIT_BAD_INPUT)

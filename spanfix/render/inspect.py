@@ -1,52 +1,71 @@
-"""The inspect report as rich renderables. Names and paths are data: shown as Text, never markup."""
+"""The inspect report as rich renderables. Names and paths are data: shown as Text, never markup.
+
+Sections are headed by a line of their own (a table's title would wrap at the table's width), and
+ambiguous spans come grouped by reason: a trace's thousand ambiguous spans usually share one or two,
+and each reason says what would decide it."""
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from ..inspection import InspectReport
-from .escape import rich_text, shown
+from .escape import printable, rich_text, shown
+
+SHOWN_TRACKS = 100  # tables for a person; --all and --json list every one
+SHOWN_EXAMPLES = 3
+REASON_LIMIT = 2000  # a reason is spanfix's own text, with what would decide it: shown whole
 
 
 def inspect_report(report: InspectReport, *, show_all: bool = False) -> Group:
     head = Text.assemble(
-        (shown(report.input), "bold"), f": {report.events} events, {report.form} form",
+        (shown(report.input), "bold"), f": {report.events:,} events, {report.form} form",
         ", gzip" if report.gzipped else "", "\nalgorithm: ", (shown(report.algorithm), "bold"),
         shown(f" ({'; '.join(report.algorithm_reasons)})") if report.algorithm_reasons
         else " (no evidence either way)")
-    tracks = Table(title="tracks with step spans", title_justify="left", show_edge=False)
-    for column in ("pid", "tid", "names", "draft?", "step spans by mode"):
-        tracks.add_column(column)
+    parts: list = [head, *_tracks(report, show_all), *_decided(report)]
+    parts += [Text.assemble(("conflict:", "red"), " ", shown(c)) for c in report.conflicts]
+    parts += [Text.assemble(("warning:", "yellow"), " ", shown(w)) for w in report.warnings]
+    if report.ambiguous:
+        parts += _every_ambiguous(report) if show_all else _ambiguous_by_reason(report)
+    else:
+        parts.append(Text("\nno ambiguous step spans", "green"))
+    return Group(*parts, Text(""))
+
+
+def _heading(text: str) -> Text:
+    return Text(f"\n{text}", "bold")
+
+
+def _table(*columns: str, right: tuple[str, ...] = ()) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
+    for column in columns:
+        table.add_column(column, justify="right" if column in right else "left", no_wrap=column in right)
+    return table
+
+
+def _tracks(report: InspectReport, show_all: bool) -> list:
+    tracks = _table("pid", "tid", "names", "draft?", "step spans by mode")
     for track in report.tracks if show_all else report.tracks[:SHOWN_TRACKS]:
         names = "; ".join(track.names) + (f"; ... and {track.more_names} more" if track.more_names else "")
         tracks.add_row(rich_text(track.pid), rich_text(track.tid), rich_text(names) if names else Text("none", "dim"),
                        Text("draft", "green") if track.draft else "",
-                       rich_text(", ".join(f"{mode} {count}" for mode, count in track.steps_by_mode.items())))
-    decided = Table(title="how spans were decided", title_justify="left", show_edge=False)
-    decided.add_column("evidence")
-    decided.add_column("spans", justify="right")
+                       rich_text(", ".join(f"{mode} {count:,}" for mode, count in track.steps_by_mode.items())))
+    more = 0 if show_all else len(report.tracks) - SHOWN_TRACKS
+    return [_heading(f"tracks with step spans ({len(report.tracks):,})"), tracks,
+            *([Text(f"... and {more:,} more tracks (--all lists them all)")] if more > 0 else [])]
+
+
+def _decided(report: InspectReport) -> list:
+    decided = _table("evidence", "spans", right=("spans",))
     for evidence, count in report.decided_by.items():
-        decided.add_row(rich_text(evidence), str(count))
+        decided.add_row(rich_text(evidence), f"{count:,}")
     for role, count in report.roles.items():
         if role not in ("draft", "target", "worker"):
-            decided.add_row(rich_text(role, "yellow" if role == "ambiguous" else "dim"), str(count))
-    more_tracks = 0 if show_all else len(report.tracks) - SHOWN_TRACKS
-    lines = [Text.assemble(("conflict:", "red"), " ", shown(c)) for c in report.conflicts]
-    lines += [Text.assemble(("warning:", "yellow"), " ", shown(w)) for w in report.warnings]
-    parts: list = [head, tracks]
-    if more_tracks > 0:
-        parts.append(Text(f"... and {more_tracks} more tracks (--all lists them all)"))
-    parts += [decided, *lines]
-    if report.ambiguous and show_all:
-        parts.append(_every_ambiguous(report))
-    elif report.ambiguous:
-        parts.append(_ambiguous_by_reason(report))
-    return Group(*parts)
-
-
-SHOWN_TRACKS = 100  # tables for a person; --all and --json list every one
+            decided.add_row(rich_text(role, "yellow" if role == "ambiguous" else "dim"), f"{count:,}")
+    return [_heading("how spans were decided"), decided]
 
 
 def _at(report: InspectReport, start_us: float) -> str:
@@ -60,29 +79,28 @@ def format_offset(us: float) -> str:
     return f"{us / 1e3:.3f} ms"
 
 
-def _ambiguous_by_reason(report: InspectReport) -> Table:
-    table = Table(title=f"ambiguous spans ({len(report.ambiguous):,}) by reason (--all lists every one)",
-                  title_justify="left", show_edge=False)
-    table.add_column("spans", justify="right", no_wrap=True)
-    table.add_column("why, and what would decide it", ratio=3)
-    table.add_column("for example (time from trace start, track)", ratio=2)
+def _ambiguous_by_reason(report: InspectReport) -> list:
+    groups = Table.grid(padding=(0, 2, 1, 0))
+    groups.add_column(justify="right", no_wrap=True)
+    groups.add_column()
     for group in report.ambiguous_by_reason(SHOWN_EXAMPLES):
-        examples = "\n".join(f"{span.name} at {_at(report, span.start_us)} on {span.track[0]}/{span.track[1]}"
-                             for span in group.examples)
-        table.add_row(f"{group.count:,}", rich_text(group.reason), rich_text(examples))
-    return table
+        missing, _, deciders = printable(group.reason, REASON_LIMIT).partition("; would decide it: ")
+        body = [Text(missing)]
+        if deciders:
+            body.append(Text.assemble(("would decide it: ", "bold"), deciders))
+        for k, span in enumerate(group.examples):
+            body.append(Text.assemble("e.g. " if k == 0 else "     ", shown(span.name),
+                                      f" at {_at(report, span.start_us)} on {shown(span.track[0])}/"
+                                      f"{shown(span.track[1])}", style="dim"))
+        groups.add_row(Text(f"{group.count:,}", "yellow"), Group(*body))
+    return [_heading(f"ambiguous step spans ({len(report.ambiguous):,}), by reason; times from the trace start "
+                     "(--all lists every span)"), groups]
 
 
-def _every_ambiguous(report: InspectReport) -> Table:
-    spans = Table(title=f"ambiguous spans ({len(report.ambiguous):,})", title_justify="left", show_edge=False)
-    for column in ("from start", "track", "name", "inside", "why"):
-        spans.add_column(column, no_wrap=column == "from start")
+def _every_ambiguous(report: InspectReport) -> list:
+    spans = _table("from start", "track", "name", "inside", "why", right=("from start",))
     for span in report.ambiguous:
         inside = " < ".join(span.enclosing[:3]) + (" < ..." if span.enclosing_count > 3 else "")
         spans.add_row(_at(report, span.start_us), rich_text(f"{span.track[0]}/{span.track[1]}"), rich_text(span.name),
-                      rich_text(inside or "-"), rich_text(span.detail))
-    return spans
-
-
-SHOWN_EXAMPLES = 3
-
+                      rich_text(inside or "-"), Text(printable(span.detail, REASON_LIMIT)))
+    return [_heading(f"ambiguous step spans ({len(report.ambiguous):,})"), spans]

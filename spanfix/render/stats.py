@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from collections.abc import Collection
 
 from rich import box
@@ -85,22 +86,29 @@ def stage_cells(result: StatsResult, clock: str, bars: bool = False) -> tuple[st
 
 
 def iteration_cells(result: StatsResult, bars: bool = False) -> tuple[list[str], list[list[str]]]:
-    """Per decode iteration, host and device side by side: the whole iteration, then where its time goes."""
+    """Per decode iteration, host and device side by side: the whole iteration, then where its time
+    goes. A clock no iteration was measured on gets no columns."""
     baseline = bool(result.baseline)
-    header = [*result.scope, "part", "iterations", "host mean", *_share_header(bars, "host"),
-              "device mean", *_share_header(bars, "device")]
-    header += ["host vs baseline", "device vs baseline"] if baseline else []
+    clocks = [clock for clock in CLOCKS if any(it.clock == clock for it in result.iterations)]
+    side = {CPU: "host", GPU: "device"}
+    header = [*result.scope, "part", "count"]
+    for clock in clocks:
+        header += [f"{side[clock]} mean", *_share_header(bars, side[clock])]
+    header += [f"{side[clock]} vs baseline" for clock in clocks] if baseline else []
     rows = []
     for keys in dict.fromkeys(it.keys for it in result.iterations):
-        host, device = result.iteration(CPU, keys), result.iteration(GPU, keys)
-        count = host.summary.count if host else device.summary.count
-        line = [*_keys(keys), "decode iteration", str(count), *_whole(host, bars), *_whole(device, bars)]
-        line += [_vs(host, None), _vs(device, None)] if baseline else []
+        found = {clock: result.iteration(clock, keys) for clock in clocks}
+        count = next(it.summary.count for it in found.values() if it is not None)
+        line = [*_keys(keys), "iteration", str(count)]
+        for clock in clocks:
+            line += _whole(found[clock], bars)
+        line += [_vs(found[clock], None) for clock in clocks] if baseline else []
         rows.append(line)
-        parts = dict.fromkeys([*(host.parts if host else ()), *(device.parts if device else ())])
-        for part in parts:
-            line = [*_keys(keys), part, "", *_part(host, part, bars), *_part(device, part, bars)]
-            line += [_vs(host, part), _vs(device, part)] if baseline else []
+        for part in dict.fromkeys(part for it in found.values() if it is not None for part in it.parts):
+            line = [*_keys(keys), part, ""]
+            for clock in clocks:
+                line += _part(found[clock], part, bars)
+            line += [_vs(found[clock], part) for clock in clocks] if baseline else []
             rows.append(line)
     return header, rows
 
@@ -162,33 +170,115 @@ def _clocks(result: StatsResult) -> list[str]:
     return [clock for clock in CLOCKS if any(row.clock == clock for row in result.rows)]
 
 
-def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS) -> Group:
-    parts: list = []
+def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, width: int | None = None) -> Group:
+    """The tables for a terminal of `width` columns (None: as wide as they are). Where a table is
+    wider, its bars go first, then its paths are shortened (the folder all inputs share, then the
+    middle); a figure is never cut."""
+    tables = []
     for clock in _clocks(result):
         unit, header, rows = stage_cells(result, clock, bars)
-        parts.append(_rich(f"{CLOCK_TITLES[clock]}, times in {unit}", header, rows))
+        tables.append((f"{CLOCK_TITLES[clock]}, times in {unit}", header, rows))
     if result.iterations:
-        parts.append(_rich("decode iterations: where the time goes, host and device",
-                           *iteration_cells(result, bars)))
+        both = {it.clock for it in result.iterations} == set(CLOCKS)
+        tables.append((f"decode iterations: where the time goes{', host and device' if both else ''}",
+                       *iteration_cells(result, bars)))
     if result.kernels:
-        parts.append(_rich("kernel categories: share of each group's device busy time", *category_cells(result)))
+        tables.append(("kernel categories: share of each group's device busy time", *category_cells(result)))
         for group in result.kernels:
-            parts.append(_rich(f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
-                               *kernel_cells(result, group, top)))
+            tables.append((f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
+                           *kernel_cells(result, group, top)))
+    parts: list = [_rich(title, *fitted(header, rows, width)) for title, header, rows in tables]
     if not result.rows:
         parts.append(Text("no step spans"))
     if result.baseline:
         parts.append(rich_text(f"baseline: {result.baseline}"))
-    parts += [Text.assemble(("warning: ", "yellow"), shown(warning)) for warning in result.warnings]
+    parts += [Text.assemble(("warning: ", "yellow"), shown(warning)) for warning in grouped_warnings(result)]
     return Group(*parts)
+
+
+def grouped_warnings(result: StatsResult) -> list[str]:
+    """The warnings, those that say the same of several inputs once ("a.json, b.json: ...")."""
+    inputs = sorted(result.inputs, key=len, reverse=True)
+    said: dict[str, list[str]] = {}
+    for warning in result.warnings:
+        source = next((i for i in inputs if warning.startswith(f"{i}: ")), None)
+        text = warning[len(source) + 2:] if source else warning
+        said.setdefault(text, []).extend([source] if source else [])
+    return [f"{', '.join(sources)}: {text}" if sources else text for text, sources in said.items()]
+
+
+PATH_COLUMNS = ("file",)
+SHORTEST_PATH = 16  # a path is not shortened below this many cells (with its …)
+
+
+def fitted(header: list[str], rows: list[list[str]], width: int | None) -> tuple[list[str], list[list[str]]]:
+    """The table made to fit `width` columns, if it can be without cutting a figure: first without
+    its bar columns, then with its paths shortened."""
+    if width is None or table_width(header, rows) <= width:
+        return header, rows
+    keep = [k for k, name in enumerate(header) if name]  # bar columns have no header
+    header, rows = [header[k] for k in keep], [[row[k] for k in keep] for row in rows]
+    for column in (k for k, name in enumerate(header) if name in PATH_COLUMNS):
+        paths = sorted({row[column] for row in rows})
+        for shorten in (without_common_folder, without_common_suffix):
+            if table_width(header, rows) <= width:
+                break
+            shorter = dict(zip(paths, shorten(paths)))
+            rows = [[*row[:column], shorter[row[column]], *row[column + 1:]] for row in rows]
+            paths = [shorter[path] for path in paths]
+        excess = table_width(header, rows) - width
+        longest = max(len(row[column]) for row in rows)
+        if excess > 0 and longest > SHORTEST_PATH:
+            room = max(SHORTEST_PATH, longest - excess, len(header[column]))
+            rows = [[*row[:column], middle_cut(row[column], room), *row[column + 1:]] for row in rows]
+    return header, rows
+
+
+def table_width(header: list[str], rows: list[list[str]]) -> int:
+    """The cells the table takes when nothing in it is wrapped or cut."""
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    console = Console(width=100_000, file=io.StringIO())
+    return Measurement.get(console, console.options, _rich("", header, rows)).maximum
+
+
+def without_common_suffix(paths: list[str]) -> list[str]:
+    """The paths without the ending they all share from a dot on ("a.trace.json.gz", "b.trace.json.gz" -> "a", "b")."""
+    if len(paths) < 2:
+        return paths
+    ending = os.path.commonprefix([path[::-1] for path in paths])[::-1]
+    cut = ending.find(".")
+    if cut < 0 or any(len(path) <= len(ending) - cut for path in paths):
+        return paths
+    return [path[:len(path) - (len(ending) - cut)] for path in paths]
+
+
+def without_common_folder(paths: list[str]) -> list[str]:
+    """The paths without the folder they all share ("runs/a/x.json", "runs/b/x.json" -> "a/x.json", "b/x.json")."""
+    split = [path.split("/") for path in paths]
+    common = 0
+    while all(len(parts) > common + 1 for parts in split) and len({parts[common] for parts in split}) == 1:
+        common += 1
+    return ["/".join(parts[common:]) for parts in split]
+
+
+def middle_cut(text: str, room: int) -> str:
+    """text in at most `room` cells, its middle replaced by … (a file's name ends matter most)."""
+    if len(text) <= room:
+        return text
+    tail = (room - 1) * 2 // 3
+    return text[:room - 1 - tail] + "…" + text[len(text) - tail:]
 
 
 def _rich(title: str, header: list[str], rows: list[list[str]]) -> Table:
     table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True)
-    for name in header:
-        table.add_column(Text(name), justify="left" if name in TEXT_COLUMNS or not name else "right",
-                         style="bold" if name == "stage" else None)
+    for k, name in enumerate(header):
+        text = name in TEXT_COLUMNS or not name
+        # A figure is never cut: its column is at least as wide as its widest cell; text may wrap.
+        table.add_column(Text(name), justify="left" if text else "right", style="bold" if name == "stage" else None,
+                         no_wrap=not text, min_width=None if text else max(len(row[k]) for row in [header, *rows]))
     for row in rows:
         table.add_row(*map(rich_text, row))  # names and files are data, never markup
     return table
