@@ -27,6 +27,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
 MB = 1_000_000
+# The trace generator `synth` is test support, kept in tests/ rather than in the installed package.
+sys.path.insert(0, str(HERE.parent / "tests"))
 
 
 @dataclass
@@ -62,7 +64,7 @@ def measure(name: str, argv: list[str], reps: int, input_mb: float) -> Measure:
 def make_trace(out: Path, size_mb: int) -> tuple[Path, Path]:
     plain, packed = out / f"trace-{size_mb}mb.json", out / f"trace-{size_mb}mb.json.gz"
     if not plain.exists():
-        from spanfix.synth import SynthSpec, stream_large
+        from synth import SynthSpec, stream_large
         print(f"generating {plain} ...", file=sys.stderr, flush=True)
         stream_large(SynthSpec(algorithm="eagle", cuda_graph=False, python_stacks=True, detailed=True),
                      plain, size_mb * MB, gzip=False)
@@ -76,7 +78,7 @@ def make_bare_trace(out: Path, size_mb: int) -> Path:
     time then comes from every launch and kernel, which is the device view's cost."""
     bare = out / f"trace-{size_mb}mb-noann.json"
     if not bare.exists():
-        from spanfix.synth import SynthSpec, stream_large
+        from synth import SynthSpec, stream_large
         print(f"generating {bare} ...", file=sys.stderr, flush=True)
         stream_large(SynthSpec(algorithm="eagle", cuda_graph=False, python_stacks=True, detailed=True,
                                gpu_annotations=False), bare, size_mb * MB, gzip=False)

@@ -1,6 +1,6 @@
 """Small event lists shared by tests that need a realistic trace but not a specific one."""
 
-from spanfix.synth import SynthSpec, generate
+from synth import SynthSpec, generate
 
 
 def eagle_events(unnamed_e: bool = False) -> list[dict]:

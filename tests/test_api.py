@@ -11,11 +11,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import synth
 from click.testing import CliRunner
 from conftest import FIXTURES, ROOT
 
 import spanfix
-from spanfix import synth
 from spanfix.cli import main
 
 EAGLE = FIXTURES / "eagle-stock.trace.json.gz"

@@ -9,9 +9,9 @@ import itertools
 import json
 
 import pytest
+from synth import ALGORITHMS, SynthSpec, generate, generate_ranks, merge, shuffle, write
 
 from spanfix.relabelling import RelabelOptions, relabel_file
-from spanfix.synth import ALGORITHMS, SynthSpec, generate, generate_ranks, merge, shuffle, write
 
 LAYOUTS = [{"cuda_graph": g, "python_stacks": p, "detailed": d, "stage_spans": st}
            for g, p, d, st in itertools.product((True, False), repeat=4)]

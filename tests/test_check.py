@@ -267,7 +267,7 @@ def test_ctrl_c_exits_130_with_one_line(old, monkeypatch, command):
 
 
 def _graph_eagle(tmp_path, scale=1.0, name="t.json"):
-    from spanfix import synth
+    import synth
     trace = synth.generate(synth.SynthSpec(algorithm="eagle", cuda_graph=True, gpu_annotations=False,
                                            decode_iterations=4, seed=4))
     path = tmp_path / name

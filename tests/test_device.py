@@ -11,9 +11,9 @@ import json
 from collections import defaultdict
 
 import pytest
+import synth
 from click.testing import CliRunner
 
-from spanfix import synth
 from spanfix.cli import main
 from spanfix.relabelling import RelabelOptions
 from spanfix.timing import DEVICE_PARTS, KernelClasses, aggregate, measure_files

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+import synth
 
-from spanfix import synth
 from spanfix.gate import CheckOptions, parse_budget, run_check
 from spanfix.relabelling import RelabelOptions, relabel_file
 from spanfix.timing import aggregate, measure_files

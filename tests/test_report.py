@@ -7,11 +7,11 @@ import re
 from importlib import resources
 
 import pytest
+import synth
 from click.testing import CliRunner
 from conftest import span, write_trace
 
 import spanfix
-from spanfix import synth
 from spanfix.api import stats
 from spanfix.cli import main
 from spanfix.report import build_report, html, model

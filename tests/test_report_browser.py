@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import synth
 from click.testing import CliRunner
 
-from spanfix import __version__, synth
+from spanfix import __version__
 from spanfix.api import open as open_trace
 from spanfix.cli import main
 

@@ -7,11 +7,11 @@ import json
 from collections import defaultdict
 
 import pytest
+import synth
 from click.testing import CliRunner
 from conftest import needs_real_traces, real_traces, span, thread_name, write_trace
 from rich.console import Console
 
-from spanfix import synth
 from spanfix.cli import main
 from spanfix.naming import parse_step_name
 from spanfix.relabelling import RelabelOptions

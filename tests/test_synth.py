@@ -19,9 +19,8 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-
-from spanfix import synth
-from spanfix.synth import (
+import synth
+from synth import (
     ALGORITHMS,
     RANK_KINDS,
     SynthSpec,

@@ -1,0 +1,105 @@
+"""What a synthetic trace is made from and made of: the spec, the trace, its truths, exact times."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ALGORITHMS = ("eagle", "eagle3", "nextn", "standalone", "mtp", "frozen-kv", "dflash", "dspark", "eagle-v1", "ngram",
+              "none")
+FORMS = ("object", "array", "array-unterminated")
+
+
+@dataclass(frozen=True)
+class SynthSpec:
+    algorithm: str = "eagle"  # one of ALGORITHMS; eagle/eagle3/nextn/standalone are the "EAGLE v2" rows of the table
+    cuda_graph: bool = True
+    stage_spans: bool = True  # `draft`/`draft_extend` spans; only the EAGLE v2 family and frozen-KV have them
+    python_stacks: bool = True
+    detailed: bool = False
+    run_batch: bool = True  # `scheduler.run_batch` and its sibling annotations around each iteration
+    gpu_annotations: bool = True
+    kernels: bool = True
+    draft_thread: bool = False  # draft worker on its own OS thread (tid + 1) named "... (draft worker)"
+    new_names: bool = False  # write step names as the newer SGLang does (already relabelled)
+    prefill_iterations: int = 1
+    decode_iterations: int = 4
+    batch_size: int = 4
+    num_steps: int = 3
+    topk: int = 1
+    pid: int | str = 251
+    tid: int = 251
+    device: int = 0
+    stream: int = 7
+    epoch_ns_timestamps: bool = False  # absolute epoch microseconds with a nanosecond fraction
+    seed: int = 0
+    mixed_iterations: int = 0  # chunked-prefill MIXED iterations between prefill and decode ("none" only)
+    target_kernels: int = 40  # kernels one target forward launches (about four decoder layers)
+    draft_kernels: int = 12  # a draft forward launches far fewer: often one layer's worth
+
+
+@dataclass(frozen=True)
+class StepTruth:
+    index: int  # position of the event in SynthTrace.events (and in the written array)
+    old_name: str  # the name as written
+    expected_name: str  # the name newer SGLang gives it
+    role: str  # "target", "draft", or "worker" (a worker's own graph span, not from ModelRunner.forward)
+    clock: str  # "cpu" (user_annotation) or "gpu" (gpu_user_annotation)
+
+
+@dataclass(frozen=True)
+class KernelTruth:
+    """One kernel the generator launched, and whose work it was (the generator knows; the trace may not say)."""
+
+    rank: int
+    iteration: int  # the scheduler iteration that launched it, from 0
+    phase: str  # "prefill", "mixed" or "decode"
+    start_ns: int
+    end_ns: int
+    name: str
+    stage: str | None  # the stage word (newer naming) of the step span that launched it; None outside steps
+    part: str | None  # decode iterations: draft, verify, draft_extend or other
+
+
+@dataclass
+class SynthTrace:
+    spec: SynthSpec
+    events: list[dict]
+    metadata: dict  # top-level keys other than traceEvents, in file order
+    truths: list[StepTruth]
+    server_args: dict
+    leading_keys: int = 0  # how many metadata keys are written before "traceEvents"
+    kernels: list[KernelTruth] = field(default_factory=list)
+
+
+class Micros(float):
+    """A Kineto time in microseconds that remembers its exact nanosecond value for writing."""
+
+    __slots__ = ("ns",)
+
+    def __new__(cls, ns: int):
+        self = super().__new__(cls, ns / 1000)
+        self.ns = ns
+        return self
+
+    def __reduce__(self):
+        return (Micros, (self.ns,))
+
+    @property
+    def text(self) -> str:
+        us, frac = divmod(self.ns, 1000)
+        return f"{us}.{frac:03d}"
+
+    __str__ = __repr__ = lambda self: self.text
+
+
+def _check(spec: SynthSpec) -> None:
+    if spec.algorithm not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {spec.algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+    if spec.mixed_iterations and spec.algorithm != "none":
+        raise ValueError("mixed_iterations needs algorithm 'none': speculative decoding never runs MIXED batches")
+    for name in ("batch_size", "num_steps", "topk", "target_kernels", "draft_kernels"):
+        if getattr(spec, name) < 1:
+            raise ValueError(f"{name} must be at least 1")
+    for name in ("prefill_iterations", "decode_iterations", "mixed_iterations"):
+        if getattr(spec, name) < 0:
+            raise ValueError(f"{name} must not be negative")
