@@ -29,7 +29,7 @@ def inspect_report(report: InspectReport, *, show_all: bool = False) -> Group:
     parts += [Text.assemble(("conflict:", "red"), " ", shown(c)) for c in report.conflicts]
     parts += [Text.assemble(("warning:", "yellow"), " ", shown(w)) for w in report.warnings]
     if report.ambiguous:
-        parts += _every_ambiguous(report) if show_all else _ambiguous_by_reason(report)
+        parts += _ambiguous_by_reason(report, every=show_all)
     else:
         parts.append(Text("\nno ambiguous step spans", "green"))
     return Group(*parts, Text(""))
@@ -79,28 +79,22 @@ def format_offset(us: float) -> str:
     return f"{us / 1e3:.3f} ms"
 
 
-def _ambiguous_by_reason(report: InspectReport) -> list:
+def _ambiguous_by_reason(report: InspectReport, every: bool = False) -> list:
     groups = Table.grid(padding=(0, 2, 1, 0))
     groups.add_column(justify="right", no_wrap=True)
     groups.add_column()
-    for group in report.ambiguous_by_reason(SHOWN_EXAMPLES):
+    for group in report.ambiguous_by_reason(len(report.ambiguous) if every else SHOWN_EXAMPLES):
         missing, _, deciders = printable(group.reason, REASON_LIMIT).partition("; would decide it: ")
         body = [Text(missing)]
         if deciders:
             body.append(Text.assemble(("would decide it: ", "bold"), deciders))
         for k, span in enumerate(group.examples):
-            body.append(Text.assemble("e.g. " if k == 0 else "     ", shown(span.name),
+            inside = f" inside {' < '.join(span.enclosing[:3])}{' < ...' if span.enclosing_count > 3 else ''}" \
+                if every and span.enclosing else ""
+            body.append(Text.assemble("e.g. " if k == 0 and not every else "" if every else "     ", shown(span.name),
                                       f" at {_at(report, span.start_us)} on {shown(span.track[0])}/"
-                                      f"{shown(span.track[1])}", style="dim"))
+                                      f"{shown(span.track[1])}", shown(inside), style="dim"))
         groups.add_row(Text(f"{group.count:,}", "yellow"), Group(*body))
-    return [_heading(f"ambiguous step spans ({len(report.ambiguous):,}), by reason; times from the trace start "
-                     "(--all lists every span)"), groups]
-
-
-def _every_ambiguous(report: InspectReport) -> list:
-    spans = _table("from start", "track", "name", "inside", "why", right=("from start",))
-    for span in report.ambiguous:
-        inside = " < ".join(span.enclosing[:3]) + (" < ..." if span.enclosing_count > 3 else "")
-        spans.add_row(_at(report, span.start_us), rich_text(f"{span.track[0]}/{span.track[1]}"), rich_text(span.name),
-                      rich_text(inside or "-"), Text(printable(span.detail, REASON_LIMIT)))
-    return [_heading(f"ambiguous step spans ({len(report.ambiguous):,})"), spans]
+    more = "" if every else " (--all lists every span)"
+    return [_heading(f"ambiguous step spans ({len(report.ambiguous):,}), by reason; times from the trace "
+                     f"start{more}"), groups]
