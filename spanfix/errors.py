@@ -17,6 +17,11 @@ class OutputError(SpanfixError):
     """An output that could not be written (nothing partial is left behind)."""
 
 
+class ReaderGone(OutputError):
+    """Standard output is a pipe whose reader has gone (`spanfix ... | head`): not a failure of
+    spanfix's, and the command line ends quietly, as Unix tools do."""
+
+
 class UsageError(SpanfixError, ValueError):
     """A call or an option spanfix cannot act on: an unknown algorithm or grouping key, a bad budget."""
 
@@ -37,4 +42,4 @@ def out_of_memory(source: str) -> TraceError:
     return TraceError(f"{source}: {OUT_OF_MEMORY}")
 
 
-__all__ = ["BudgetError", "CategoryError", "OutputError", "SpanfixError", "TraceError", "UsageError"]
+__all__ = ["BudgetError", "CategoryError", "OutputError", "ReaderGone", "SpanfixError", "TraceError", "UsageError"]

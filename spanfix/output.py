@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from . import progress
+from .errors import ReaderGone
 from .notice import notice
 from .stdout import OutputError, silence_stdout, standard_output
 
@@ -265,6 +266,8 @@ def _write_to_stdout(chunks: Iterable[memoryview | bytes], *, gzip: bool) -> Non
         stream.flush()
     except (OSError, ValueError) as exc:
         silence_stdout()
+        if isinstance(exc, BrokenPipeError):
+            raise ReaderGone("standard output: the reader went away") from None
         raise OutputError(f"standard output: cannot write: {_reason(exc)}") from None
 
 

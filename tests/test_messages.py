@@ -158,3 +158,20 @@ def test_stats_at_40_columns_shows_every_figure_whole(tmp_path):
     assert "…" not in text or not re.search(r"\d…|…\d", text)
     for row in result.rows:
         assert f"{row.summary.mean_us:.1f}" in text or f"{row.summary.mean_us / 1e3:.3f}" in text
+
+
+def test_a_reader_that_goes_away_ends_spanfix_quietly(tmp_path):
+    """`spanfix ... | head`: no error, no traceback; 141 (128 + SIGPIPE), as a shell reports for cat."""
+    import subprocess
+    import sys
+
+    events = [span("step[TARGET_VERIFY bs=4]", k * 10, 5, tid=1 + k % 2) for k in range(20000)]
+    source = write_trace(tmp_path / "t.json", [thread_name(1, 2, "draft"), *events])
+    unclear = write_trace(tmp_path / "u.json", [span("step[DRAFT_EXTEND_V2 bs=4]", k * 10, 5) for k in range(20000)])
+    for command in (["relabel", str(source), "-o", "-"], ["inspect", "--json", "--algorithm", "mtp", str(unclear)]):
+        process = subprocess.Popen([sys.executable, "-m", "spanfix", *command], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+        process.stdout.read(10)
+        process.stdout.close()  # the reader goes away with most of the output unread
+        stderr = process.stderr.read()
+        assert (process.wait(), stderr) == (141, b""), command

@@ -503,8 +503,8 @@ def test_standard_output_closed_early(tmp_path, trace_file):
                               stdout=writer, stderr=subprocess.PIPE, timeout=60, check=False)
     finally:
         os.close(writer)
-    assert done.returncode == 2
-    assert done.stderr == b"spanfix: error: standard output: cannot write: Broken pipe\n"
+    # Quiet, as Unix tools are when their reader has gone, with the shell's code for SIGPIPE.
+    assert (done.returncode, done.stderr) == (141, b"")
 
 
 # --- known gaps outside the reader (owned elsewhere): strict, so fixing them flags these tests ------

@@ -12,6 +12,7 @@ import click
 from .. import __version__
 
 EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130  # 130: 128 + SIGINT, as shells report Ctrl-C
+EXIT_READER_GONE = 141  # 128 + SIGPIPE: what a shell reports for `cat big | head`
 
 # Each command's module is imported only when that command runs (or help lists it): a relabel
 # of a small file should not pay for importing the stats, check and rendering code.
@@ -31,8 +32,8 @@ class LazyGroup(click.Group):
         # Every command ends in one of its exit codes and at most a few lines, whatever happens:
         # Ctrl-C or SIGTERM, an output that cannot be written, memory running out, even a bug.
         # A traceback (or click's "Aborted!" and exit 1) would also read as check's "a rule broke".
+        from ..errors import OutputError, ReaderGone
         from ..notice import set_notice_hook
-        from ..stdout import OutputError
         from .interrupt import exit_code, signals_interrupt, what
         from .streams import ensure_standard_descriptors, memory_limited, say
 
@@ -44,6 +45,8 @@ class LazyGroup(click.Group):
             except KeyboardInterrupt as exc:
                 say(f"spanfix: {what(exc)}")
                 sys.exit(exit_code(exc))
+            except ReaderGone:  # `spanfix ... | head`: the reader has what it wanted
+                sys.exit(EXIT_READER_GONE)
             except OutputError as exc:
                 say(f"spanfix: error: {exc}")
                 sys.exit(EXIT_BAD_INPUT)
@@ -81,7 +84,8 @@ def main() -> None:
       spanfix relabel --in-place --algorithm eagle trace.json.gz
 
     Exit codes: 0 ok, 1 a check failed (--strict), 2 bad input or usage,
-    130 Ctrl-C (143 SIGTERM, 129 SIGHUP).
+    130 Ctrl-C (143 SIGTERM, 129 SIGHUP), 141 the reader of standard output
+    went away (| head), quietly.
     """
     # A run holds a trace's millions of objects and makes no reference cycles worth collecting:
     # the cyclic collector would only walk them, again and again (about 10% of a relabel).

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from .. import api
-from ..errors import OutputError, SpanfixError, TraceError, out_of_memory
+from ..errors import OutputError, ReaderGone, SpanfixError, TraceError, out_of_memory
 from ..render.escape import dumps, printable
 from ..render.relabel import relabel_heading, relabel_line, relabel_summary, relabel_total
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
@@ -78,6 +78,8 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
             progress.say_line(f"spanfix: error: {problem}")
         try:
             for source, outcome in progress.each(jobs)(_relabel_one, jobs_of):
+                if isinstance(outcome, ReaderGone):  # -o - | head
+                    raise outcome
                 if isinstance(outcome, SpanfixError):
                     failed.append((source, str(outcome)))
                     progress.say_line(f"spanfix: error: {outcome}")

@@ -7,7 +7,7 @@ import sys
 import click
 
 from .. import api
-from ..errors import CategoryError, OutputError
+from ..errors import CategoryError, OutputError, ReaderGone
 from ..progress import human_size
 from ..render.escape import printable
 from . import EXIT_BAD_INPUT
@@ -60,6 +60,8 @@ def report(inputs, output, baseline, kernel_categories, jobs, **attribution):
     if built.html:
         try:
             built.write(output)
+        except ReaderGone:
+            raise
         except OutputError as exc:
             say(f"spanfix: error: {exc}")
             sys.exit(EXIT_BAD_INPUT)

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from rich.console import Console, RenderableType
 
+from ..errors import ReaderGone
 from ..limits import memory_budget
 from ..render.escape import printable
 from ..stdout import OutputError, silence_stdout, standard_output
@@ -34,16 +35,25 @@ def ensure_standard_descriptors() -> None:
                 os.close(null)
 
 
+_PIECE = 2**20
+
+
 def write_out(data: bytes | str) -> None:
     """A command's output on standard output, all at once. OutputError when it cannot be written."""
     stream = standard_output()
     if isinstance(data, str):
         data = data.encode(getattr(sys.stdout, "encoding", None) or "utf-8", "backslashreplace")
+    view = memoryview(data)
     try:
-        stream.write(data)
-        stream.flush()
+        # In pieces: one write of megabytes into a pipe whose reader leaves half-way can end in a
+        # short count rather than an error, and the rest would vanish without a word.
+        for start in range(0, len(view), _PIECE):
+            stream.write(view[start:start + _PIECE])
+            stream.flush()
     except (OSError, ValueError) as exc:
         silence_stdout()
+        if isinstance(exc, BrokenPipeError):
+            raise ReaderGone("standard output: the reader went away") from None
         raise OutputError(f"standard output: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
 
 
