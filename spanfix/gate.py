@@ -313,7 +313,7 @@ def measured(budget: Budget, stats: StatsResult) -> tuple[float | None, str]:
 
 def _figure(budget: Budget, value: float) -> str:
     if budget.statistic in FRACTIONS:
-        return f"{value:.3f}"
+        return f"{value:.1%}"
     if budget.statistic == "count":
         return f"{value:.0f}"
     return format_us(value)

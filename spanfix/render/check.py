@@ -7,8 +7,11 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..gate import CheckReport, Outcome
-from .escape import code_span, markdown_text, shown
-from .stats import markdown_table
+from .escape import code_span, markdown_text, printable, shown
+from .stats import grouped_warnings, markdown_table
+
+
+DETAIL_LIMIT = 2000  # why a rule broke is spanfix's own text, with what would decide it: shown whole
 
 
 def label(outcome: Outcome) -> str:
@@ -25,12 +28,22 @@ def verdict_line(report: CheckReport) -> str:
 
 
 def check_text(report: CheckReport) -> str:
-    width = max((len(label(o)) for o in report.outcomes), default=0)
+    """The verdict, then the rules by input (each input's path once, on a line of its own: never
+    split), then the rules on all inputs together; why a rule broke goes on the line below it."""
+    width = max((len(shown(o.rule)) for o in report.outcomes), default=0)
     lines = [verdict_line(report)]
+    by_input: dict[str | None, list[Outcome]] = {}
     for outcome in report.outcomes:
-        line = f"  {'held  ' if outcome.held else 'BROKEN'}  {label(outcome).ljust(width)}  {shown(outcome.figure)}"
-        lines.append(line + (f"  ({shown(outcome.detail)})" if outcome.detail else ""))
-    lines += [f"warning: {shown(warning)}" for warning in report.stats.warnings]
+        by_input.setdefault(outcome.input, []).append(outcome)
+    for source, outcomes in sorted(by_input.items(), key=lambda item: item[0] is None):
+        lines += ["", shown(source) if source is not None else "all inputs together"]
+        for outcome in outcomes:
+            lines.append(f"  {'held  ' if outcome.held else 'BROKEN'}  {shown(outcome.rule).ljust(width)}  "
+                         f"{shown(outcome.figure)}")
+            if outcome.detail:
+                lines.append(f"          {printable(outcome.detail, DETAIL_LIMIT)}")
+    lines += ["", *(f"warning: {shown(warning)}" for warning in grouped_warnings(report.stats))] \
+        if report.stats.warnings else []
     return "\n".join(lines) + "\n"
 
 
