@@ -33,7 +33,7 @@ from .timing import (
     load_baseline,
     measure,
 )
-from .timing.device import DeviceReducer, DeviceWork, device_work
+from .timing.device import DeviceReducer, DeviceWork, device_work, lacks_gpu_annotations
 from .timing.measure import trace_start
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
@@ -308,8 +308,10 @@ def _options(options: Options | None, fields: dict[str, Any]) -> Options:
 
 
 def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer | None, name: str | None,
-                 locate_names: bool = True) -> _Read:
+                 locate_names: bool = True, reduce_when: Callable[[Any], bool] | None = None) -> _Read:
     limit: dict[str, Any] = {"max_bytes": options.max_bytes} if options.max_bytes else {}
+    if reduce_when is not None:
+        limit["reduce_when"] = reduce_when
     if isinstance(source, (str, os.PathLike)):
         return read_trace(os.fspath(source), select=indexed_name, reduce=reduce, locate_names=locate_names, **limit)
     if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
@@ -354,9 +356,10 @@ def measure_path(source: str, options: Options, classes: KernelClasses | None,
     device: read its launches and kernels for the device view; None: when device time needs them."""
     try:
         relabel_options = options.relabel_options()
-        wanted = device or classes is not None
+        wanted = device is not False or classes is not None
+        maybe = lacks_gpu_annotations if device is None and classes is None else None
         read = _read_source(source, relabel_options, DeviceReducer(classes is not None) if wanted else None, None,
-                            locate_names=False)
+                            locate_names=False, reduce_when=maybe)
         index, attribution, warnings = analyse(read, relabel_options)
         return measure(read, index, attribution, warnings, kernels=classes, device=device)
     except SpanfixError as exc:

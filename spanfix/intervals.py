@@ -1,53 +1,80 @@
 """The hull (first start, last end) of any run of consecutive extents in a list, in constant time.
 
-stats' kernel fallback asks, for every step, for the hull of the device work its launches started:
-a run of the launches sorted by time. Steps do not nest in real traces, so the runs are short and
-scanning them costs as much as the launches in all; but steps nested in each other would each scan
-nearly every launch, the square of the input. Long runs are answered from sparse tables (the minimum
-and maximum over every run of a power-of-two length), built once, on the first long run.
+stats' device view asks, for every step and every decode iteration, for the hull of the device work
+its launches started: a run of the launches sorted by time. A step's run is short, but an iteration's
+spans hundreds of launches, and steps nested in each other would each scan nearly every launch, the
+square of the input. Long runs are answered from blocks of BLOCK extents: for each position the
+smallest start and largest end from its block's first item up to it and from it to its block's
+last, and sparse tables over whole blocks. Building them costs a few passes over the extents (a
+sparse table over every item would cost one pass per doubling, eighteen for 240,000 launches).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import accumulate
 
 SCAN = 64  # runs up to this long are scanned: tables would cost more than they save
+BLOCK = 64
 
 Extent = tuple[float, float]
 
 
 class RangeHull:
-    def __init__(self, extents: Sequence[Extent | None]):
-        """extents: one per item, None for an item without one."""
-        self._extents = extents
-        self._starts: list[list[float]] | None = None
-        self._ends: list[list[float]] | None = None
+    def __init__(self, starts: Sequence[float], ends: Sequence[float]):
+        """One extent per item, as its start and end; an item without one has start inf and end -inf."""
+        self._starts, self._ends = starts, ends
+        self._built = False
+
+    @classmethod
+    def of(cls, extents: Sequence[Extent | None]) -> RangeHull:
+        return cls([math.inf if extent is None else extent[0] for extent in extents],
+                   [-math.inf if extent is None else extent[1] for extent in extents])
 
     def hull(self, lo: int, hi: int) -> Extent | None:
-        """(smallest start, largest end) of extents[lo:hi], None when none of them has an extent."""
+        """(smallest start, largest end) of the extents of items lo to hi - 1, None when none has one."""
         if hi - lo <= SCAN:
-            found = [extent for extent in self._extents[lo:hi] if extent is not None]
-            if not found:
-                return None
-            return min(start for start, _ in found), max(end for _, end in found)
-        if self._starts is None:
+            start = min(self._starts[lo:hi], default=math.inf)
+            return None if start == math.inf else (start, max(self._ends[lo:hi]))
+        if not self._built:
             self._build()
-        level = (hi - lo).bit_length() - 1
-        width = 1 << level
-        starts, ends = self._starts[level], self._ends[level]
-        start = min(starts[lo], starts[hi - width])
-        end = max(ends[lo], ends[hi - width])
+        last = hi - 1
+        first_block, last_block = lo // BLOCK, last // BLOCK
+        # lo to the end of its block, and the start of last's block to last: hi - lo > SCAN >= BLOCK
+        # puts them in different blocks.
+        start = min(self._start_to_end[lo], self._start_from_block[last])
+        end = max(self._end_to_end[lo], self._end_from_block[last])
+        if last_block - first_block > 1:  # whole blocks between them
+            low, high = first_block + 1, last_block
+            level = (high - low).bit_length() - 1
+            width = 1 << level
+            starts, ends = self._block_starts[level], self._block_ends[level]
+            start = min(start, starts[low], starts[high - width])
+            end = max(end, ends[low], ends[high - width])
         return None if start == math.inf else (start, end)
 
     def _build(self) -> None:
-        starts = [math.inf if extent is None else extent[0] for extent in self._extents]
-        ends = [-math.inf if extent is None else extent[1] for extent in self._extents]
-        self._starts, self._ends = [starts], [ends]
-        width, count = 1, len(starts)
+        starts, ends = self._starts, self._ends
+        self._start_from_block, self._end_from_block = [], []  # from the block's first item to here
+        self._start_to_end, self._end_to_end = [], []  # from here to the block's last item
+        block_starts, block_ends = [], []
+        for first in range(0, len(starts), BLOCK):
+            block_start, block_end = starts[first:first + BLOCK], ends[first:first + BLOCK]
+            self._start_from_block += accumulate(block_start, min)
+            self._end_from_block += accumulate(block_end, max)
+            backwards_start = list(accumulate(reversed(block_start), min))
+            backwards_end = list(accumulate(reversed(block_end), max))
+            self._start_to_end += reversed(backwards_start)
+            self._end_to_end += reversed(backwards_end)
+            block_starts.append(backwards_start[-1])
+            block_ends.append(backwards_end[-1])
+        self._block_starts, self._block_ends = [block_starts], [block_ends]
+        width, count = 1, len(block_starts)
         while width * 2 <= count:
-            starts = list(map(min, starts, starts[width:]))
-            ends = list(map(max, ends, ends[width:]))
-            self._starts.append(starts)
-            self._ends.append(ends)
+            block_starts = list(map(min, block_starts, block_starts[width:]))
+            block_ends = list(map(max, block_ends, block_ends[width:]))
+            self._block_starts.append(block_starts)
+            self._block_ends.append(block_ends)
             width *= 2
+        self._built = True

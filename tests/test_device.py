@@ -173,3 +173,26 @@ def test_overlapping_streams_are_split_equally_and_add_up(tmp_path):
     assert iteration.gpu_us == 40
     assert iteration.gpu_parts == {"draft": 15, "verify": 25, "draft_extend": 0, "ambiguous": 0, "other": 0,
                                    "idle": 0}
+
+
+def test_range_hull_agrees_with_a_scan():
+    """Long runs are answered from block tables: the same answers as scanning, Nones included."""
+    import random
+
+    from spanfix.intervals import RangeHull
+
+    rng = random.Random(7)
+    for count in (1, 63, 64, 65, 130, 1000, 1200, 4097, 20000):
+        extents = [None if rng.random() < 0.2 else (start := rng.uniform(0, 1e6), start + rng.uniform(0, 500))
+                   for _ in range(count)]
+        if count > 500:
+            extents[100:400] = [None] * 300  # a long run with no extent at all
+        hull = RangeHull.of(extents)
+        for k in range(2000):
+            lo = 0 if k % 10 == 0 else rng.randrange(count)  # from the first item: the widest runs too
+            hi = count if k % 7 == 0 else rng.randrange(lo + 1, count + 1)
+            found = [e for e in extents[lo:hi] if e is not None]
+            expected = (min(s for s, _ in found), max(e for _, e in found)) if found else None
+            assert hull.hull(lo, hi) == expected, (count, lo, hi)
+        if count > 500:
+            assert hull.hull(100, 400) is None

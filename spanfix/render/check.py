@@ -10,7 +10,6 @@ from ..gate import CheckReport, Outcome
 from .escape import code_span, markdown_text, printable, shown
 from .stats import grouped_warnings, markdown_table
 
-
 DETAIL_LIMIT = 2000  # why a rule broke is spanfix's own text, with what would decide it: shown whole
 
 

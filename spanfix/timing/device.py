@@ -254,9 +254,11 @@ class DeviceWork:
         if self.tables is None:
             starts, ends = self.starts, self.ends
             lengths = list(map(operator.sub, ends, starts))
-            # Item k overlaps item k - 1 (by more than float noise): counted up to each k.
-            overlapping = [0, *(1 if start < end - slack(end) else 0 for start, end in zip(starts[1:], ends))]
-            self.tables = _RangeTables(RangeHull(list(zip(starts, ends))),
+            # Item k overlaps item k - 1 (starts before its end, by more than float noise: slack()):
+            # counted up to each k. In maps, not a loop: this runs over every launch of the trace.
+            noise = map(operator.mul, map(math.ulp, ends), itertools.repeat(4.0))
+            overlapping = [False, *map(operator.lt, starts[1:], map(operator.sub, ends, noise))]
+            self.tables = _RangeTables(RangeHull(starts, ends),
                                        list(itertools.accumulate(lengths, initial=0.0)),
                                        list(itertools.accumulate(overlapping)))
         return self.tables
@@ -365,6 +367,17 @@ class DeviceWork:
             work.scopes[scope] = (list(map(work.starts.__getitem__, ids)),
                                   list(itertools.accumulate(map(work.ends.__getitem__, ids), max)), ids)
         return work
+
+
+GPU_ANNOTATION_TEXT = b'"gpu_user_annotation"'
+
+
+def lacks_gpu_annotations(document) -> bool:
+    """A document without a single GPU annotation (SGLang's own captures): its device view will be
+    needed, so its launches and kernels are best reduced in the one decoding pass. A document with
+    some is judged after reading (needs_kernels), at the cost of a second pass only when needed."""
+    find = getattr(document, "find", None)
+    return find is None or find(GPU_ANNOTATION_TEXT) < 0
 
 
 def needs_kernels(trace, index) -> bool:

@@ -14,7 +14,7 @@ from ..ranks import rank_from_file_name, rank_from_pid
 from ..reader import Trace, TraceError
 from ..relabelling import RelabelOptions, analyse
 from ..relabelling import load as load_trace
-from .device import DeviceReducer, DeviceWork, device_work, needs_kernels
+from .device import DeviceReducer, DeviceWork, device_work, lacks_gpu_annotations, needs_kernels
 from .iterations import Iteration, decode_iterations
 from .kernels import KernelClasses, KernelTable
 
@@ -90,8 +90,9 @@ def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, de
          ) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
     """Read, index and attribute one trace, exactly as relabel does; with device, read its launches and
     kernels on the way (None: later, and only if needed, see measure)."""
-    reduce = DeviceReducer(kernel_names) if device or kernel_names else None
-    trace = load_trace(source, options, reduce=reduce, locate_names=False)
+    reduce = DeviceReducer(kernel_names) if device or kernel_names or device is None else None
+    trace = load_trace(source, options, reduce=reduce, locate_names=False,
+                       reduce_when=lacks_gpu_annotations if device is None and not kernel_names else None)
     return (trace, *analyse(trace, options))
 
 
