@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from . import progress
-from .errors import ReaderGone
 from .notice import notice
-from .stdout import OutputError, silence_stdout, standard_output
+from .stdout import OutputError, standard_output, stdout_failure
 
 __all__ = ["OutputError", "output_folder", "write_output"]
 
@@ -265,10 +264,7 @@ def _write_to_stdout(chunks: Iterable[memoryview | bytes], *, gzip: bool) -> Non
         _write_stream(stream, chunks, gzip=gzip)
         stream.flush()
     except (OSError, ValueError) as exc:
-        silence_stdout()
-        if isinstance(exc, BrokenPipeError):
-            raise ReaderGone("standard output: the reader went away") from None
-        raise OutputError(f"standard output: cannot write: {_reason(exc)}") from None
+        raise stdout_failure(exc) from None
 
 
 def _reason(exc: BaseException) -> str:

@@ -10,7 +10,7 @@ import os
 import sys
 from typing import BinaryIO
 
-from .errors import OutputError  # the output could not be written; str() is one line
+from .errors import OutputError, ReaderGone  # the output could not be written; str() is one line
 
 
 def standard_output() -> BinaryIO:
@@ -21,6 +21,16 @@ def standard_output() -> BinaryIO:
     with contextlib.suppress(OSError, ValueError):
         stream.flush()  # text written before, ahead of these bytes
     return getattr(stream, "buffer", None) or stream
+
+
+def stdout_failure(exc: BaseException) -> OutputError:
+    """The error for a failed write to standard output, which is silenced first (see silence_stdout):
+    ReaderGone when the reader has gone (a closed pipe), else what the system said."""
+    silence_stdout()
+    if isinstance(exc, BrokenPipeError):
+        return ReaderGone("standard output: the reader went away")
+    reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return OutputError(f"standard output: cannot write: {reason}")
 
 
 def silence_stdout() -> None:

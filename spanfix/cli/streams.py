@@ -12,10 +12,9 @@ from collections.abc import Iterator
 
 from rich.console import Console, RenderableType
 
-from ..errors import ReaderGone
 from ..limits import memory_budget
 from ..render.escape import printable
-from ..stdout import OutputError, silence_stdout, standard_output
+from ..stdout import standard_output, stdout_failure
 
 
 def ensure_standard_descriptors() -> None:
@@ -51,10 +50,7 @@ def write_out(data: bytes | str) -> None:
             stream.write(view[start:start + _PIECE])
             stream.flush()
     except (OSError, ValueError) as exc:
-        silence_stdout()
-        if isinstance(exc, BrokenPipeError):
-            raise ReaderGone("standard output: the reader went away") from None
-        raise OutputError(f"standard output: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+        raise stdout_failure(exc) from None
 
 
 def say(line: str) -> None:
