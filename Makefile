@@ -16,6 +16,9 @@ demo: $(STAMP)
 	mkdir -p build
 	$(BIN)/spanfix relabel fixtures/eagle-stock.trace.json.gz -o build/eagle-stock.trace.relabeled.json.gz
 	$(BIN)/spanfix stats fixtures/eagle-stock.trace.json.gz
+	@echo
+	@echo "spanfix is installed in $(VENV): run it as $(BIN)/spanfix, or first: source $(BIN)/activate"
+	@echo "Next: spanfix stats YOUR-TRACE.json.gz, spanfix relabel YOUR-TRACE.json.gz (README.md: Quick start)"
 
 ## Install the test dependencies and run the whole suite (-rs: why a test was skipped, e.g. no Chromium).
 test: $(STAMP)
