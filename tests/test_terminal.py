@@ -74,8 +74,8 @@ def test_relabel_bar_is_drawn_with_sizes_then_cleared(tmp_path, big_trace):
     # The summary is whole, nothing printed over it: the heading on one line (80 columns fit it),
     # then the table.
     assert lines[0] == "big.trace.json.gz -> big.trace.relabeled.json.gz"
-    assert any(line.startswith(" TARGET_VERIFY -> DRAFT") for line in lines), text
-    assert any(line.startswith(" TARGET_VERIFY -> VERIFY") for line in lines), text
+    assert any(line.startswith("TARGET_VERIFY -> DRAFT   20,000") for line in lines), text
+    assert any(line.startswith("TARGET_VERIFY -> VERIFY  20,000") for line in lines), text
 
 
 @pytest.mark.parametrize("columns", [80, 200])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -24,7 +25,7 @@ def relabel_heading(result: RelabelResult) -> Text:
 
 
 def relabel_summary(result: RelabelResult) -> Group:
-    table = Table(show_edge=False)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
     table.add_column("stage", style="bold")
     table.add_column("spans", justify="right", no_wrap=True)
     table.add_column("decided by")
