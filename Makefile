@@ -24,7 +24,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -rs
 
-## Speed and memory side by side with the naive scripts (see bench/README section in README.md).
+## Speed and memory side by side with the naive scripts (docs/performance.md).
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 

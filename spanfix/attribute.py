@@ -2,7 +2,7 @@
 
 Each kind of evidence gives an opinion or stays silent; the verdict is the opinions' common answer,
 named after the strongest one. Silence everywhere, or opinions that disagree, make the span
-ambiguous: a wrong label is worse than none. Evidence, strongest first (docs/step-spans.md, 4):
+ambiguous: a wrong label is worse than none. Evidence, strongest first (shared/docs/step-spans.md, 4):
 thread/process metadata, call stack, stage span, mode, order within a scheduler iteration.
 """
 

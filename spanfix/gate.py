@@ -40,6 +40,7 @@ from .timing import (
     load_baseline,
     measure,
 )
+from .timing.measure import NO_DEVICE_VIEW
 
 TRUST, BUDGET, REGRESSION = "trust", "budget", "regression"
 ITERATION = "iteration"
@@ -187,8 +188,11 @@ def check_file(source: str, options: RelabelOptions, check: CheckOptions
     device = True if check.needs_device else None  # else only when device time needs the kernels
     try:
         trace, index, attribution, warnings = load(source, options, device=device)
-        return (measure(trace, index, attribution, warnings, device=device),
-                trust_outcomes(trace, index, attribution, options, check))
+        measured = measure(trace, index, attribution, warnings, device=device)
+        # check reads the device view whenever a budget speaks of it: that it was not read otherwise
+        # is no news here, and its advice (stats --device) is not check's.
+        measured.warnings = [w for w in measured.warnings if not w.endswith(NO_DEVICE_VIEW)]
+        return measured, trust_outcomes(trace, index, attribution, options, check, measured.trace_start_us)
     except TraceError as exc:
         return exc
     except MemoryError:
@@ -232,12 +236,14 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
 
 
 def trust_outcomes(trace: Trace, index: TraceIndex, attribution: Attribution, options: RelabelOptions,
-                   check: CheckOptions) -> list[Outcome]:
-    """The relabel summary (the same one `relabel --strict` judges) read as rules about one input."""
+                   check: CheckOptions, trace_start_us: float = 0.0) -> list[Outcome]:
+    """The relabel summary (the same one `relabel --strict` judges) read as rules about one input.
+    Times are from the trace's start (trace_start_us), as Perfetto and inspect show them."""
     _, summary = plan(trace, index, attribution, options, patches_wanted=False)
     source = trace.source
     ambiguous = summary.ambiguous
-    first = f"{ambiguous[0].name} at {ambiguous[0].start_us:.3f} us: {ambiguous[0].detail}" if ambiguous else ""
+    first = (f"{ambiguous[0].name} at {(ambiguous[0].start_us - trace_start_us) / 1e3:.3f} ms from the trace start: "
+             f"{ambiguous[0].detail}") if ambiguous else ""
     why = _first_of(len(ambiguous), first)
     if ambiguous and check.allow_ambiguous:
         why = "allowed by --allow-ambiguous; " + why

@@ -2,7 +2,7 @@
 
 A step span is named ``step[MODE bs=N ...]``. Newer SGLang replaces MODE by ``DRAFT`` when the
 span was emitted by a draft model runner, by ``VERIFY`` for the target's TARGET_VERIFY, and keeps
-it otherwise; everything after MODE is kept byte for byte. See docs/step-spans.md section 2.
+it otherwise; everything after MODE is kept byte for byte. See shared/docs/step-spans.md section 2.
 """
 
 from __future__ import annotations

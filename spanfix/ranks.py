@@ -4,7 +4,7 @@ SGLang writes one trace per rank, `<profile_id>-TP-<r>[-DP-<d>][-PP-<p>][-EP-<e>
 Its merger (`profile_merger.py`) concatenates them and rewrites every pid, CPU and GPU alike, as
 `"<label> <old pid>"`, where the label holds the rank kinds found in the file name, in the order TP,
 DP, PP, EP, two digits each: `[TP00]`, `[TP01-DP00]`, `[TP00-PP01-EP03]`, or `[Unknown]`
-(docs/step-spans.md, section 5). It renumbers no ids, so every join by id (External id,
+(shared/docs/step-spans.md, section 5). It renumbers no ids, so every join by id (External id,
 correlation) must stay within one rank: the label is that rank's scope.
 
 Ranks are named for people as TP1, TP0-DP1, ...: numbers unpadded, zero DP/PP/EP indexes left out,

@@ -175,3 +175,22 @@ def test_a_reader_that_goes_away_ends_spanfix_quietly(tmp_path):
         process.stdout.close()  # the reader goes away with most of the output unread
         stderr = process.stderr.read()
         assert (process.wait(), stderr) == (141, b""), command
+
+
+def test_standard_output_takes_one_thing(tmp_path):
+    inputs = [decided_trace(tmp_path / f"t{k}.json") for k in range(2)]
+    several = run("relabel", *inputs, "-o", "-")
+    assert several.exit_code == 2 and "-o - takes one input" in several.stderr
+    both = run("relabel", inputs[0], "-o", "-", "--json")
+    assert both.exit_code == 2 and "would both write to standard output" in both.stderr
+    assert run("relabel", inputs[0], "-o", "-", "--json", "--dry-run").exit_code == 0
+
+
+def test_check_does_not_advise_a_flag_it_does_not_have(tmp_path):
+    events = [thread_name(1, 2, "draft"),
+              span("step[TARGET_VERIFY bs=4]", 10, 5, tid=1, ext=1),
+              span("step[TARGET_VERIFY bs=4]", 10, 5, pid=0, tid=7, cat="gpu_user_annotation", ext=1)]
+    path = write_trace(tmp_path / "t.json", events)
+    assert "--device" in run("stats", path).stdout  # stats says how to get the device view
+    checked = run("check", path, "--allow-empty")
+    assert "--device" not in checked.stdout + checked.stderr

@@ -1,7 +1,7 @@
 """Properties of relabel over generated traces (hypothesis).
 
 The traces are small but varied in everything spanfix must not care about: step names from the
-grammar of docs/step-spans.md section 1 (old, new and odd spellings), key order, whitespace and
+grammar of shared/docs/step-spans.md section 1 (old, new and odd spellings), key order, whitespace and
 separators, escaped names, B/E pairs next to X spans, GPU copies, a draft-named thread or none,
 the three container forms, gzip or not. The checks read the output with Python's own json module
 and the generator's own record of where each name sits, not with spanfix's reader.

@@ -435,10 +435,10 @@ def test_real_sglang_decode_uses_kernels_for_device_time():
     assert decode.device_source == "kernels" and decode.summary.count == 1 and decode.summary.total_us > 0
 
 
-def test_readme_documents_the_json_as_written(tmp_path):
+def test_the_json_reference_documents_the_json_as_written(tmp_path):
     from conftest import ROOT
-    readme = (ROOT / "README.md").read_text()
-    example = json.loads(readme.split("The JSON (`--format json`) is stable:")[1].split("```json")[1].split("```")[0])
+    reference = (ROOT / "docs" / "json.md").read_text()
+    example = json.loads(reference.split("## stats --format json")[1].split("```json")[1].split("```")[0])
     written = json.loads(run("stats", write_trace(tmp_path / "t.json", _iteration_events()), "--format", "json").stdout)
     assert list(example) == list(written)
     assert list(example["stages"][0]) == list(written["stages"][0])

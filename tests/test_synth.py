@@ -1,4 +1,4 @@
-"""The synthetic trace generator: layout per docs/step-spans.md, truths that agree with it, stable output.
+"""The synthetic trace generator: layout per shared/docs/step-spans.md, truths that agree with it, stable output.
 
 The expected per-iteration order is written out here again from the table in section 4, so the
 generator's scripts are checked against the document rather than against themselves.

@@ -59,6 +59,10 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
         raise click.UsageError("--in-place and --output exclude each other")
     if in_place and STDIN in inputs:
         raise click.UsageError("--in-place cannot replace standard input")
+    if output == STDIN and len(inputs) > 1:
+        raise click.UsageError("-o - takes one input: several traces on standard output would run together")
+    if output == STDIN and as_json and not dry_run:
+        raise click.UsageError("-o - and --json would both write to standard output; drop one, or add --dry-run")
     folder = _output_folder(output, len(inputs), dry_run)
     options = api_options(**attribution)
     jobs_of, refused = [], []

@@ -36,7 +36,7 @@ from .streams import render, terminal_width, write_out
 @click.option("--baseline", metavar="OTHER",
               help="A trace, or a saved `spanfix stats --format json` result, to compare the mean of every row with.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
-              show_default=True, help="table for people; json (documented in the README), csv, markdown for CI summaries.")
+              show_default=True, help="table for people; json (docs/json.md), csv, markdown for CI summaries.")
 @jobs_option
 @attribution_options
 def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_format, jobs, **attribution):

@@ -1,7 +1,7 @@
 """Kernels per stage: which kernels a stage's device time went to, by name and by category.
 
 Categories start from the classes SGLang's own profile merger tags kernels with (`classify_kernels`,
-docs/step-spans.md section 6), matched on the lower-cased kernel name, first match wins; memory
+shared/docs/step-spans.md section 6), matched on the lower-cased kernel name, first match wins; memory
 copies and sets are told by their event category. spanfix adds three things to SGLang's patterns,
 each seen in SGLang's own traces: cuBLAS's `nvjet` GEMM kernels are gemm, SGLang's triton attention
 kernels (`_fwd_kernel...`, `_fwd_grouped_kernel...`) are attention, and `flash` no longer sends

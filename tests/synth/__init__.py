@@ -1,7 +1,7 @@
 """Synthetic SGLang speculative-decoding traces in Kineto's layout, with the true name of every step span.
 
 No real speculative capture can be shipped with the project, so tests and benchmarks build their own:
-`generate` lays out scheduler iterations exactly as docs/step-spans.md (sections 1, 3 and 4) describes
+`generate` lays out scheduler iterations exactly as shared/docs/step-spans.md (sections 1, 3 and 4) describes
 them for each speculative algorithm, and records for every step span, on the CPU and on the GPU, the
 name the newer SGLang naming gives it. The generator decides the truth from who emitted each span,
 never from the span names, so it is an independent oracle for the relabeller.
