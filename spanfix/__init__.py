@@ -23,9 +23,9 @@ _PUBLIC = {
                      "open", "relabel", "relabelled_path", "stats"), "api"),
     **dict.fromkeys(("Budget", "CheckReport", "Outcome", "parse_budget"), "gate"),
     **dict.fromkeys(("OutputError", "SpanfixError", "TraceError", "UsageError"), "errors"),
-    **dict.fromkeys(("AmbiguityGroup", "InspectReport"), "inspection"),
+    "InspectReport": "inspection",
     "Report": "report",
-    **dict.fromkeys(("AmbiguousSpan", "RelabelResult"), "relabelling"),
+    **dict.fromkeys(("AmbiguityGroup", "AmbiguousSpan", "RelabelResult"), "relabelling"),
     **dict.fromkeys(("IterationBreakdown", "KernelGroup", "StageRow", "StatsResult", "Summary"), "timing"),
 }
 
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     )
     from .errors import OutputError, SpanfixError, TraceError, UsageError
     from .gate import Budget, CheckReport, Outcome, parse_budget
-    from .inspection import AmbiguityGroup, InspectReport
-    from .relabelling import AmbiguousSpan, RelabelResult
+    from .inspection import InspectReport
+    from .relabelling import AmbiguityGroup, AmbiguousSpan, RelabelResult
     from .report import Report
     from .timing import IterationBreakdown, KernelGroup, StageRow, StatsResult, Summary
 

@@ -32,8 +32,9 @@ from .timing import (
     compare,
     load_baseline,
     measure,
+    measure_file,
 )
-from .timing.device import DeviceReducer, DeviceWork, device_work, lacks_gpu_annotations
+from .timing.device import DeviceReducer, DeviceWork, device_work
 from .timing.measure import trace_start
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
@@ -308,10 +309,8 @@ def _options(options: Options | None, fields: dict[str, Any]) -> Options:
 
 
 def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer | None, name: str | None,
-                 locate_names: bool = True, reduce_when: Callable[[Any], bool] | None = None) -> _Read:
+                 locate_names: bool = True) -> _Read:
     limit: dict[str, Any] = {"max_bytes": options.max_bytes} if options.max_bytes else {}
-    if reduce_when is not None:
-        limit["reduce_when"] = reduce_when
     if isinstance(source, (str, os.PathLike)):
         return read_trace(os.fspath(source), select=indexed_name, reduce=reduce, locate_names=locate_names, **limit)
     if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
@@ -355,13 +354,7 @@ def measure_path(source: str, options: Options, classes: KernelClasses | None,
     """One input measured, or why it could not be (returned, so that it crosses from a worker process).
     device: read its launches and kernels for the device view; None: when device time needs them."""
     try:
-        relabel_options = options.relabel_options()
-        wanted = device is not False or classes is not None
-        maybe = lacks_gpu_annotations if device is None and classes is None else None
-        read = _read_source(source, relabel_options, DeviceReducer(classes is not None) if wanted else None, None,
-                            locate_names=False, reduce_when=maybe)
-        index, attribution, warnings = analyse(read, relabel_options)
-        return measure(read, index, attribution, warnings, kernels=classes, device=device)
+        return measure_file(source, options.relabel_options(), kernels=classes, device=device)
     except SpanfixError as exc:
         return exc
     except MemoryError:

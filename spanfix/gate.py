@@ -40,7 +40,6 @@ from .timing import (
     load_baseline,
     measure,
 )
-from .timing.measure import NO_DEVICE_VIEW
 
 TRUST, BUDGET, REGRESSION = "trust", "budget", "regression"
 ITERATION = "iteration"
@@ -188,10 +187,7 @@ def check_file(source: str, options: RelabelOptions, check: CheckOptions
     device = True if check.needs_device else None  # else only when device time needs the kernels
     try:
         trace, index, attribution, warnings = load(source, options, device=device)
-        measured = measure(trace, index, attribution, warnings, device=device)
-        # check reads the device view whenever a budget speaks of it: that it was not read otherwise
-        # is no news here, and its advice (stats --device) is not check's.
-        measured.warnings = [w for w in measured.warnings if not w.endswith(NO_DEVICE_VIEW)]
+        measured = measure(trace, index, attribution, warnings, device=device, advise_device=False)
         return measured, trust_outcomes(trace, index, attribution, options, check, measured.trace_start_us)
     except TraceError as exc:
         return exc

@@ -9,9 +9,7 @@ from dataclasses import dataclass
 from .attribute import AMBIGUOUS, Attribution
 from .index import TraceIndex, TrackNames
 from .reader import Trace
-from .relabelling import AmbiguousSpan, RelabelOptions, analyse, load
-from .timing.device import device_work
-from .timing.measure import trace_start
+from .relabelling import AmbiguityGroup, AmbiguousSpan, RelabelOptions, by_reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +42,9 @@ class InspectReport:
     warnings: list[str]
     trace_start_us: float = 0.0  # the first event's timestamp: Perfetto shows times from it
 
-    def ambiguous_by_reason(self, examples: int = 3) -> list[AmbiguityGroup]:
-        """The ambiguous spans grouped by what was missing, the largest group first: one trace's
-        thousand ambiguous spans usually share one or two reasons."""
-        groups: dict[str, list[AmbiguousSpan]] = defaultdict(list)
-        for span in self.ambiguous:
-            groups[span.detail].append(span)
-        return [AmbiguityGroup(reason, len(spans), spans[:examples])
-                for reason, spans in sorted(groups.items(), key=lambda item: -len(item[1]))]
+    def ambiguous_by_reason(self, examples: int | None = 3) -> list[AmbiguityGroup]:
+        """The ambiguous spans grouped by what was missing, the largest group first (relabelling.by_reason)."""
+        return by_reason(self.ambiguous, examples)
 
     def to_json(self) -> dict:
         return {
@@ -65,13 +58,6 @@ class InspectReport:
             "unmatched": self.unmatched, "warnings": self.warnings, "trace_start_us": self.trace_start_us,
             "ambiguous_by_reason": [{"why": g.reason, "count": g.count} for g in self.ambiguous_by_reason()],
         }
-
-
-@dataclass(frozen=True, slots=True)
-class AmbiguityGroup:
-    reason: str
-    count: int
-    examples: list[AmbiguousSpan]
 
 
 SHOWN_NAMES = 5
@@ -88,14 +74,6 @@ def _name_count(names: TrackNames, track: tuple) -> int:
     pid = track[0]
     return (len(names.thread_names.get(track, ())) + len(names.process_names.get(pid, ()))
             + len(names.process_labels.get(pid, ())))
-
-
-def inspect_trace(source: str, options: RelabelOptions) -> InspectReport:
-    trace = load(source, options)
-    index, attribution, warnings = analyse(trace, options)
-    work = device_work(trace)
-    return report_of(trace, index, attribution, [*warnings, *work.warnings()], options,
-                     trace_start(trace, index, work))
 
 
 def report_of(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: list[str],

@@ -27,11 +27,6 @@ class RangeHull:
         self._starts, self._ends = starts, ends
         self._built = False
 
-    @classmethod
-    def of(cls, extents: Sequence[Extent | None]) -> RangeHull:
-        return cls([math.inf if extent is None else extent[0] for extent in extents],
-                   [-math.inf if extent is None else extent[1] for extent in extents])
-
     def hull(self, lo: int, hi: int) -> Extent | None:
         """(smallest start, largest end) of the extents of items lo to hi - 1, None when none has one."""
         if hi - lo <= SCAN:

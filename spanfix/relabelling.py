@@ -67,6 +67,23 @@ class AmbiguousSpan:
                 "enclosing": list(self.enclosing), "enclosing_count": self.enclosing_count}
 
 
+@dataclass(frozen=True, slots=True)
+class AmbiguityGroup:
+    reason: str
+    count: int
+    examples: list[AmbiguousSpan]
+
+
+def by_reason(ambiguous: list[AmbiguousSpan], examples: int | None = 3) -> list[AmbiguityGroup]:
+    """Ambiguous spans grouped by what was missing, the largest group first, with the first few of
+    each (examples=None: all): one trace's thousand ambiguous spans usually share one or two reasons."""
+    groups: dict[str, list[AmbiguousSpan]] = {}
+    for span in ambiguous:
+        groups.setdefault(span.detail, []).append(span)
+    return [AmbiguityGroup(reason, len(spans), spans[:examples])
+            for reason, spans in sorted(groups.items(), key=lambda item: -len(item[1]))]
+
+
 @dataclass(slots=True)
 class RelabelResult:
     input: str
@@ -355,8 +372,3 @@ def _event_start(data: bytes | bytearray, position: int, low: int = 0) -> int | 
             depth -= 1
     return None
 
-
-def dumps_results(results: list[RelabelResult]) -> bytes:
-    from .render.escape import dumps  # big integers and lone surrogates from a trace, too
-
-    return dumps({"files": [r.to_json() for r in results]})

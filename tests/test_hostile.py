@@ -30,12 +30,11 @@ import pytest
 from click.testing import CliRunner
 from hostile import DRAFT_THREAD, GROWING, LONG_NAMES, MARKUP, VERIFY, document, x
 
+import spanfix
 from spanfix import index, naming, output, reader
 from spanfix.cli import main
-from spanfix.inspection import inspect_trace
 from spanfix.reader import read_trace
 from spanfix.relabelling import RelabelOptions, relabel_file
-from spanfix.timing import aggregate, measure_file
 
 
 def printable(text: str) -> str:
@@ -147,11 +146,10 @@ def lines_executed(function) -> int:
 
 
 def every_command(path: Path, folder: Path) -> None:
-    """What relabel (with --annotate), inspect, stats and check do with one trace, in the library."""
-    options = RelabelOptions(annotate=True)
-    relabel_file(str(path), str(folder / "out.json"), options).to_json()
-    inspect_trace(str(path), options).to_json()
-    aggregate([measure_file(str(path), options)], ["name"]).to_json()
+    """What relabel (with --annotate), inspect and stats do with one trace, through the API the commands call."""
+    spanfix.relabel(path, folder / "out.json", annotate=True).to_json()
+    spanfix.inspect(path).to_json()
+    spanfix.stats(path, by=["name"]).to_json()
 
 
 @pytest.mark.parametrize("make", GROWING.values(), ids=GROWING.keys())
@@ -652,12 +650,17 @@ def test_a_signal_to_the_parent_alone_stops_every_worker(tmp_path, signum):
         assert pipes_opened_by_readers(pipes) == []  # the queued inputs were never started
         assert list((tmp_path / "out").iterdir()) == []
     finally:
-        for writer in holders:
-            with contextlib.suppress(OSError):
-                writer.close()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        release(process, holders)
+
+
+def release(process: subprocess.Popen, holders: list) -> None:
+    """After a test of spanfix's process group: close the pipes' writing ends, kill what is left, reap it."""
+    for writer in holders:
+        with contextlib.suppress(OSError):
+            writer.close()
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def test_workers_die_with_their_parent_even_by_sigkill(tmp_path):
@@ -675,11 +678,7 @@ def test_workers_die_with_their_parent_even_by_sigkill(tmp_path):
         process.wait(timeout=30)
         assert wait_for(lambda: not group_members(process.pid), 30)
     finally:
-        for writer in holders:
-            with contextlib.suppress(OSError):
-                writer.close()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+        release(process, holders)
 
 
 def test_a_named_pipe_without_a_writer_says_what_it_waits_for(tmp_path):

@@ -65,9 +65,6 @@ class LazyGroup(click.Group):
                 set_notice_hook(None)
 
 
-OUT_OF_MEMORY = "out of memory while reading it (--max-bytes refuses larger inputs before reading them)"
-
-
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="spanfix")
 def main() -> None:

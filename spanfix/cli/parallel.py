@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from ..errors import TraceError, out_of_memory
 from ..progress import Reporter, reporting
 from .interrupt import exit_code
-
-STDIN = "-"
+from .streams import STDIN
 
 STOP_SECONDS = 10.0  # how long stopped workers get to remove their temporary files
 

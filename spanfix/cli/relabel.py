@@ -14,9 +14,7 @@ from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .interrupt import exit_code, what
 from .options import api_options, attribution_options, jobs_option
 from .progress import file_progress
-from .streams import render, terminal_width, write_out
-
-STDIN = "-"
+from .streams import STDIN, render, terminal_width, write_out
 
 
 @click.command()

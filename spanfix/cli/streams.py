@@ -16,6 +16,8 @@ from ..limits import memory_budget
 from ..render.escape import printable
 from ..stdout import standard_output, stdout_failure
 
+STDIN = "-"  # as an input; as an output (-o -), standard output
+
 
 def ensure_standard_descriptors() -> None:
     """Descriptors 0, 1 and 2 that were closed when spanfix started (`>&-`) are opened on /dev/null:

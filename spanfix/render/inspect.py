@@ -83,7 +83,7 @@ def _ambiguous_by_reason(report: InspectReport, every: bool = False) -> list:
     groups = Table.grid(padding=(0, 2, 1, 0))
     groups.add_column(justify="right", no_wrap=True)
     groups.add_column()
-    for group in report.ambiguous_by_reason(len(report.ambiguous) if every else SHOWN_EXAMPLES):
+    for group in report.ambiguous_by_reason(None if every else SHOWN_EXAMPLES):
         missing, _, deciders = printable(group.reason, REASON_LIMIT).partition("; would decide it: ")
         body = [Text(missing)]
         if deciders:

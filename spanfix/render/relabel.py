@@ -5,14 +5,14 @@ and a table; several get a line each and a total."""
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 
 from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..relabelling import AmbiguousSpan, RelabelResult
+from ..relabelling import AmbiguousSpan, RelabelResult, by_reason
 from .escape import rich_text, shown
 
 SHOWN_REASONS = 5  # kinds of ambiguity listed; each with its count and first span
@@ -50,19 +50,17 @@ def relabel_summary(result: RelabelResult) -> Group:
 
 def ambiguity_lines(ambiguous: list[AmbiguousSpan]) -> list[Text]:
     """The ambiguous spans by reason, the most common first: a count and the first span of each."""
-    groups: dict[str, list[AmbiguousSpan]] = defaultdict(list)
-    for span in ambiguous:
-        groups[span.detail].append(span)
-    ordered = sorted(groups.items(), key=lambda item: -len(item[1]))
+    groups = by_reason(ambiguous, examples=1)
     lines = []
-    for reason, spans in ordered[:SHOWN_REASONS]:
-        first = spans[0]
-        like = "" if len(spans) == 1 else f"{len(spans):,} spans like "
+    for group in groups[:SHOWN_REASONS]:
+        first = group.examples[0]
+        like = "" if group.count == 1 else f"{group.count:,} spans like "
         lines.append(Text.assemble(("ambiguous:", "yellow"), " ", shown(
-            f"{like}{first.name} at ts {first.start_us:.3f} on pid {first.track[0]} tid {first.track[1]}: {reason}")))
-    if len(ordered) > SHOWN_REASONS:
-        rest = sum(len(spans) for _, spans in ordered[SHOWN_REASONS:])
-        lines.append(Text(f"... and {rest:,} more ambiguous spans for {len(ordered) - SHOWN_REASONS} other reasons "
+            f"{like}{first.name} at ts {first.start_us:.3f} on pid {first.track[0]} tid {first.track[1]}: "
+            f"{group.reason}")))
+    if len(groups) > SHOWN_REASONS:
+        rest = sum(group.count for group in groups[SHOWN_REASONS:])
+        lines.append(Text(f"... and {rest:,} more ambiguous spans for {len(groups) - SHOWN_REASONS} other reasons "
                           "(inspect groups them all; --json lists every span)"))
     return lines
 

@@ -102,12 +102,13 @@ NO_DEVICE_VIEW = ("the device view (busy time, decode iterations on the device c
 
 def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
             kernels: KernelClasses | None = None, work: DeviceWork | None = None,
-            device: bool | None = True) -> TraceMeasures:
+            device: bool | None = True, advise_device: bool = True) -> TraceMeasures:
     """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each.
 
     device: read the launches and kernels for the device view (busy time, iterations on the device
     clock); None: only when device time needs them anyway (see device.needs_kernels), which leaves a
-    trace whose every span has a GPU annotation as fast to measure as its host spans."""
+    trace whose every span has a GPU annotation as fast to measure as its host spans; advise_device:
+    then say so, and how to get it (check reads it whenever a budget needs it: no news there)."""
     notes = []
     progress.phase("measuring")
     if work is None:
@@ -115,7 +116,7 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
             work = device_work(trace, names=kernels is not None)
         else:
             work = DeviceWork.nothing()
-            notes.append(NO_DEVICE_VIEW)
+            notes += [NO_DEVICE_VIEW] if advise_device else []
     file_rank = rank_from_file_name(trace.source)
     origin = trace_start(trace, index, work)
 
