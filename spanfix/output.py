@@ -11,7 +11,7 @@ import struct
 import threading
 import zlib
 
-try:  # ISA-L deflates about 3x faster than zlib at level 1, to a slightly smaller file (README)
+try:  # ISA-L deflates about 3x faster than zlib at level 1, to a slightly smaller file (docs/performance.md)
     from isal import isal_zlib as _deflate_lib
 except ImportError:  # pragma: no cover - a platform without isal wheels
     _deflate_lib = zlib

@@ -26,7 +26,7 @@ import stat
 import sys
 import zlib
 
-try:  # ISA-L inflates about 4x faster than zlib (README, Performance); zlib is the fallback
+try:  # ISA-L inflates about 4x faster than zlib (docs/performance.md); zlib is the fallback
     from isal import isal_zlib as _inflate_lib
 except ImportError:  # pragma: no cover - a platform without isal wheels
     _inflate_lib = zlib
@@ -262,7 +262,7 @@ NO_MMAP = "SPANFIX_NO_MMAP"
 
 def _map(stream: BinaryIO, size: int) -> mmap.mmap | None:
     """The file mapped copy-on-write: its pages come straight from the page cache as the decoder
-    reaches them, with no copy and far fewer page faults than reading (README, Performance), and
+    reaches them, with no copy and far fewer page faults than reading (docs/performance.md), and
     what spanfix writes into it stays private. None where mapping is unavailable, fails, or is
     turned off with SPANFIX_NO_MMAP=1: a file truncated by another program while mapped would
     end spanfix with SIGBUS, where reading it would only have found it cut short."""

@@ -3,7 +3,7 @@
 The library computes and never prints (render/stats.py draws the result, cli/stats.py prints it).
 Data flows one way: measure.py reads one trace into per-step and per-iteration timings (device.py
 supplies device time, iterations.py the decode iterations), table.py aggregates several traces
-into rows, baseline.py compares them with an earlier result. Definitions, also in the README:
+into rows, baseline.py compares them with an earlier result. Definitions, also in docs/stats.md:
 
 - stage: the stage word of the newer naming (DRAFT, VERIFY, EXTEND, DECODE, ...), from the same
   attribution relabel uses; spans whose attribution stays ambiguous form their own row, `ambiguous`.

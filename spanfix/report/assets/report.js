@@ -233,7 +233,7 @@
       ["Inputs", inputs],
       ["Algorithm", algos],
       ["Decided by", h("div", null, evidence, h("p", {"class": "note",
-        text: "Step spans each kind of evidence decided (see the README's table of evidence)."}))],
+        text: "Step spans each kind of evidence decided (docs/design.md, \"Telling draft from target\", lists the kinds)."}))],
       ["Ambiguous", ambNode, amb.spans ? "bad" : null],
       ["Baseline", hd.baseline === null ? h("span", {text: "none"}) : h("code", {"class": "path", text: hd.baseline})],
       errors ? ["Not used", errors, "bad"] : null,
