@@ -7,10 +7,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..gate import CheckReport, Outcome
-from .escape import code_span, markdown_text, printable, shown
+from .escape import code_span, markdown_text, shown, whole_reason
 from .stats import grouped_warnings, markdown_table
-
-DETAIL_LIMIT = 2000  # why a rule broke is spanfix's own text, with what would decide it: shown whole
 
 
 def label(outcome: Outcome) -> str:
@@ -40,7 +38,7 @@ def check_text(report: CheckReport) -> str:
             lines.append(f"  {'held  ' if outcome.held else 'BROKEN'}  {shown(outcome.rule).ljust(width)}  "
                          f"{shown(outcome.figure)}")
             if outcome.detail:
-                lines.append(f"          {printable(outcome.detail, DETAIL_LIMIT)}")
+                lines.append(f"          {whole_reason(outcome.detail)}")
     lines += ["", *(f"warning: {shown(warning)}" for warning in grouped_warnings(report.stats))] \
         if report.stats.warnings else []
     return "\n".join(lines) + "\n"

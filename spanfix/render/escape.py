@@ -31,6 +31,7 @@ def _escape_one(match: re.Match) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+REASON = 2000  # characters of a reason shown (see whole_reason())
 SHOWN = 300  # characters of one name or message shown to a person; JSON and CSV keep every one
 
 
@@ -47,6 +48,12 @@ def printable(text: object, limit: int | None = None) -> str:
 def shown(text: object) -> str:
     """printable, and short enough for a person (a name of megabytes stays in the JSON)."""
     return printable(text, SHOWN)
+
+
+def whole_reason(text: object) -> str:
+    """printable, whole: why spanfix left a span alone or a rule broke is its own text, ending in what
+    would decide it, and is not cut as trace data is (only a runaway one, quoting data, stops here)."""
+    return printable(text, REASON)
 
 
 def rich_text(text: object, style: str = "") -> Text:

@@ -12,11 +12,10 @@ from rich.table import Table
 from rich.text import Text
 
 from ..inspection import InspectReport
-from .escape import printable, rich_text, shown
+from .escape import rich_text, shown, whole_reason
 
 SHOWN_TRACKS = 100  # tables for a person; --all and --json list every one
 SHOWN_EXAMPLES = 3
-REASON_LIMIT = 2000  # a reason is spanfix's own text, with what would decide it: shown whole
 
 
 def inspect_report(report: InspectReport, *, show_all: bool = False) -> Group:
@@ -84,7 +83,7 @@ def _ambiguous_by_reason(report: InspectReport, every: bool = False) -> list:
     groups.add_column(justify="right", no_wrap=True)
     groups.add_column()
     for group in report.ambiguous_by_reason(None if every else SHOWN_EXAMPLES):
-        missing, _, deciders = printable(group.reason, REASON_LIMIT).partition("; would decide it: ")
+        missing, _, deciders = whole_reason(group.reason).partition("; would decide it: ")
         body = [Text(missing)]
         if deciders:
             body.append(Text.assemble(("would decide it: ", "bold"), deciders))

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..relabelling import AmbiguousSpan, RelabelResult, by_reason
-from .escape import rich_text, shown
+from .escape import rich_text, shown, whole_reason
 
 SHOWN_REASONS = 5  # kinds of ambiguity listed; each with its count and first span
 
@@ -55,9 +55,11 @@ def ambiguity_lines(ambiguous: list[AmbiguousSpan]) -> list[Text]:
     for group in groups[:SHOWN_REASONS]:
         first = group.examples[0]
         like = "" if group.count == 1 else f"{group.count:,} spans like "
+        # The span's name is trace data (shown, cut when huge); the reason is spanfix's own, with what
+        # would decide it: shown whole.
         lines.append(Text.assemble(("ambiguous:", "yellow"), " ", shown(
-            f"{like}{first.name} at ts {first.start_us:.3f} on pid {first.track[0]} tid {first.track[1]}: "
-            f"{group.reason}")))
+            f"{like}{first.name} at ts {first.start_us:.3f} on pid {first.track[0]} tid {first.track[1]}"),
+            ": ", whole_reason(group.reason)))
     if len(groups) > SHOWN_REASONS:
         rest = sum(group.count for group in groups[SHOWN_REASONS:])
         lines.append(Text(f"... and {rest:,} more ambiguous spans for {len(groups) - SHOWN_REASONS} other reasons "
