@@ -8,6 +8,7 @@ with three decimals, and a float holds an epoch-relative one to about a nanoseco
 
 import itertools
 import json
+import math
 from collections import defaultdict
 
 import pytest
@@ -198,3 +199,79 @@ def test_range_hull_agrees_with_a_scan():
             assert hull.hull(lo, hi) == expected, (count, lo, hi)
         if count > 500:
             assert hull.hull(100, 400) is None
+
+
+
+def _reference_join(stretches):
+    """What DeviceWork.joined must find, the plain way: launch by launch and item by item."""
+    from collections import Counter
+
+    launches, items = [], []
+    for stretch in stretches:
+        for k, launch_id in enumerate(stretch.launch_ids):
+            launches.append(((stretch.scopes[stretch.launch_scopes[k]], launch_id),
+                             stretch.tracks[stretch.launch_tracks[k]], stretch.launch_times[k]))
+        for k, item_id in enumerate(stretch.item_ids):
+            items.append(((stretch.scopes[stretch.item_scopes[k]], item_id), stretch.starts[k], stretch.ends[k],
+                          stretch.categories[k], stretch.names[stretch.name_ids[k]]))
+    counts = Counter(key for key, _, _ in launches)
+    launch_of = {key: number for number, (key, _, _) in enumerate(launches) if counts[key] == 1}
+    queued = defaultdict(list)  # launch number -> its items, in the order they were read
+    for item in items:
+        if item[0] in launch_of:
+            queued[launch_of[item[0]]].append(item)
+    early = {n for n, its in queued.items() if min(i[1] for i in its) < launches[n][2] - 4 * math.ulp(launches[n][2])}
+    track_order = list(dict.fromkeys(track for stretch in stretches for track in stretch.tracks))
+    kept = sorted((n for n in queued if n not in early),
+                  key=lambda n: (track_order.index(launches[n][1]), launches[n][2], n))
+    tracks, flat = {}, []
+    for n in kept:
+        times, bounds = tracks.setdefault(launches[n][1], ([], []))
+        times.append(launches[n][2])
+        bounds[-1:] = [len(flat)]
+        flat += sorted(queued[n], key=lambda item: item[1])  # stable: ties stay in the order read
+        bounds.append(len(flat))
+    problems = {"shared": sum(1 for c in counts.values() if c > 1), "early": len(early)}
+    return tracks, [i[1] for i in flat], [i[2] for i in flat], [i[3] for i in flat], [i[4] for i in flat], problems
+
+
+def _stretch(rng, scopes, tracks):
+    """Launches and device work as a read reduces them, with what real traces hold rarely: ids that
+    several launches share, ids as strings, work that starts before its launch, equal start times."""
+    from array import array
+
+    from spanfix.timing.device import DeviceColumns
+
+    ids = [rng.choice([rng.randrange(40), str(rng.randrange(5)), 2**62 + rng.randrange(3)]) for _ in range(rng.randrange(30))]
+    launch_times = [float(rng.randrange(100)) for _ in ids]
+    item_ids = [rng.choice(ids) if ids and rng.random() < 0.8 else rng.randrange(60) for _ in range(rng.randrange(60))]
+    starts = [float(rng.randrange(-5, 120)) for _ in item_ids]
+    names = ["gemm", "attn", "copy"]
+    return DeviceColumns(
+        scopes, tracks, array("I", [rng.randrange(len(scopes)) for _ in ids]), ids,
+        array("I", [rng.randrange(len(tracks)) for _ in ids]), array("d", launch_times),
+        array("I", [rng.randrange(len(scopes)) for _ in item_ids]), item_ids, array("d", starts),
+        array("d", [start + rng.randrange(10) for start in starts]), [rng.choice(["kernel", "gpu_memcpy"]) for _ in item_ids],
+        names, array("I", [rng.randrange(len(names)) for _ in item_ids]))
+
+
+def test_the_join_finds_what_a_plain_join_finds():
+    """DeviceWork.joined matches launches and work as numpy arrays: the same as matching them one by one,
+    over random stretches that hold shared ids, string ids, early work and ties."""
+    import random
+
+    from spanfix.timing.device import BEFORE_LAUNCH, SHARED_CORRELATION, DeviceWork
+
+    rng = random.Random(11)
+    for _ in range(400):
+        stretches = [_stretch(rng, rng.sample(["r0", "r1", "r2"], rng.randrange(1, 3)),
+                              rng.sample([(0, 1), (0, 2), (1, 1), ("r1", 5)], rng.randrange(1, 4)))
+                     for _ in range(rng.randrange(1, 4))]
+        # A stretch's tracks are in its own scopes: here any track is any scope's, which the join allows.
+        tracks, starts, ends, categories, names, problems = _reference_join(stretches)
+        work = DeviceWork.joined(stretches)
+        assert {track: (launches.times, launches.bounds) for track, launches in work.tracks.items()} == tracks
+        assert (work.starts, work.ends, work.categories) == (starts, ends, categories)
+        assert [work.names[n] for n in work.name_ids] == names
+        assert work.problems[SHARED_CORRELATION] == problems["shared"]
+        assert work.problems[BEFORE_LAUNCH] == problems["early"]

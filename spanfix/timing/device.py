@@ -295,78 +295,140 @@ class DeviceWork:
     @classmethod
     def joined(cls, stretches: Iterable[DeviceColumns]) -> DeviceWork:
         """Join every stretch's launches and device work within each rank; see the module's docstring.
-        Hundreds of thousands of items: C-level maps and sorts, few Python loops."""
+        Hundreds of thousands of launches and items: sorted and matched as numpy arrays."""
+        import numpy as np  # here: a trace whose GPU annotations give its device time never needs it
+
         stretches = list(stretches)
         names = bool(stretches) and all(stretch.names is not None for stretch in stretches)
         tracks: dict[Track, int] = {}
-        launch_keys, launch_tracks, launch_times = [], [], []
-        for stretch in stretches:
-            numbers = [tracks.setdefault(track, len(tracks)) for track in stretch.tracks]
-            launch_keys += stretch.launch_keys()
-            launch_tracks += map(numbers.__getitem__, stretch.launch_tracks)
-            launch_times += stretch.launch_times
-        launch_of = dict(zip(launch_keys, range(len(launch_keys))))
-        shared = set()
-        if len(launch_of) < len(launch_keys):  # rare: the ids more than one launch carries
-            shared = {key for key, count in Counter(launch_keys).items() if count > 1}
-        owners, starts, ends, categories, name_ids = [], [], [], [], []
+        scopes: dict[Hashable, int] = {}
+        launch_scopes, launch_tracks, launch_ids, launch_times = [], [], [], []
+        item_scopes, item_ids, starts, ends, categories, name_ids = [], [], [], [], [], []
         numbered: dict[str, int] = {}  # every stretch's names, numbered once
         for stretch in stretches:
-            owners += map(launch_of.get, stretch.item_keys())
-            starts += stretch.starts
-            ends += stretch.ends
+            # Each stretch numbers its scopes, tracks and names itself: renumbered for the whole trace.
+            scope_numbers = np.array([scopes.setdefault(scope, len(scopes)) for scope in stretch.scopes] or [0])
+            track_numbers = np.array([tracks.setdefault(track, len(tracks)) for track in stretch.tracks] or [0])
+            launch_scopes.append(scope_numbers[_column(np, stretch.launch_scopes)])
+            launch_tracks.append(track_numbers[_column(np, stretch.launch_tracks)])
+            launch_ids += stretch.launch_ids
+            launch_times.append(_column(np, stretch.launch_times))
+            item_scopes.append(scope_numbers[_column(np, stretch.item_scopes)])
+            item_ids += stretch.item_ids
+            starts.append(_column(np, stretch.starts))
+            ends.append(_column(np, stretch.ends))
             categories += stretch.categories
             if names:
-                renumber = [numbered.setdefault(name, len(numbered)) for name in stretch.names]
-                name_ids += map(renumber.__getitem__, stretch.name_ids)
+                renumber = np.array([numbered.setdefault(name, len(numbered)) for name in stretch.names] or [0])
+                name_ids.append(renumber[_column(np, stretch.name_ids)])
+        launch_times_, starts_, ends_ = (np.concatenate(c) if c else np.zeros(0) for c in (launch_times, starts, ends))
+        launch_tracks_ = np.concatenate(launch_tracks) if launch_tracks else np.zeros(0, np.int64)
         problems: Counter = Counter()
-        if shared:
-            bad = {launch_of[key] for key in shared}
-            problems[SHARED_CORRELATION] = len(shared)
-            owners = [None if owner in bad else owner for owner in owners]
-        items = [item for item, owner in enumerate(owners) if owner is not None]
-        # Launches by track, then time; items by launch, then start (stable sorts on C-level keys).
-        launched = sorted({owners[item] for item in items}, key=launch_times.__getitem__)
-        launched.sort(key=launch_tracks.__getitem__)
-        position = dict(zip(launched, range(len(launched))))
-        items.sort(key=starts.__getitem__)
-        rank = list(map(position.__getitem__, map(owners.__getitem__, items)))
-        order = sorted(range(len(items)), key=rank.__getitem__)
-        items = list(map(items.__getitem__, order))
-        rank = list(map(rank.__getitem__, order))
-        firsts, group_launches = _groups(rank, launched)
+        owners = _owners(np, np.concatenate(launch_scopes) if launch_scopes else np.zeros(0, np.int64),
+                         launch_ids, np.concatenate(item_scopes) if item_scopes else np.zeros(0, np.int64),
+                         item_ids, problems)
+        items = np.flatnonzero(owners >= 0)
+        # Launches by track, then time; items by launch, then start (ties: in the order they were read).
+        launched = np.zeros(len(launch_ids), bool)
+        launched[owners[items]] = True
+        launched = np.flatnonzero(launched)
+        launched = launched[np.lexsort((launched, launch_times_[launched], launch_tracks_[launched]))]
+        position = np.zeros(len(launch_ids), np.int64)
+        position[launched] = np.arange(len(launched))
+        rank = position[owners[items]]
+        order = np.lexsort((items, starts_[items], rank))
+        items, rank = items[order], rank[order]
+        firsts = _firsts(np, rank)
+        group_launches = launched[rank[firsts]]
+        group_times = launch_times_[group_launches]
         # Device work cannot start before its launch: such a launch's items are dropped.
-        first_starts = list(map(starts.__getitem__, map(items.__getitem__, firsts)))
-        group_times = list(map(launch_times.__getitem__, group_launches))
-        if first_starts and min(map(operator.sub, first_starts, group_times)) < -slack(max(group_times)):
-            early = {rank[first] for first, start, time in zip(firsts, first_starts, group_times)
-                     if start < time - slack(time)}
-            if early:
-                problems[BEFORE_LAUNCH] = len(early)
-                keep = [k for k in range(len(items)) if rank[k] not in early]
-                items, rank = list(map(items.__getitem__, keep)), list(map(rank.__getitem__, keep))
-                firsts, group_launches = _groups(rank, launched)
-                group_times = list(map(launch_times.__getitem__, group_launches))
-        work = cls({}, list(map(starts.__getitem__, items)), list(map(ends.__getitem__, items)), {},
+        early = starts_[items[firsts]] < group_times - 4 * np.spacing(np.abs(group_times))  # slack()
+        if early.any():
+            problems[BEFORE_LAUNCH] = int(early.sum())
+            keep = ~early[np.searchsorted(firsts, np.arange(len(items)), side="right") - 1]
+            items, rank = items[keep], rank[keep]
+            firsts = _firsts(np, rank)
+            group_launches = launched[rank[firsts]]
+            group_times = launch_times_[group_launches]
+        order_list = items.tolist()
+        work = cls({}, starts_[items].tolist(), ends_[items].tolist(), {},
                    names=list(numbered) if names else None,
-                   name_ids=list(map(name_ids.__getitem__, items)) if names else None,
-                   categories=list(map(categories.__getitem__, items)), problems=problems)
+                   name_ids=np.concatenate(name_ids)[items].tolist() if names else None,
+                   categories=list(map(categories.__getitem__, order_list)), problems=problems)
         # Launches are grouped by track already: each track's are one stretch of the groups.
-        bounds = [*firsts, len(items)]
-        group_tracks = list(map(launch_tracks.__getitem__, group_launches))
+        bounds = [*firsts.tolist(), len(items)]
+        group_tracks = launch_tracks_[group_launches]
+        times = group_times.tolist()
         track_names = list(tracks)
-        edges = [0, *changes(group_tracks), len(group_tracks)] if group_tracks else [0]
+        edges = [0, *(_firsts(np, group_tracks)[1:].tolist()), len(group_tracks)] if len(group_tracks) else [0]
         for a, b in itertools.pairwise(edges):
-            work.tracks[track_names[group_tracks[a]]] = TrackLaunches(group_times[a:b], bounds[a:b + 1])
+            work.tracks[track_names[group_tracks[a]]] = TrackLaunches(times[a:b], bounds[a:b + 1])
         # Each rank's items in start order, with the running maximum of their ends.
-        scoped: dict[Hashable, list[int]] = defaultdict(list)
+        scoped: dict[Hashable, list[range]] = defaultdict(list)
         for track, on_track in work.tracks.items():
-            scoped[scope_of(track[0])] += range(on_track.bounds[0], on_track.bounds[-1])
-        for scope, ids in scoped.items():
-            ids.sort(key=work.starts.__getitem__)
-            work.scopes[scope] = (list(map(work.starts.__getitem__, ids)),
-                                  list(itertools.accumulate(map(work.ends.__getitem__, ids), max)), ids)
+            scoped[scope_of(track[0])].append(range(on_track.bounds[0], on_track.bounds[-1]))
+        item_starts, item_ends = starts_[items], ends_[items]
+        for scope, ranges in scoped.items():
+            ids = np.concatenate([np.arange(r.start, r.stop) for r in ranges])
+            ids = ids[np.argsort(item_starts[ids], kind="stable")]
+            work.scopes[scope] = (item_starts[ids].tolist(), np.maximum.accumulate(item_ends[ids]).tolist(),
+                                  ids.tolist())
         return work
+
+
+def _column(np, values: Sequence) -> Any:
+    """An array column as numpy, without a copy (a list, as from an old pickle, is copied)."""
+    if isinstance(values, array):
+        return np.frombuffer(values, dtype=np.float64 if values.typecode == "d" else np.uint32) if values \
+            else np.zeros(0, np.float64 if values.typecode == "d" else np.int64)
+    return np.asarray(values)
+
+
+def _firsts(np, values) -> Any:
+    """Where each run of equal values begins."""
+    if not len(values):
+        return np.zeros(0, np.int64)
+    return np.concatenate(([0], np.flatnonzero(values[1:] != values[:-1]) + 1))
+
+
+def _numbered(np, values) -> Any:
+    """values as the numbers 0, 1, ...: equal where the values are equal (numpy's unique, but by sorting)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    numbers = np.empty(len(values), np.int64)
+    numbers[order] = np.cumsum(np.concatenate(([False], ordered[1:] != ordered[:-1])))
+    return numbers
+
+
+def _owners(np, launch_scopes, launch_ids: list, item_scopes, item_ids: list, problems: Counter) -> Any:
+    """Per item, the number of the launch of its rank that carries its correlation id; -1 when none
+    does, or when several do (counted in problems: their device work is not used)."""
+    owners = np.full(len(item_ids), -1, np.int64)
+    if not launch_ids:
+        return owners
+    ids = launch_ids + item_ids
+    if set(map(type, ids)) == {int} and -(2**63) <= min(ids) and max(ids) < 2**63:
+        codes = _numbered(np, np.array(ids, np.int64))
+    else:  # ids that are strings (or wider than 64 bits): numbered as Python values, equal where equal
+        numbers: dict = {}
+        codes = np.array([numbers.setdefault(i, len(numbers)) for i in ids], np.int64)
+    width = int(codes.max()) + 1
+    keys = launch_scopes.astype(np.int64) * width + codes[:len(launch_ids)]
+    wanted = item_scopes.astype(np.int64) * width + codes[len(launch_ids):]
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    repeated = sorted_keys[1:] == sorted_keys[:-1]
+    if repeated.any():  # rare: the ids more than one launch carries
+        shared = np.zeros(len(sorted_keys), bool)
+        shared[1:] |= repeated
+        shared[:-1] |= repeated
+        problems[SHARED_CORRELATION] = int(np.count_nonzero(repeated & ~np.concatenate(([False], repeated[:-1]))))
+        order, sorted_keys = order[~shared], sorted_keys[~shared]
+    at = np.minimum(np.searchsorted(sorted_keys, wanted), max(len(sorted_keys) - 1, 0))
+    if len(sorted_keys):
+        found = sorted_keys[at] == wanted
+        owners[found] = order[at[found]]
+    return owners
 
 
 GPU_ANNOTATION_TEXT = b'"gpu_user_annotation"'
