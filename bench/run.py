@@ -212,9 +212,13 @@ TARGETS = [
 ]
 
 
-def target_table(results: dict) -> tuple[list[str], bool]:
-    """One line per target the run measured, and whether all of them were met."""
-    lines, all_met = [], True
+# Targets this code is known to miss, and where that is explained: their miss is no VM's noise.
+KNOWN_MISSES = {"stats --kernels .json / floor": "a known miss, explained in docs/performance.md"}
+
+
+def target_table(results: dict) -> tuple[list[str], list[str]]:
+    """One line per target the run measured, and the targets it missed."""
+    lines, missed = [], []
     for what, path, kind, limit in TARGETS:
         value = results
         for key in path:
@@ -222,10 +226,10 @@ def target_table(results: dict) -> tuple[list[str], bool]:
         if value is None:
             continue
         met = value <= limit if kind == "max" else value >= limit
-        all_met &= met
+        missed += [] if met else [what]
         lines.append(f"  {what:<40} {value:7.2f}  {'<=' if kind == 'max' else '>='} {limit:<5}  "
                      f"{'met' if met else 'MISSED'}")
-    return lines, all_met
+    return lines, missed
 
 
 def main() -> None:
@@ -251,12 +255,14 @@ def main() -> None:
     print(json.dumps(results["many_files"], indent=2))
     if "growth" in results:
         print(json.dumps(results["growth"], indent=2))
-    lines, all_met = target_table(results)
+    lines, missed = target_table(results)
     default = args.size_mb == 250 and not args.quick
     print("targets (ratios within this run)" + ("" if default else "; they are set for the default 250 MB trace")
           + ":", *lines, sep="\n")
-    if default and not all_met:
-        sys.exit("bench: a target was missed (a shared VM's noise can do that: run it again to tell)")
+    if default and missed:
+        sys.exit("bench: missed " + "; ".join(
+            f"{what} ({KNOWN_MISSES.get(what, 'a shared VM can be that noisy: run it again to tell')})"
+            for what in missed))
 
 
 if __name__ == "__main__":
