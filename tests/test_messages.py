@@ -4,6 +4,7 @@ fit a narrow terminal without cutting a figure, and messages that say what to do
 import json
 import re
 
+import synth
 from click.testing import CliRunner
 from conftest import span, thread_name, write_trace
 
@@ -135,14 +136,46 @@ def test_a_narrow_table_drops_its_bars_before_shortening_paths_and_never_cuts_a_
     header = ["file", "stage", "count", "mean", "share", ""]
     rows = [["/very/long/folder/prof-TP-0.trace.json.gz", "VERIFY", "1234567", "231.5", "45.3%", "███▋"],
             ["/very/long/folder/prof-TP-1.trace.json.gz", "DRAFT", "7654321", "68.3", "43.4%", "███▌"]]
-    assert fitted(header, rows, None) == (header, rows)
+    assert fitted(header, rows, None) == (header, rows, [])
     assert fitted(header, rows, 200)[1] == rows
-    narrow_header, narrow_rows = fitted(header, rows, 60)
+    narrow_header, narrow_rows, _ = fitted(header, rows, 60)
     assert narrow_header == header[:-1]  # the bars went first
     assert [row[0] for row in narrow_rows] == ["prof-TP-0.trace.json.gz", "prof-TP-1.trace.json.gz"]
     tiny_rows = fitted(header, rows, 36)[1]
     assert [row[0] for row in tiny_rows] == ["prof-TP-0", "prof-TP-1"]
     assert [row[2:] for row in tiny_rows] == [row[2:5] for row in rows]  # every figure whole
+
+
+def test_a_table_still_too_wide_leaves_out_derived_figures_before_cutting_a_key():
+    header = ["stage", "source", "count", "total", "mean", "p50", "p90", "p99", "max", "share", "busy"]
+    rows = [["DECODE", "mixed", "1", "465.248", "465.248", "465.248", "465.248", "465.248", "465.248", "100.0%", "94%"]]
+    assert fitted(header, rows, 200) == (header, rows, [])
+    narrow_header, narrow_rows, left_out = fitted(header, rows, 85)
+    assert left_out == ["total"]  # count times mean: nothing is lost
+    assert narrow_header == [name for name in header if name != "total"]
+    assert narrow_rows == [[cell for cell, name in zip(rows[0], header) if name != "total"]]
+    assert fitted(header, rows, 56)[2] == ["total", "p90", "p50", "max"]
+
+
+def test_a_device_table_of_one_source_names_it_in_its_title_and_fits_80_columns(tmp_path):
+    """SGLang's own captures (no GPU annotations) at 80 columns: the stage whole, no source column."""
+    from rich.console import Console
+
+    import spanfix
+
+    trace = synth.generate(synth.SynthSpec(algorithm="eagle", gpu_annotations=False, decode_iterations=3, seed=2))
+    path = tmp_path / "t.json"
+    synth.write(trace, path)
+    result = spanfix.stats([str(path)], device=True)
+    console = Console(width=80, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    console.print(stats_table(result, bars=True, width=80))
+    text = console.export_text()
+    assert "device time (launched kernels), times in" in text
+    header = next(line for line in text.splitlines() if "busy" in line and "count" in line)
+    assert header.split()[:2] == ["stage", "count"] and "source" not in header
+    for stage in ("VERIFY", "DRAFT"):
+        assert re.search(rf"^ *{stage} ", text, re.MULTILINE)
+    assert "…" not in text
 
 
 def test_stats_at_40_columns_shows_every_figure_whole(tmp_path):

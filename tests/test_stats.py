@@ -417,6 +417,15 @@ def test_bad_input_is_one_line_and_exit_2(timed, tmp_path):
     assert run("stats", timed, "--by", "colour").exit_code == 2
 
 
+def test_by_takes_keys_comma_separated_as_well_as_repeated(timed):
+    repeated = run("stats", timed, "--format", "json", "--by", "rank", "--by", "bs")
+    together = run("stats", timed, "--format", "json", "--by", "rank,bs")
+    assert together.exit_code == 0 and json.loads(together.stdout) == json.loads(repeated.stdout)
+    assert {"rank", "bs"} <= set(json.loads(together.stdout)["by"])
+    wrong = run("stats", timed, "--by", "rank,colour")
+    assert wrong.exit_code == 2 and "'colour' is not one of" in wrong.stderr
+
+
 @needs_real_traces
 @pytest.mark.parametrize("path", real_traces(), ids=lambda p: p.name)
 def test_real_traces_produce_stats(path):

@@ -30,6 +30,21 @@ _ATTRIBUTION_OPTIONS = [
 ]
 
 
+class Keys(click.Choice):
+    """A choice that also takes several, comma-separated (`--by rank,bs` as `--by rank --by bs`):
+    each value of a multiple option is then a tuple, which keys() flattens."""
+
+    def convert(self, value, param, ctx) -> tuple:
+        if isinstance(value, tuple):
+            return value
+        choose = super().convert
+        return tuple(choose(part.strip(), param, ctx) for part in str(value).split(","))
+
+
+def keys(values: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(key for value in values for key in value))
+
+
 jobs_option = click.option("-j", "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1,
                            show_default="cores", help="Files processed in parallel, one process each.")
 

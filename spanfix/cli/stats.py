@@ -9,15 +9,15 @@ from ..errors import CategoryError
 from ..render.escape import dumps
 from ..render.stats import stats_csv, stats_markdown, stats_table
 from . import EXIT_BAD_INPUT
-from .options import api_options, attribution_options, jobs_option
+from .options import Keys, api_options, attribution_options, jobs_option, keys
 from .progress import file_progress
 from .streams import render, terminal_width, write_out
 
 
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
-@click.option("--by", "by", multiple=True, type=click.Choice(api.GROUPINGS),
-              help="Split the rows further (repeatable, combinable): file, rank (-TP-<r> in the file name or a "
+@click.option("--by", "by", multiple=True, type=Keys(api.GROUPINGS),
+              help="Split the rows further (repeatable, or comma-separated: --by rank,bs): file, rank (-TP-<r> in the file name or a "
                    "merged trace's [TP..] pids), stage (always), name, mode-name (the name without its detailed "
                    "suffix), bs, toks.")
 @click.option("--device", is_flag=True,
@@ -61,7 +61,7 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
     options = api_options(**attribution)
     with file_progress(list(inputs), machine_output=output_format != "table") as progress:
         try:
-            result = api.stats(inputs, options, by=by, kernels=kernels, kernel_categories=kernel_categories,
+            result = api.stats(inputs, options, by=keys(by), kernels=kernels, kernel_categories=kernel_categories,
                                baseline=baseline, errors="collect", device=True if device else None,
                                each=progress.each(jobs))
         except CategoryError as exc:

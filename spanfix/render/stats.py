@@ -28,6 +28,10 @@ TOP_KERNELS = 10
 TEXT_COLUMNS = frozenset({"file", "rank", "stage", "name", "mode-name", "source", "part", "kernel", "category",
                           "group"})  # left-aligned; figures go right
 CLOCK_TITLES = {"cpu": "host time (CPU spans)", "gpu": "device time (GPU annotations, or launched kernels)"}
+_SOURCE_TITLES = {"annotation": "device time (GPU annotations)", "kernels": "device time (launched kernels)"}
+# When a stage table is too wide for the terminal, once its bars are gone and its paths shortened:
+# the figure columns left out, one at a time in this order (total is count times mean), never a key.
+LEAVE_OUT = ("total", "p90", "p50", "max", "source", "p99")
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 _UNITS = (("us", 1.0, 1), ("ms", 1e3, 3), ("s", 1e6, 3))  # name, microseconds per unit, decimals
 
@@ -70,19 +74,32 @@ def stage_cells(result: StatsResult, clock: str, bars: bool = False) -> tuple[st
     """Unit, header and rows of one clock's stage table, shared by the rich and the markdown renderings."""
     rows = [row for row in result.rows if row.clock == clock]
     unit, scale, digits = _unit([row.summary.mean_us for row in rows])
-    sources = any(row.device_source not in (None, "annotation") for row in rows)
+    found = _device_sources(result, clock)
+    sources = len(found) > 1 or found == {"mixed"}  # one source for all: the title says it
     busy = clock == GPU and any(row.busy_share is not None for row in rows)
     header = [*result.by, *(["source"] if sources else []), *STATISTICS, *_share_header(bars)]
     header += ["busy"] if busy else []
     header += ["mean vs baseline"] if result.baseline else []
     cells = []
     for row in rows:
-        line = [*_keys(row.keys), *([row.device_source] if sources else []), str(row.summary.count)]
+        line = [*_keys(row.keys), *([row.device_source or "-"] if sources else []), str(row.summary.count)]
         line += [f"{row.summary.statistic(name) / scale:.{digits}f}" for name in STATISTICS[1:]]
         line += _share(row.share, bars)
         line += [("-" if row.busy_share is None else f"{row.busy_share:.0%}")] if busy else []
         cells.append(line + ([_change(row.baseline)] if result.baseline else []))
     return unit, header, cells
+
+
+def _device_sources(result: StatsResult, clock: str) -> set[str]:
+    """Where the rows' device time came from: "annotation", "kernels", "mixed" (none on the host clock)."""
+    return {row.device_source for row in result.rows if row.clock == clock} - {None}
+
+
+def clock_title(result: StatsResult, clock: str) -> str:
+    found = _device_sources(result, clock)
+    if clock == GPU and len(found) == 1:
+        return _SOURCE_TITLES.get(next(iter(found)), CLOCK_TITLES[GPU])
+    return CLOCK_TITLES[clock]
 
 
 def iteration_cells(result: StatsResult, bars: bool = False) -> tuple[list[str], list[list[str]]]:
@@ -177,7 +194,7 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
     tables = []
     for clock in _clocks(result):
         unit, header, rows = stage_cells(result, clock, bars)
-        tables.append((f"{CLOCK_TITLES[clock]}, times in {unit}", header, rows))
+        tables.append((f"{clock_title(result, clock)}, times in {unit}", header, rows))
     if result.iterations:
         both = {it.clock for it in result.iterations} == set(CLOCKS)
         tables.append((f"decode iterations: where the time goes{', host and device' if both else ''}",
@@ -187,7 +204,13 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
         for group in result.kernels:
             tables.append((f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
                            *kernel_cells(result, group, top)))
-    parts: list = [_rich(title, *fitted(header, rows, width)) for title, header, rows in tables]
+    parts: list = []
+    for title, header, rows in tables:
+        header, rows, left_out = fitted(header, rows, width)
+        parts.append(_rich(title, header, rows))
+        if left_out:
+            parts.append(Text(f"({', '.join(left_out)}: left out to fit {width} columns; --format csv has them all)",
+                              style="dim"))
     if not result.rows:
         parts.append(Text("no step spans"))
     if result.baseline:
@@ -211,27 +234,40 @@ PATH_COLUMNS = ("file",)
 SHORTEST_PATH = 16  # a path is not shortened below this many cells (with its …)
 
 
-def fitted(header: list[str], rows: list[list[str]], width: int | None) -> tuple[list[str], list[list[str]]]:
+def fitted(header: list[str], rows: list[list[str]], width: int | None
+           ) -> tuple[list[str], list[list[str]], list[str]]:
     """The table made to fit `width` columns, if it can be without cutting a figure: first without
-    its bar columns, then with its paths shortened."""
+    its bar columns, then with its paths shortened (the folder they share, then the ending), then
+    without the figure columns of LEAVE_OUT, one at a time, and last with the middle of its paths
+    cut; and the columns left out."""
     if width is None or table_width(header, rows) <= width:
-        return header, rows
+        return header, rows, []
     keep = [k for k, name in enumerate(header) if name]  # bar columns have no header
     header, rows = [header[k] for k in keep], [[row[k] for k in keep] for row in rows]
-    for column in (k for k, name in enumerate(header) if name in PATH_COLUMNS):
-        paths = sorted({row[column] for row in rows})
+    paths = [k for k, name in enumerate(header) if name in PATH_COLUMNS]
+    for column in paths:
         for shorten in (without_common_folder, without_common_suffix):
             if table_width(header, rows) <= width:
                 break
-            shorter = dict(zip(paths, shorten(paths)))
+            found = sorted({row[column] for row in rows})
+            shorter = dict(zip(found, shorten(found)))
             rows = [[*row[:column], shorter[row[column]], *row[column + 1:]] for row in rows]
-            paths = [shorter[path] for path in paths]
+    left_out = []
+    for name in LEAVE_OUT:
+        if table_width(header, rows) <= width:
+            break
+        if name in header:
+            k = header.index(name)
+            header, rows = header[:k] + header[k + 1:], [row[:k] + row[k + 1:] for row in rows]
+            paths = [c - (c > k) for c in paths]
+            left_out.append(name)
+    for column in paths:  # the last resort: a path's middle (its ends tell files apart)
         excess = table_width(header, rows) - width
         longest = max(len(row[column]) for row in rows)
         if excess > 0 and longest > SHORTEST_PATH:
             room = max(SHORTEST_PATH, longest - excess, len(header[column]))
             rows = [[*row[:column], middle_cut(row[column], room), *row[column + 1:]] for row in rows]
-    return header, rows
+    return header, rows, left_out
 
 
 def table_width(header: list[str], rows: list[list[str]]) -> int:
@@ -288,7 +324,7 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
     sections = []
     for clock in _clocks(result):
         unit, header, rows = stage_cells(result, clock)
-        title = CLOCK_TITLES[clock]
+        title = clock_title(result, clock)
         sections += [f"### {title[0].upper()}{title[1:]}, times in {unit}", "", markdown_table(header, rows), ""]
     if result.iterations:
         sections += ["### Decode iterations: where the time goes, host and device", "",
