@@ -9,7 +9,14 @@ from click.testing import CliRunner
 from conftest import span, thread_name, write_trace
 
 from spanfix.cli import main
-from spanfix.render.stats import fitted, middle_cut, stats_table, without_common_folder, without_common_suffix
+from spanfix.render.stats import (
+    LEAVE_OUT,
+    fitted,
+    middle_cut,
+    stats_table,
+    without_common_folder,
+    without_common_suffix,
+)
 
 
 def run(*args):
@@ -149,12 +156,13 @@ def test_a_narrow_table_drops_its_bars_before_shortening_paths_and_never_cuts_a_
 def test_a_table_still_too_wide_leaves_out_derived_figures_before_cutting_a_key():
     header = ["stage", "source", "count", "total", "mean", "p50", "p90", "p99", "max", "share", "busy"]
     rows = [["DECODE", "mixed", "1", "465.248", "465.248", "465.248", "465.248", "465.248", "465.248", "100.0%", "94%"]]
-    assert fitted(header, rows, 200) == (header, rows, [])
-    narrow_header, narrow_rows, left_out = fitted(header, rows, 85)
+    assert fitted(header, rows, 200, LEAVE_OUT) == (header, rows, [])
+    assert fitted(header, rows, 85)[2] == []  # only a stage table leaves figures out
+    narrow_header, narrow_rows, left_out = fitted(header, rows, 85, LEAVE_OUT)
     assert left_out == ["total"]  # count times mean: nothing is lost
     assert narrow_header == [name for name in header if name != "total"]
     assert narrow_rows == [[cell for cell, name in zip(rows[0], header) if name != "total"]]
-    assert fitted(header, rows, 56)[2] == ["total", "p90", "p50", "max"]
+    assert fitted(header, rows, 56, LEAVE_OUT)[2] == ["total", "p90", "p50", "max"]
 
 
 def test_a_device_table_of_one_source_names_it_in_its_title_and_fits_80_columns(tmp_path):

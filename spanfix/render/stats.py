@@ -148,15 +148,24 @@ def _vs(it: IterationBreakdown | None, part: str | None) -> str:
     return _change(it.baseline if part is None else it.part_baselines.get(part))
 
 
-def category_cells(result: StatsResult) -> tuple[list[str], list[list[str]]]:
-    """One row per stage row or iteration part with kernels: its device busy time and each category's share."""
+CATEGORY_TABLES = ((False, "kernel categories by stage: share of each row's device busy time"),
+                   (True, "kernel categories by decode iteration part: share of its device busy time"))
+
+
+def category_cells(result: StatsResult, parts: bool = False) -> tuple[list[str], list[list[str]]]:
+    """One row per stage row with kernels (parts: per decode iteration part): its device busy time and
+    each category's share. Categories are the columns found in any group of the result, so that the
+    two tables line up."""
     groups = result.kernels or []
     present = [c for c in result.kernel_categories if any(c in g.tally.by_category() for g in groups)]
-    header = ["group", "busy", *present]
+    header = ["part" if parts else "group", "busy", *present]
     rows = []
     for group in groups:
+        if (group.part is not None) != parts:
+            continue
         found = {category: total for category, _, total in category_rows(group.tally, present)}
-        rows.append([_group_label(result, group), format_us(group.busy_us),
+        label = " ".join([*_keys(group.keys), *([group.part] if parts else [])])
+        rows.append([label, format_us(group.busy_us),
                      *[(f"{found[c] / group.busy_us:.0%}" if c in found and group.busy_us else "-") for c in present]])
     return header, rows
 
@@ -194,19 +203,21 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
     tables = []
     for clock in _clocks(result):
         unit, header, rows = stage_cells(result, clock, bars)
-        tables.append((f"{clock_title(result, clock)}, times in {unit}", header, rows))
+        tables.append((f"{clock_title(result, clock)}, times in {unit}", header, rows, LEAVE_OUT))
     if result.iterations:
         both = {it.clock for it in result.iterations} == set(CLOCKS)
         tables.append((f"decode iterations: where the time goes{', host and device' if both else ''}",
                        *iteration_cells(result, bars)))
     if result.kernels:
-        tables.append(("kernel categories: share of each group's device busy time", *category_cells(result)))
+        for parts, title in CATEGORY_TABLES:
+            header, rows = category_cells(result, parts)
+            tables += [(title, header, rows)] if rows else []
         for group in result.kernels:
             tables.append((f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
                            *kernel_cells(result, group, top)))
     parts: list = []
-    for title, header, rows in tables:
-        header, rows, left_out = fitted(header, rows, width)
+    for title, header, rows, *leave_out in tables:
+        header, rows, left_out = fitted(header, rows, width, *leave_out)
         parts.append(_rich(title, header, rows))
         if left_out:
             parts.append(Text(f"({', '.join(left_out)}: left out to fit {width} columns; --format csv has them all)",
@@ -234,12 +245,12 @@ PATH_COLUMNS = ("file",)
 SHORTEST_PATH = 16  # a path is not shortened below this many cells (with its …)
 
 
-def fitted(header: list[str], rows: list[list[str]], width: int | None
+def fitted(header: list[str], rows: list[list[str]], width: int | None, leave_out: Collection[str] = ()
            ) -> tuple[list[str], list[list[str]], list[str]]:
     """The table made to fit `width` columns, if it can be without cutting a figure: first without
     its bar columns, then with its paths shortened (the folder they share, then the ending), then
-    without the figure columns of LEAVE_OUT, one at a time, and last with the middle of its paths
-    cut; and the columns left out."""
+    without the figure columns of leave_out (a stage table's: LEAVE_OUT), one at a time in its order,
+    and last with the middle of its paths cut; and the columns left out."""
     if width is None or table_width(header, rows) <= width:
         return header, rows, []
     keep = [k for k, name in enumerate(header) if name]  # bar columns have no header
@@ -253,7 +264,7 @@ def fitted(header: list[str], rows: list[list[str]], width: int | None
             shorter = dict(zip(found, shorten(found)))
             rows = [[*row[:column], shorter[row[column]], *row[column + 1:]] for row in rows]
     left_out = []
-    for name in LEAVE_OUT:
+    for name in leave_out:
         if table_width(header, rows) <= width:
             break
         if name in header:
@@ -330,8 +341,9 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
         sections += ["### Decode iterations: where the time goes, host and device", "",
                      markdown_table(*iteration_cells(result)), ""]
     if result.kernels:
-        sections += ["### Kernel categories: share of each group's device busy time", "",
-                     markdown_table(*category_cells(result)), ""]
+        for parts, title in CATEGORY_TABLES:
+            header, rows = category_cells(result, parts)
+            sections += [f"### {title[0].upper()}{title[1:]}", "", markdown_table(header, rows), ""] if rows else []
         for group in result.kernels:
             sections += [f"#### Kernels of {markdown_text(_group_label(result, group))}", "",
                          markdown_table(*kernel_cells(result, group, top)), ""]
