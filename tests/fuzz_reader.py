@@ -308,6 +308,7 @@ FILE_NAMES = ["case", "d[/]case", "case [bold]x[/bold]", "case\x1b[31m", "case\n
 COMMANDS = [["relabel", "--json"], ["relabel", "--dry-run"], ["relabel", "--annotate", "--strict"], ["inspect"],
             ["inspect", "--json"], ["stats", "--by", "name", "--by", "file"], ["stats", "--format", "json", "--by", "bs"],
             ["stats", "--format", "csv", "--by", "name"], ["stats", "--format", "markdown", "--by", "rank"],
+            ["stats", "--kernels", "--format", "json"], ["stats", "--device", "--kernels", "--by", "rank,file"],
             ["check"], ["check", "--format", "junit"], ["check", "--format", "markdown"], ["check", "--format", "json"]]
 OUTPUT_PER_INPUT_BYTE = 40  # a report may be larger than its trace, by a bounded factor: never by its square
 OUTPUT_ALLOWANCE = 2**20

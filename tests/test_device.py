@@ -275,3 +275,32 @@ def test_the_join_finds_what_a_plain_join_finds():
         assert [work.names[n] for n in work.name_ids] == names
         assert work.problems[SHARED_CORRELATION] == problems["shared"]
         assert work.problems[BEFORE_LAUNCH] == problems["early"]
+
+
+def test_kernel_tallies_count_an_item_once_per_range_that_holds_it():
+    """Nested step spans hold the same kernels: a group's tally counts each once per span (as adding
+    the spans' own tallies would), walking each item once however deep the nesting."""
+    import random
+    from array import array
+    from collections import Counter
+
+    from spanfix.timing.kernels import KernelTable
+
+    rng = random.Random(5)
+    names = ["gemm", "attn", "norm", "copy"]
+    for _ in range(300):
+        count = rng.randrange(1, 40)
+        table = KernelTable(names, ["gemm", "attention", "norm", "memcpy"],
+                            array("I", [rng.randrange(4) for _ in range(count)]),
+                            array("d", [float(rng.randrange(1, 9)) for _ in range(count)]))
+        ranges = [tuple((a, rng.randrange(a, count + 1)) for a in sorted(rng.sample(range(count), rng.randrange(1, 3))))
+                  for _ in range(rng.randrange(1, 6))]
+        counts, totals = Counter(), Counter()
+        for spans in ranges:
+            for first, end in spans:
+                for item in range(first, end):
+                    counts[names[table.ids[item]]] += 1
+                    totals[names[table.ids[item]]] += table.durations[item]
+        tally = table.tally(ranges)
+        assert dict(tally.counts) == dict(counts)
+        assert dict(tally.totals) == {name: totals[name] for name in counts}

@@ -133,23 +133,50 @@ class KernelTable:
                    array("I", ids), array("d", map(operator.sub, ends, starts)))
 
     def tally(self, ranges: Iterable[Ranges]) -> KernelTally:
-        """Count and time per kernel name over the items of every range given."""
+        """Count and time per kernel name over the items of every range given (an item in several,
+        as under nested step spans, counts once per range)."""
+        pairs = [pair for spans in ranges for pair in spans if pair[0] < pair[1]]
         ids: list[int] = []
         durations: list[float] = []
-        for spans in ranges:
-            for first, end in spans:
+        totals: dict[int, float] = defaultdict(float)
+        counts: Counter = Counter()
+        for first, end, times in _covered(pairs):
+            if times == 1:
                 ids += self.ids[first:end]
                 durations += self.durations[first:end]
-        totals: dict[int, float] = defaultdict(float)
+            else:  # walked once, weighted: nested ranges would walk their items once per level
+                for number, duration in zip(self.ids[first:end], self.durations[first:end]):
+                    counts[number] += times
+                    totals[number] += duration * times
         for number, duration in zip(ids, durations):
             totals[number] += duration
+        counts.update(ids)
         result = KernelTally()
-        for number, count in Counter(ids).items():
+        for number, count in counts.items():
             name = self.names[number]
             result.counts[name] = count
             result.totals[name] = totals[number]
             result.category_of[name] = self.classes[number]
         return result
+
+
+def _covered(pairs: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """(first, end, how many ranges cover them): the pairs as they are when none overlaps (their own
+    order), else cut where any begins or ends, so that each item is in one piece."""
+    ordered = sorted(pairs)
+    if all(a[1] <= b[0] for a, b in zip(ordered, ordered[1:])):
+        return [(first, end, 1) for first, end in pairs]
+    changes: dict[int, int] = defaultdict(int)
+    for first, end in pairs:
+        changes[first] += 1
+        changes[end] -= 1
+    pieces, times = [], 0
+    edges = sorted(changes)
+    for at, after in zip(edges, edges[1:]):
+        times += changes[at]
+        if times:
+            pieces.append((at, after, times))
+    return pieces
 
 
 _INNERMOST = {"<": re.compile(r"<[^<>]*>"), "(": re.compile(r"\([^()]*\)")}
