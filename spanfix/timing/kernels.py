@@ -12,6 +12,7 @@ a class or replaces one: the user's come first, in the order given.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import re
 from array import array
@@ -164,7 +165,7 @@ def _covered(pairs: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
     """(first, end, how many ranges cover them): the pairs as they are when none overlaps (their own
     order), else cut where any begins or ends, so that each item is in one piece."""
     ordered = sorted(pairs)
-    if all(a[1] <= b[0] for a, b in zip(ordered, ordered[1:])):
+    if all(a[1] <= b[0] for a, b in itertools.pairwise(ordered)):
         return [(first, end, 1) for first, end in pairs]
     changes: dict[int, int] = defaultdict(int)
     for first, end in pairs:
@@ -172,7 +173,7 @@ def _covered(pairs: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
         changes[end] -= 1
     pieces, times = [], 0
     edges = sorted(changes)
-    for at, after in zip(edges, edges[1:]):
+    for at, after in itertools.pairwise(edges):
         times += changes[at]
         if times:
             pieces.append((at, after, times))
