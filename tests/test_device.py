@@ -304,3 +304,36 @@ def test_kernel_tallies_count_an_item_once_per_range_that_holds_it():
         tally = table.tally(ranges)
         assert dict(tally.counts) == dict(counts)
         assert dict(tally.totals) == {name: totals[name] for name in counts}
+
+
+def test_nested_steps_over_overlapping_streams_give_busy_time_within_a_budget(tmp_path, monkeypatch):
+    """Hostile input: step spans nested in one another, each over kernels on overlapping streams.
+    Each union would sort the kernels of every level (the square of the trace): past a budget per
+    item, a step gets no busy time, and a warning counts them; the busy times given are exact."""
+    from spanfix.timing import device, measure_files
+
+    depth = 40
+    events = [{"ph": "X", "cat": "user_annotation", "name": "step[TARGET_VERIFY bs=1]", "pid": 1, "tid": 1,
+               "ts": k, "dur": 4 * depth - 2 * k} for k in range(depth)]
+    for k in range(depth):  # launched inside every step, running 3 us each, 1 us apart: overlapping
+        events += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": depth + k,
+                    "dur": 1, "args": {"correlation": k}},
+                   {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": depth + k + 0.5, "dur": 3,
+                    "args": {"correlation": k}}]
+    path = tmp_path / "nested.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    monkeypatch.setattr(device, "UNION_BUDGET", 0)
+    monkeypatch.setattr(device, "UNION_ALLOWANCE", 200)
+    [measured], _ = measure_files([str(path)], OPTIONS, device=True)
+    given = [step for step in measured.steps if step.busy_us is not None]
+    skipped = len(measured.steps) - len(given)
+    assert 0 < len(given) < depth and skipped > 0
+    assert any(w.endswith(f"{skipped} {device.UNION_SKIPPED}") for w in measured.warnings)
+    for step in given:  # the kernels of the launches inside its host span
+        launched = [k for k in range(depth) if step.start_us <= depth + k <= step.end_us]
+        expected = device.union_length([(depth + k + 0.5, depth + k + 3.5) for k in launched])
+        assert step.busy_us == pytest.approx(expected)
+    monkeypatch.setattr(device, "UNION_ALLOWANCE", 10**6)
+    [unbounded], _ = measure_files([str(path)], OPTIONS, device=True)
+    assert all(step.busy_us is not None for step in unbounded.steps)
+    assert not any(device.UNION_SKIPPED in w for w in unbounded.warnings)

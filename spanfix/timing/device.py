@@ -41,6 +41,12 @@ Interval = tuple[float, float]
 # Why a launch's device work was not used.
 SHARED_CORRELATION = "correlation ids that several launches of one rank share (their device work not used)"
 BEFORE_LAUNCH = "launches whose device work starts before the launch itself (device work not used)"
+UNION_SKIPPED = ("step spans without busy time: their device work overlaps on several streams and they nest in "
+                 "one another, so that their unions would cost the square of the trace")
+# A step's busy time over several streams sorts its items; steps do not nest, so a trace's unions
+# sort each item about once. Nested by the thousand (hostile input) they would sort each item once
+# per level: past this many items per item of the trace (and the allowance), busy time is not given.
+UNION_BUDGET, UNION_ALLOWANCE = 8, 2**16
 _CATEGORY = operator.attrgetter("cat")
 _NUMBERS = frozenset({int, float})
 _IDS = frozenset({int, str})
@@ -197,6 +203,7 @@ class DeviceWork:
     categories: list[str] = field(default_factory=list)  # per item: the event's cat (kernel, gpu_memcpy, ...)
     problems: Counter = field(default_factory=Counter)
     tables: _RangeTables | None = None  # built on the first long range asked about
+    union_budget: int | None = None  # items busy() may still sort, once it has started
 
     @property
     def empty(self) -> bool:
@@ -236,11 +243,18 @@ class DeviceWork:
         overlap = max(map(operator.sub, self.ends[a:b - 1], self.starts[a + 1:b]))
         return overlap <= slack(self.ends[b - 1])
 
-    def busy(self, items: range) -> float:
-        """The time at least one of the items runs: overlapping streams count once."""
+    def busy(self, items: range) -> float | None:
+        """The time at least one of the items runs: overlapping streams count once. None when the
+        union is past what a trace's unions may cost (see UNION_BUDGET), counted in problems."""
         a, b = items.start, items.stop
         if self.sequential(items):
             return self.duration(items)
+        if self.union_budget is None:
+            self.union_budget = UNION_BUDGET * len(self.starts) + UNION_ALLOWANCE
+        if b - a > self.union_budget:
+            self.problems[UNION_SKIPPED] += 1
+            return None
+        self.union_budget -= b - a
         return union_length(zip(self.starts[a:b], self.ends[a:b]))
 
     def duration(self, items: range) -> float:

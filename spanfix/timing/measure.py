@@ -163,10 +163,9 @@ def _step_timing(trace: Trace, work: DeviceWork, step: StepSpan, verdict, stage:
         extent, source = work.extent(items), "kernels"
     if table is not None:
         table.steps.append(((items.start, items.stop),))
-    busy = None
-    if items and extent is not None:
-        # Added-up float times can pass the extent by an ulp or two: busy time never does.
-        busy = min(work.busy(items), extent[1] - extent[0])
+    busy = work.busy(items) if items and extent is not None else None
+    if busy is not None:
+        busy = min(busy, extent[1] - extent[0])  # added-up float times can pass it by an ulp or two
     span = step.span
     pid, tid = step.track
     return StepTiming(
