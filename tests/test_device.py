@@ -322,8 +322,8 @@ def test_nested_steps_over_overlapping_streams_give_busy_time_within_a_budget(tm
                     "args": {"correlation": k}}]
     path = tmp_path / "nested.json"
     path.write_text(json.dumps({"traceEvents": events}))
-    monkeypatch.setattr(device, "UNION_BUDGET", 0)
-    monkeypatch.setattr(device, "UNION_ALLOWANCE", 200)
+    monkeypatch.setattr(device, "BUDGET", 0)
+    monkeypatch.setattr(device, "ALLOWANCE", 200)
     [measured], _ = measure_files([str(path)], OPTIONS, device=True)
     given = [step for step in measured.steps if step.busy_us is not None]
     skipped = len(measured.steps) - len(given)
@@ -333,7 +333,62 @@ def test_nested_steps_over_overlapping_streams_give_busy_time_within_a_budget(tm
         launched = [k for k in range(depth) if step.start_us <= depth + k <= step.end_us]
         expected = device.union_length([(depth + k + 0.5, depth + k + 3.5) for k in launched])
         assert step.busy_us == pytest.approx(expected)
-    monkeypatch.setattr(device, "UNION_ALLOWANCE", 10**6)
+    monkeypatch.setattr(device, "ALLOWANCE", 10**6)
     [unbounded], _ = measure_files([str(path)], OPTIONS, device=True)
     assert all(step.busy_us is not None for step in unbounded.steps)
     assert not any(device.UNION_SKIPPED in w for w in unbounded.warnings)
+
+
+def _iterations_trace(path, count, long_kernels):
+    """count decode iterations, each a VERIFY step launching a 5 us kernel on stream 7; long_kernels(k):
+    the durations of the kernels iteration k also launches on stream 8."""
+    events, correlation = [], 0
+    for k in range(count):
+        t0 = 100 * k
+        events += [{"ph": "X", "cat": "user_annotation", "name": "scheduler.run_batch", "pid": 1, "tid": 1, "ts": t0,
+                    "dur": 90},
+                   {"ph": "X", "cat": "user_annotation", "name": "step[VERIFY bs=1]", "pid": 1, "tid": 1, "ts": t0 + 1,
+                    "dur": 80}]
+        for stream, (offset, duration) in [(7, (3, 5)), *((8, (4, d)) for d in long_kernels(k))]:
+            events += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                        "ts": t0 + offset - 1, "dur": 0.5, "args": {"correlation": correlation}},
+                       {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": stream, "ts": t0 + offset,
+                        "dur": duration, "args": {"correlation": correlation}}]
+            correlation += 1
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_a_kernel_running_through_every_iteration_is_other_in_each(tmp_path):
+    """One long kernel of the first iteration runs through all the others: in each, on the device
+    clock, it is other work running beside the iteration's own (split equally), not idle time. Each
+    iteration knows it from the rank's running reach, without walking every item since."""
+    from spanfix.timing import measure_files
+
+    path = _iterations_trace(tmp_path / "long.json", 50, lambda k: [100 * 50] if k == 0 else [])
+    [measured], _ = measure_files([str(path)], OPTIONS, device=True)
+    later = measured.iterations[1:]
+    assert len(later) == 49 and not measured.warnings
+    for iteration in later:
+        assert iteration.gpu_us == 5
+        assert iteration.gpu_parts == {"draft": 0, "verify": 2.5, "draft_extend": 0, "ambiguous": 0, "other": 2.5,
+                                       "idle": 0}
+
+
+def test_iterations_whose_extents_hold_everything_are_split_within_a_budget(tmp_path, monkeypatch):
+    """Hostile input: every iteration launches a kernel that runs to the end of the trace, so that
+    every extent holds the work of all the iterations after it. Past the budget, an iteration is
+    not measured on the device clock, and a warning counts those."""
+    from spanfix.timing import device, measure_files
+
+    path = _iterations_trace(tmp_path / "each.json", 30, lambda k: [100 * 30])
+    [whole], _ = measure_files([str(path)], OPTIONS, device=True)
+    assert all(it.gpu_us is not None for it in whole.iterations) and not whole.warnings
+    monkeypatch.setattr(device, "BUDGET", 0)
+    monkeypatch.setattr(device, "ALLOWANCE", 300)
+    [measured], _ = measure_files([str(path)], OPTIONS, device=True)
+    skipped = [it for it in measured.iterations if it.gpu_us is None]
+    assert 0 < len(skipped) < 30
+    assert any(w.endswith(f"{len(skipped)} {device.SPLIT_SKIPPED}") for w in measured.warnings)
+    given = {it.start_us: it.gpu_parts for it in measured.iterations if it.gpu_us is not None}
+    assert given == {it.start_us: it.gpu_parts for it in whole.iterations if it.start_us in given}

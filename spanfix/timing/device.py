@@ -43,10 +43,15 @@ SHARED_CORRELATION = "correlation ids that several launches of one rank share (t
 BEFORE_LAUNCH = "launches whose device work starts before the launch itself (device work not used)"
 UNION_SKIPPED = ("step spans without busy time: their device work overlaps on several streams and they nest in "
                  "one another, so that their unions would cost the square of the trace")
-# A step's busy time over several streams sorts its items; steps do not nest, so a trace's unions
-# sort each item about once. Nested by the thousand (hostile input) they would sort each item once
-# per level: past this many items per item of the trace (and the allowance), busy time is not given.
-UNION_BUDGET, UNION_ALLOWANCE = 8, 2**16
+SPLIT_SKIPPED = ("decode iterations not measured on the device clock: their device extents each hold the work of "
+                 "thousands of others (a kernel running to the end of the trace?), so that splitting them would "
+                 "cost the square of the trace")
+# A step's busy time over several streams sorts its items, and an iteration's split on the device
+# clock walks the items that start in its extent. Steps do not nest and extents barely overlap, so
+# a trace walks each item about once. Hostile input can make them walk every item once per step or
+# iteration: past this many items walked per item of the trace (and the allowance), the step gets no
+# busy time, the iteration no device clock, and a warning counts them.
+BUDGET, ALLOWANCE = 8, 2**16
 _CATEGORY = operator.attrgetter("cat")
 _NUMBERS = frozenset({int, float})
 _IDS = frozenset({int, str})
@@ -203,7 +208,7 @@ class DeviceWork:
     categories: list[str] = field(default_factory=list)  # per item: the event's cat (kernel, gpu_memcpy, ...)
     problems: Counter = field(default_factory=Counter)
     tables: _RangeTables | None = None  # built on the first long range asked about
-    union_budget: int | None = None  # items busy() may still sort, once it has started
+    budget: int | None = None  # items unions and splits may still walk (spend), once they have started
 
     @property
     def empty(self) -> bool:
@@ -245,17 +250,23 @@ class DeviceWork:
 
     def busy(self, items: range) -> float | None:
         """The time at least one of the items runs: overlapping streams count once. None when the
-        union is past what a trace's unions may cost (see UNION_BUDGET), counted in problems."""
+        union is past what a trace may spend (see BUDGET), counted in problems."""
         a, b = items.start, items.stop
         if self.sequential(items):
             return self.duration(items)
-        if self.union_budget is None:
-            self.union_budget = UNION_BUDGET * len(self.starts) + UNION_ALLOWANCE
-        if b - a > self.union_budget:
+        if not self.spend(b - a):
             self.problems[UNION_SKIPPED] += 1
             return None
-        self.union_budget -= b - a
         return union_length(zip(self.starts[a:b], self.ends[a:b]))
+
+    def spend(self, items: int) -> bool:
+        """May a union or an iteration's split walk this many more items (see BUDGET)? If so, spent."""
+        if self.budget is None:
+            self.budget = BUDGET * len(self.starts) + ALLOWANCE
+        if items > self.budget:
+            return False
+        self.budget -= items
+        return True
 
     def duration(self, items: range) -> float:
         """The items' durations added up (each a difference of nearby times: exact, unlike two large sums)."""
@@ -277,31 +288,27 @@ class DeviceWork:
                                        list(itertools.accumulate(overlapping)))
         return self.tables
 
-    def overlapping_count(self, scope: Hashable, start: float, end: float) -> int:
-        """How many items of a rank run at some time between start and end."""
+    def alone(self, scope: Hashable, start: float, end: float, own: int) -> bool:
+        """Do the `own` items of a rank that start from start to end run alone there: nothing else of
+        the rank starts then, and nothing that started earlier still runs?"""
         found = self.scopes.get(scope)
         if found is None:
-            return 0
+            return own == 0
         starts, reach, _ = found
         lo, hi = bisect_left(starts, start), bisect_left(starts, end)
-        if lo and reach[lo - 1] > start + slack(start):  # something that started earlier is still running
-            return sum(1 for _ in self.overlapping(scope, start, end))
-        return hi - lo
+        return hi - lo == own and not (lo and reach[lo - 1] > start + slack(start))
 
-    def overlapping(self, scope: Hashable, start: float, end: float) -> Iterator[int]:
-        """Every item of a rank that runs at some time between start and end."""
+    def starting(self, scope: Hashable, start: float, end: float) -> tuple[list[int], float | None]:
+        """The items of a rank that start from start to end, and how far the rank's earlier items still
+        run past start (None: none does). An earlier item is known by that alone: a rank whose long
+        kernel runs through thousands of iterations would have every one of them walk every item since."""
         found = self.scopes.get(scope)
         if found is None:
-            return
+            return [], None
         starts, reach, ids = found
-        ends = self.ends
-        # The running maximum of ends says how far back an item can still be running at start.
-        after = start + slack(start)
-        first = bisect_right(reach, after)
-        for position in range(first, bisect_left(starts, end)):
-            item = ids[position]
-            if ends[item] > after:
-                yield item
+        lo, hi = bisect_left(starts, start), bisect_left(starts, end)
+        earlier = reach[lo - 1] if lo and reach[lo - 1] > start + slack(start) else None
+        return ids[lo:hi], earlier
 
     def warnings(self) -> list[str]:
         return [f"{count} {why}" for why, count in sorted(self.problems.items())]

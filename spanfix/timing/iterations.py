@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 from ..index import Enclosing, Span, TraceIndex, Track
 from ..ranks import scope_of
-from .device import DeviceWork
+from .device import SPLIT_SKIPPED, DeviceWork
 
 PARTS = ("draft", "verify", "draft_extend", "ambiguous", "other")
 DEVICE_PARTS = (*PARTS, "idle")
@@ -227,14 +227,20 @@ def _on_device(iteration: Iteration, members: list[_Member], work: DeviceWork, t
     iteration.device = (first, last)
     scope = scope_of(iteration.pid)
     own = sum(len(window) for window in windows)
-    if len(windows) == 1 and work.sequential(windows[0]) and work.overlapping_count(scope, first, last) == own:
+    if len(windows) == 1 and work.sequential(windows[0]) and work.alone(scope, first, last, own):
         # One stream of its own work alone on the rank (the usual case): each part is its items' sum.
         parts = dict.fromkeys(DEVICE_PARTS, 0.0)
         for items, part in claimed:
             parts[part] += work.duration(items)
         parts["idle"] = max(0.0, (last - first) - math.fsum(parts.values()))
     else:
-        parts = _partition(work, {item: part for items, part in claimed for item in items}, scope, first, last)
+        items, earlier = work.starting(scope, first, last)
+        if not work.spend(len(items)):
+            work.problems[SPLIT_SKIPPED] += 1
+            iteration.device = None
+            return
+        parts = _partition(work, {item: part for items, part in claimed for item in items}, items, earlier,
+                           first, last)
     iteration.device_parts = parts
     grouped: dict[str, list[range]] = defaultdict(list)
     for items, part in claimed:
@@ -242,10 +248,14 @@ def _on_device(iteration: Iteration, members: list[_Member], work: DeviceWork, t
     iteration.items = dict(grouped)
 
 
-def _partition(work: DeviceWork, owner: dict[int, str], scope: Hashable, first: float, last: float
-               ) -> dict[str, float]:
+def _partition(work: DeviceWork, owner: dict[int, str], items: list[int], earlier: float | None, first: float,
+               last: float) -> dict[str, float]:
+    """The extent from first to last split among the parts (owner: item -> part) of what runs then:
+    items, those of the rank that start in it; earlier, how far the rank's earlier work still runs."""
     edges = []
-    for item in work.overlapping(scope, first, last):
+    if earlier is not None:  # work of the rank that started before the iteration's: another's, so other
+        edges += [(first, 1, "other"), (min(earlier, last), -1, "other")]
+    for item in items:
         start, end = max(work.starts[item], first), min(work.ends[item], last)
         if end > start:
             part = owner.get(item, "other")
