@@ -392,3 +392,26 @@ def test_iterations_whose_extents_hold_everything_are_split_within_a_budget(tmp_
     assert any(w.endswith(f"{len(skipped)} {device.SPLIT_SKIPPED}") for w in measured.warnings)
     given = {it.start_us: it.gpu_parts for it in measured.iterations if it.gpu_us is not None}
     assert given == {it.start_us: it.gpu_parts for it in whole.iterations if it.start_us in given}
+
+
+def test_iterations_find_the_threads_that_launched_in_them_among_thousands(tmp_path):
+    """Every iteration launches from a thread of its own (thousands of threads in one process): each
+    finds its own launch among them, and only that one (its kernel is other: no step on that thread)."""
+    from spanfix.timing import measure_files
+
+    events = []
+    for k in range(300):
+        t0 = 100 * k
+        events += [{"ph": "X", "cat": "user_annotation", "name": "scheduler.run_batch", "pid": 1, "tid": 1, "ts": t0,
+                    "dur": 90},
+                   {"ph": "X", "cat": "user_annotation", "name": "step[VERIFY bs=1]", "pid": 1, "tid": 1, "ts": t0 + 1,
+                    "dur": 80},
+                   {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1000 + k,
+                    "ts": t0 + 2, "dur": 0.5, "args": {"correlation": k}},
+                   {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": t0 + 3, "dur": 5 + k % 3,
+                    "args": {"correlation": k}}]
+    path = tmp_path / "threads.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    [measured], _ = measure_files([str(path)], OPTIONS, device=True)
+    assert [it.gpu_us for it in measured.iterations] == [5 + k % 3 for k in range(300)]
+    assert all(it.gpu_parts["other"] == it.gpu_us and it.gpu_parts["verify"] == 0 for it in measured.iterations)

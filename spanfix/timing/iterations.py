@@ -29,7 +29,9 @@ among them, so that the parts add up to the extent exactly.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import operator
 import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
@@ -75,6 +77,29 @@ class _Member:
 
 
 @dataclass(slots=True)
+class _Launching:
+    """A process's tracks and all their launches in time order: which tracks launched in a window is
+    then a bisection, not a look at every track (a process may launch from thousands of threads)."""
+
+    tracks: list[Track] = field(default_factory=list)
+    pairs: list[tuple[float, int]] = field(default_factory=list)  # (launch time, track number)
+    times: list[float] | None = None
+    numbers: list[int] | None = None
+
+    def add(self, track: Track, times: list[float]) -> None:
+        self.pairs += zip(times, itertools.repeat(len(self.tracks)))
+        self.tracks.append(track)
+
+    def between(self, start: float, end: float) -> list[Track]:
+        """The tracks that launched from start to end (both included), in the order they were added."""
+        if self.times is None:
+            self.pairs.sort(key=_first)
+            self.times, self.numbers = [t for t, _ in self.pairs], [n for _, n in self.pairs]
+        found = set(self.numbers[bisect_left(self.times, start):bisect_right(self.times, end)])
+        return [self.tracks[number] for number in sorted(found)]
+
+
+@dataclass(slots=True)
 class _Process:
     runs: list[tuple[float, float]] = field(default_factory=list)  # scheduler.run_batch windows
     members: list[_Member] = field(default_factory=list)
@@ -90,9 +115,9 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
     for span, kind in _members(index, stages).items():
         processes[span.track[0]].members.append(_Member(span.start, span.end, kind, span.track))
 
-    tracks_of: dict[Hashable, list[Track]] = defaultdict(list)
-    for track in (work.tracks if work is not None else ()):
-        tracks_of[track[0]].append(track)
+    launching: dict[Hashable, _Launching] = defaultdict(_Launching)
+    for track, launches in (work.tracks.items() if work is not None else ()):
+        launching[track[0]].add(track, launches.times)
     found = []
     for pid, process in processes.items():
         members = sorted(process.members, key=_start)
@@ -112,8 +137,8 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
                 placed.append(member)
             parts["other"] = max(0.0, (end - start) - math.fsum(parts.values()))
             iteration = Iteration(pid, start, end, parts)
-            if work is not None and not work.empty:
-                _on_device(iteration, placed, work, tracks_of.get(pid, ()))
+            if work is not None and not work.empty and pid in launching:
+                _on_device(iteration, placed, work, launching[pid].between(start, end))
             found.append(iteration)
     return found
 
@@ -175,6 +200,9 @@ def _kind(stage: str) -> str | None:
     if stage == "ambiguous":
         return "ambiguous"
     return None
+
+
+_first = operator.itemgetter(0)
 
 
 def _start(member: _Member) -> float:
