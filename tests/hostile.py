@@ -74,6 +74,44 @@ def nested_launches(n: int) -> bytes:
                     + [DRAFT_THREAD])
 
 
+def nested_overlapping_launches(n: int) -> bytes:
+    """n nested steps around n kernels that overlap one another (each step's busy time is a union)."""
+    return document([x(VERIFY, i, 4 * n - 2 * i) for i in range(n)]
+                    + [x("cudaLaunchKernel", n + 2 * i, 1, cat="cuda_runtime", correlation=i) for i in range(n)]
+                    + [x("kernel", n + 2 * i, 5, pid=0, tid=7 + i % 2, cat="kernel", correlation=i) for i in range(n)]
+                    + [DRAFT_THREAD])
+
+
+def _iterations(n: int, thread=lambda i: 1, long=lambda i: 0) -> list[dict]:
+    """n decode iterations, each a VERIFY step launching a 5 us kernel from thread(i), and one running
+    long(i) us on another stream when long(i) is not 0."""
+    events = []
+    for i in range(n):
+        t0, own = 100 * i, 2 * i
+        events += [x("scheduler.run_batch", t0, 90), x("step[VERIFY bs=1]", t0 + 1, 80),
+                   x("cudaLaunchKernel", t0 + 2, 1, tid=thread(i), cat="cuda_runtime", correlation=own),
+                   x("kernel", t0 + 3, 5, pid=0, tid=7, cat="kernel", correlation=own)]
+        if long(i):
+            events += [x("cudaLaunchKernel", t0 + 4, 1, cat="cuda_runtime", correlation=own + 1),
+                       x("kernel", t0 + 5, long(i), pid=0, tid=8, cat="kernel", correlation=own + 1)]
+    return events
+
+
+def kernel_through_iterations(n: int) -> bytes:
+    """n decode iterations, the first launching a kernel that runs through all the others."""
+    return document(_iterations(n, long=lambda i: 100 * n if i == 0 else 0))
+
+
+def kernels_to_the_end(n: int) -> bytes:
+    """n decode iterations, each launching a kernel that runs to the end of the trace."""
+    return document(_iterations(n, long=lambda i: 100 * (n - i)))
+
+
+def a_thread_per_iteration(n: int) -> bytes:
+    """n decode iterations, each launching from a thread of its own."""
+    return document(_iterations(n, thread=lambda i: 1000 + i))
+
+
 def braces_before_names(n: int) -> bytes:
     """n verify steps whose category, before the name, is full of "}": --annotate must find each event."""
     return document([{"ph": "X", "cat": "}" * 40, "name": VERIFY, "pid": 1, "tid": 1, "ts": 10 * i, "dur": 5}
@@ -101,6 +139,9 @@ GROWING = {
     "partially overlapping spans": staircase, "process_name on every track": process_names,
     "one iteration of many steps": one_iteration, "nested iterations": nested_runs,
     "nested steps around launches": nested_launches, "braces before names": braces_before_names,
+    "nested steps over overlapping streams": nested_overlapping_launches,
+    "a kernel through every iteration": kernel_through_iterations, "kernels to the end of the trace": kernels_to_the_end,
+    "a thread per iteration": a_thread_per_iteration,
 }
 LONG_NAMES = {"step[ without ]": long_unclosed_step, "repeated draft": repeated_draft,
               "long worker file name": long_worker_file}

@@ -146,10 +146,12 @@ def lines_executed(function) -> int:
 
 
 def every_command(path: Path, folder: Path) -> None:
-    """What relabel (with --annotate), inspect and stats do with one trace, through the API the commands call."""
+    """What relabel (with --annotate), inspect and stats (with the device view and its kernels) do with
+    one trace, through the API the commands call."""
     spanfix.relabel(path, folder / "out.json", annotate=True).to_json()
     spanfix.inspect(path).to_json()
     spanfix.stats(path, by=["name"]).to_json()
+    spanfix.stats(path, kernels=True).to_json()
 
 
 @pytest.mark.parametrize("make", GROWING.values(), ids=GROWING.keys())
