@@ -242,3 +242,32 @@ def test_relabel_shows_what_would_decide_an_ambiguous_span_whole(tmp_path):
     text = " ".join(run("relabel", "--dry-run", "--algorithm", "mtp", path).stderr.split())
     assert "ambiguous: 5 spans like step[DRAFT_EXTEND_V2 bs=4] at ts 9000.000 on pid 1 tid 1: DRAFT_EXTEND_V2:" in text
     assert "when the draft worker has a track of its own" in text and "more characters" not in text
+
+
+def test_every_help_fits_80_columns():
+    """--help teaches in a terminal of 80 columns: no line of it, examples included, is wider."""
+    for command in ([], ["relabel"], ["stats"], ["check"], ["inspect"], ["report"]):
+        result = CliRunner().invoke(main, [*command, "--help"], terminal_width=80, env={"COLUMNS": "80"})
+        assert result.exit_code == 0
+        wide = [line for line in result.output.splitlines() if len(line) > 80]
+        assert not wide, (command, wide)
+
+
+def test_the_option_lists_in_docs_commands_are_the_help_itself():
+    """docs/commands.md quotes each command's options from its --help (at 100 columns): word for word."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "commands.md").read_text()
+    helps = {name: CliRunner().invoke(main, [name, "--help"], terminal_width=98).output  # COLUMNS=100, less 2
+             for name in ("relabel", "stats", "check", "inspect", "report")}
+    section = "stats"  # the attribution options come first, quoted from stats
+    quoted = 0
+    for part in re.split(r"^## (\w+)", text, flags=re.MULTILINE):
+        if part in helps:
+            section = part
+            continue
+        for block in re.findall(r"```text\n(.*?)```", part, re.DOTALL):
+            if block.startswith("  -"):
+                quoted += 1
+                assert block in helps[section], (section, block.splitlines()[0])
+    assert quoted >= 5

@@ -76,7 +76,7 @@ def main() -> None:
 
     \b
     Typical use:
-      spanfix relabel trace.json.gz              # writes trace.relabeled.json.gz beside it
+      spanfix relabel trace.json.gz       # -> trace.relabeled.json.gz, beside it
       spanfix relabel --dry-run --json traces/*.json.gz
       spanfix relabel --in-place --algorithm eagle trace.json.gz
 

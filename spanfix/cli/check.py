@@ -61,8 +61,10 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
     \b
     Examples:
       spanfix check trace.json.gz
-      spanfix check traces/*.json.gz --budget 'VERIFY.p90<=12ms' --budget 'DRAFT.share<=0.35'
-      spanfix check new.json.gz --baseline stats.json --max-regression 5 --format junit > check.xml
+      spanfix check traces/*.json.gz --budget 'VERIFY.p90<=12ms' \\
+          --budget 'DRAFT.share<=0.35'
+      spanfix check new.json.gz --baseline stats.json --max-regression 5 \\
+          --format junit > check.xml
 
     Exit codes: 0 every rule holds, 1 a rule is broken, 2 bad input or usage.
     """

@@ -35,8 +35,8 @@ def inspect(inputs, show_all, as_json, jobs, **attribution):
     \b
     Examples:
       spanfix inspect run-TP-0.trace.json.gz
-      spanfix inspect --algorithm dflash trace.json.gz     # state what the trace cannot show
-      spanfix inspect --all trace.json.gz                  # every ambiguous span
+      spanfix inspect trace.json.gz --algorithm dflash  # what it cannot show
+      spanfix inspect --all trace.json.gz               # every ambiguous span
       spanfix inspect --json trace.json.gz | jq '.files[0].ambiguous_by_reason'
 
     Exit codes: 0 ok, 2 bad input or usage.

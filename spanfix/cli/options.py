@@ -12,9 +12,9 @@ from ..api import ALGORITHM_NAMES, Options
 from ..errors import UsageError
 
 _ATTRIBUTION_OPTIONS = [
-    click.option("--algorithm", type=click.Choice(ALGORITHM_NAMES), default=None,
+    click.option("--algorithm", type=click.Choice(ALGORITHM_NAMES), default=None, metavar="NAME",
                  help="The speculative algorithm, when the trace cannot show it (server_args.json beside "
-                      "the trace is read automatically)."),
+                      f"the trace is read automatically): {', '.join(ALGORITHM_NAMES)}."),
     click.option("--num-steps", type=click.IntRange(min=1), default=None, metavar="N",
                  help="Draft steps per iteration (server_args.json's speculative_num_steps): tells the "
                       "multi-layer (MTP) worker's own graph span from its eager steps."),

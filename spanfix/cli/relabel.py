@@ -47,9 +47,9 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
 
     \b
     Examples:
-      spanfix relabel run-TP-0.trace.json.gz          # -> run-TP-0.trace.relabeled.json.gz
-      spanfix relabel traces/*.json.gz -o relabeled/  # several files into a folder
-      spanfix relabel --dry-run --strict trace.json   # CI: fail when anything is ambiguous
+      spanfix relabel run-TP-0.trace.json.gz      # -> *.trace.relabeled.json.gz
+      spanfix relabel traces/*.json.gz -o out/    # several files into a folder
+      spanfix relabel --dry-run --strict t.json   # CI: fail on any ambiguity
 
     Exit codes: 0 ok, 1 a span stayed ambiguous (--strict), 2 bad input or usage.
     """

@@ -54,9 +54,10 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
     Examples:
       spanfix stats run-TP-0.trace.json.gz
       spanfix stats traces/*.json.gz --by rank --by bs
-      spanfix stats run-TP-0.trace.json.gz --kernels      # which kernels each stage ran
-      spanfix stats new.json.gz --baseline old.json.gz --format markdown >> "$GITHUB_STEP_SUMMARY"
-      spanfix stats traces/*.json.gz --format json > stats.json   # a baseline for later runs
+      spanfix stats run-TP-0.trace.json.gz --kernels   # which kernels ran
+      spanfix stats new.json.gz --baseline old.json.gz --format markdown \\
+          >> "$GITHUB_STEP_SUMMARY"
+      spanfix stats traces/*.json.gz --format json > stats.json  # a baseline
     """
     options = api_options(**attribution)
     with file_progress(list(inputs), machine_output=output_format != "table") as progress:
