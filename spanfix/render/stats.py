@@ -20,6 +20,7 @@ from rich.text import Text
 
 from ..timing import CLOCKS, CPU, GPU, STATISTICS, Change, IterationBreakdown, StatsResult, format_us
 from ..timing.kernels import short_kernel_name
+from ..timing.numbers import TIME_UNITS, time_unit
 from ..timing.table import category_rows, kernel_rows
 from .escape import Markdown, code_span, csv_text, markdown_text, rich_text, shown
 
@@ -33,7 +34,6 @@ _SOURCE_TITLES = {"annotation": "device time (GPU annotations)", "kernels": "dev
 # the figure columns left out, one at a time in this order (total is count times mean), never a key.
 LEAVE_OUT = ("total", "p90", "p50", "max", "source", "p99")
 _EIGHTHS = " ▏▎▍▌▋▊▉"
-_UNITS = (("us", 1.0, 1), ("ms", 1e3, 3), ("s", 1e6, 3))  # name, microseconds per unit, decimals
 
 
 def share_bar(share: float, width: int = BAR_WIDTH) -> str:
@@ -61,11 +61,6 @@ def _change(change: Change | None) -> str:
     return ("+" if change.change_us >= 0 else "-") + format_us(abs(change.change_us)) + pct
 
 
-def _unit(values: list[float]) -> tuple[str, float, int]:
-    """One unit for a whole table, picked by its largest mean, so that figures line up and stay short."""
-    return next((u for u in reversed(_UNITS) if max(values, default=0) >= u[1]), _UNITS[0])
-
-
 def _keys(values: tuple) -> list[str]:
     return ["-" if value is None else str(value) for value in values]
 
@@ -73,7 +68,8 @@ def _keys(values: tuple) -> list[str]:
 def stage_cells(result: StatsResult, clock: str, bars: bool = False) -> tuple[str, list[str], list[list[str]]]:
     """Unit, header and rows of one clock's stage table, shared by the rich and the markdown renderings."""
     rows = [row for row in result.rows if row.clock == clock]
-    unit, scale, digits = _unit([row.summary.mean_us for row in rows])
+    unit = time_unit(row.summary.mean_us for row in rows)
+    scale, digits = TIME_UNITS[unit]
     found = _device_sources(result, clock)
     sources = len(found) > 1 or found == {"mixed"}  # one source for all: the title says it
     busy = clock == GPU and any(row.busy_share is not None for row in rows)

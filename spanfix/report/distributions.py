@@ -10,8 +10,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from ..timing import CPU, GPU, TraceMeasures, summarize
+from ..timing.numbers import TIME_UNITS
 from .colors import stage_sort_key
-from .formatting import _UNITS, CLOCK_LONG, _round
+from .formatting import CLOCK_LONG, _round
 
 CDF_POINTS = 400  # points of a CDF before its tail; the tail keeps up to CDF_TAIL more
 CDF_TAIL = 100
@@ -94,7 +95,7 @@ def _distributions(measures: Sequence[TraceMeasures], document: dict, baseline_m
         base = step_durations([baseline_measures], clock) if baseline_measures is not None else {}
         every = [v for values in (*found.values(), *base.values()) for v in values]
         unit = "ms" if summarize(every).p50_us >= 1e3 else "us"
-        scale = _UNITS[unit][0]
+        scale = TIME_UNITS[unit][0]
         edges, log = _bins(every)
         stages = []
         for stage in sorted(found, key=stage_sort_key):

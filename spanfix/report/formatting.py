@@ -5,28 +5,22 @@ rounded for drawing."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from typing import Any
 
 from ..timing import CPU, GPU
+from ..timing.numbers import TIME_UNITS, time_unit
 
 CLOCK_TITLES = {CPU: "host", GPU: "device"}
 CLOCK_LONG = {CPU: "host clock (CPU spans)", GPU: "device clock (GPU annotations, or the kernels launched)"}
 
-_UNITS = {"us": (1.0, 1), "ms": (1e3, 3), "s": (1e6, 3)}  # microseconds per unit, decimals in tables
-
-
-def table_unit(values_us: Iterable[float | None]) -> str:
-    """One unit for a table or chart: the largest unit its largest value reaches (as the terminal table)."""
-    largest = max((abs(v) for v in values_us if v is not None), default=0.0)
-    return "s" if largest >= 1e6 else "ms" if largest >= 1e3 else "us"
+table_unit = time_unit  # as the terminal's tables choose theirs
 
 
 def format_time(value_us: float | None, unit: str) -> str:
     """A table's time in its unit: 1 decimal for us, 3 for ms and s (the microsecond)."""
     if value_us is None:
         return "-"
-    scale, digits = _UNITS[unit]
+    scale, digits = TIME_UNITS[unit]
     return f"{value_us / scale:,.{digits}f}"
 
 

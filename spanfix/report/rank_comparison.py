@@ -12,8 +12,9 @@ from pathlib import Path
 
 from ..timing import CPU, GPU, TraceMeasures, aggregate, nearest_rank, summarize
 from ..timing.measure import AMBIGUOUS_STAGE, IterationTiming, StepTiming
+from ..timing.numbers import TIME_UNITS
 from .colors import stage_sort_key
-from .formatting import _UNITS, CLOCK_LONG, CLOCK_TITLES, _cell, _column, _round, _table, format_time, table_unit
+from .formatting import CLOCK_LONG, CLOCK_TITLES, _cell, _column, _round, _table, format_time, table_unit
 
 
 def _natural(text: str) -> tuple:
@@ -71,7 +72,7 @@ def _ranks(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]
             continue
         every = [v for per in samples.values() for values in per.values() for v in values]
         unit = "ms" if summarize(every).p50_us >= 1e3 else "us"
-        scale = _UNITS[unit][0]
+        scale = TIME_UNITS[unit][0]
         stages = []
         for stage in sorted(samples, key=stage_sort_key):
             present = [label for label in labels if samples[stage].get(label)]

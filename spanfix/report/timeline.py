@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from ..timing import CPU, GPU, TraceMeasures, summarize
 from ..timing.iterations import DEVICE_PARTS, PARTS
 from ..timing.measure import IterationTiming, StepTiming
-from .formatting import _UNITS, CLOCK_LONG, CLOCK_TITLES, _round, format_time
+from ..timing.numbers import TIME_UNITS
+from .formatting import CLOCK_LONG, CLOCK_TITLES, _round, format_time
 from .rank_comparison import _group_of, _shown
 
 MAX_BARS = 1500  # decode iterations drawn one bar each per rank and clock; more are drawn in buckets
@@ -60,7 +61,7 @@ def _steps_by_process(measures: Sequence[TraceMeasures]) -> dict[tuple, tuple[li
 
 def _series(label: str, iterations: list[IterationTiming], clock: str, parts: Sequence[str], unit: str,
             steps_of: dict) -> dict:
-    scale = _UNITS[unit][0]
+    scale = TIME_UNITS[unit][0]
     n = len(iterations)
     bucket = max(1, math.ceil(n / MAX_BARS))
     x: list[float] = []

@@ -368,7 +368,8 @@ class DeviceWork:
             group_launches = launched[rank[firsts]]
             group_times = launch_times_[group_launches]
         order_list = items.tolist()
-        work = cls({}, starts_[items].tolist(), ends_[items].tolist(), {},
+        item_starts, item_ends = starts_[items], ends_[items]
+        work = cls({}, item_starts.tolist(), item_ends.tolist(), {},
                    names=list(numbered) if names else None,
                    name_ids=np.concatenate(name_ids)[items].tolist() if names else None,
                    categories=list(map(categories.__getitem__, order_list)), problems=problems)
@@ -384,7 +385,6 @@ class DeviceWork:
         scoped: dict[Hashable, list[range]] = defaultdict(list)
         for track, on_track in work.tracks.items():
             scoped[scope_of(track[0])].append(range(on_track.bounds[0], on_track.bounds[-1]))
-        item_starts, item_ends = starts_[items], ends_[items]
         for scope, ranges in scoped.items():
             ids = np.concatenate([np.arange(r.start, r.stop) for r in ranges])
             ids = ids[np.argsort(item_starts[ids], kind="stable")]

@@ -39,6 +39,16 @@ def summarize(values: Iterable[float]) -> Summary:
     return Summary(len(ordered), total, total / len(ordered), p50, p90, p99, ordered[-1])
 
 
+TIME_UNITS = {"us": (1.0, 1), "ms": (1e3, 3), "s": (1e6, 3)}  # microseconds per unit, decimals in tables
+
+
+def time_unit(values_us: Iterable[float | None]) -> str:
+    """One unit for a table or a chart: the largest its largest value reaches, so that the figures
+    line up and stay short."""
+    largest = max((abs(v) for v in values_us if v is not None), default=0.0)
+    return next((unit for unit, (scale, _) in reversed(TIME_UNITS.items()) if largest >= scale), "us")
+
+
 def format_us(us: float) -> str:
     """A duration for people: 850 us, 12.35 ms, 1.234 s."""
     if abs(us) < 1_000:
