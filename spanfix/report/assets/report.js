@@ -61,7 +61,9 @@
       margin: {l: 64, r: 16, t: 44, b: 56},
       paper_bgcolor: "#ffffff", plot_bgcolor: "#ffffff",
       hoverlabel: {font: {family: FONT, size: 12}},
-      legend: {orientation: "h", x: 0, y: -0.2, yanchor: "top"}
+      // At the bottom of the figure, not at a fraction of the plot below it: an x axis whose tick
+      // labels turn grows the bottom margin, and would run its title into such a legend.
+      legend: {orientation: "h", x: 0, y: 0, yref: "container", yanchor: "bottom"}
     };
     for (var key in extra) base[key] = extra[key];
     return base;
