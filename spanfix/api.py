@@ -384,7 +384,8 @@ def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, cla
 def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
           by: Sequence[str] = (), kernels: bool = False, kernel_categories: Sequence[str] = (),
           baseline: str | os.PathLike[str] | StatsResult | None = None, errors: str = "raise",
-          device: bool | None = None, each: Each | None = None, **option_fields: Any) -> StatsResult:
+          device: bool | None = None, each: Each | None = None, executor: Any = None,
+          **option_fields: Any) -> StatsResult:
     """Per-stage timing of one or several traces in one table, as `spanfix stats` prints it.
 
     by: further grouping keys (file, rank, name, mode-name, bs, toks). kernels: the kernels of each
@@ -393,14 +394,16 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     (TraceError for the first unusable input) or "collect" (StatsResult.errors lists them).
     device: True reads every launch and kernel for the device view (busy time, the decode iterations
     on the device clock); the default does when device time needs them anyway (a span without a GPU
-    annotation, as in SGLang's own captures), and otherwise says so in the warnings."""
+    annotation, as in SGLang's own captures), and otherwise says so in the warnings. executor: run
+    each input as a task of a concurrent.futures executor or a Dask distributed.Client (whose workers
+    read the inputs themselves); the result is the same as here."""
     if errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
     options = _options(options, option_fields)
     by = _by(by)
     classes = _classes(kernels, kernel_categories)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
-    measured = measure_all(paths, options, classes, each, device)
+    measured = measure_all(paths, options, classes, _each(each, executor), device)
     if measured.errors and errors == "raise":
         raise TraceError(measured.errors[0])
     result = aggregate(measured.measures, by, kernel_categories=classes.names if classes else ())
@@ -431,6 +434,27 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
         raise out_of_memory(os.fspath(source)) from None
 
 
+def _each(each: Each | None, executor: Any) -> Each | None:
+    if executor is None:
+        return each
+    if each is not None:
+        raise UsageError("give each or executor, not both")
+    from .tasks import on
+    return on(executor)
+
+
+def expand(patterns: Iterable[str | os.PathLike[str]] | str) -> list[str]:
+    """Inputs as the commands take them: URLs holding * ? or [ ] expanded on their stores
+    ("s3://bucket/run/*-TP-*.trace.json.gz"), sorted; other names as they are. Raises TraceError for
+    a pattern that matches nothing (or that its store will not list)."""
+    from .sources import expand as expand_names
+
+    found = expand_names([patterns] if isinstance(patterns, str) else [os.fspath(p) for p in patterns])
+    if found.unmatched:
+        raise TraceError(found.unmatched[0][1])
+    return found.names
+
+
 def relabelled_path(source: str | os.PathLike[str]) -> str:
     """Where relabel writes by default: beside the input, .relabeled before .json
     (run.trace.json.gz -> run.trace.relabeled.json.gz); "-" stays "-"."""
@@ -441,18 +465,19 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
           budgets: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
           max_regression: float = DEFAULT_MAX_REGRESSION, allow_ambiguous: bool = False,
           require_new_names: bool = False, allow_empty: bool = False, min_count: int = DEFAULT_MIN_COUNT,
-          each: Each | None = None, **option_fields: Any) -> CheckReport:
+          each: Each | None = None, executor: Any = None, **option_fields: Any) -> CheckReport:
     """The CI gate of `spanfix check`: every rule held or broken, with its figure. Budgets are
     strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError. max_regression:
     how much a mean may grow over the baseline, in percent; min_count: spans each side needs before
-    a change is judged."""
+    a change is judged. executor: as for stats()."""
     from .gate import run_check
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
     check_options = CheckOptions(parsed, None if baseline is None else os.fspath(baseline), max_regression,
                                  allow_ambiguous, require_new_names, allow_empty, min_count)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else [os.fspath(s) for s in sources]
-    return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options, each=each or _one_by_one)
+    return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options,
+                     each=_each(each, executor) or _one_by_one)
 
 
 def inspect(source: Source, options: Options | None = None, **option_fields: Any) -> InspectReport:
@@ -462,19 +487,19 @@ def inspect(source: Source, options: Options | None = None, **option_fields: Any
 
 def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None,
                 *, baseline: str | os.PathLike[str] | None = None, kernel_categories: Sequence[str] = (),
-                command: str = "", each: Each | None = None, **option_fields: Any) -> Report:
+                command: str = "", each: Each | None = None, executor: Any = None, **option_fields: Any) -> Report:
     """The HTML report of `spanfix report`: Report.html is one self-contained page (write it with
     Report.write(path)); Report.result the StatsResult it shows (equal to stats(device=True,
     kernels=True)); Report.errors one line per input it could not use (with none usable, html is
-    empty). Raises UsageError for a bad kernel category."""
+    empty). Raises UsageError for a bad kernel category. executor: as for stats()."""
     from .report import build_report
 
     options = _options(options, option_fields)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
     return build_report(paths, options, baseline=None if baseline is None else os.fspath(baseline),
-                        kernel_categories=kernel_categories, command=command, each=each)
+                        kernel_categories=kernel_categories, command=command, each=_each(each, executor))
 
 
 __all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Each", "Iteration",
-           "Iterations", "Measured", "Options", "Step", "Steps", "Table", "Trace", "check", "html_report", "inspect",
-           "measure_all", "measure_path", "open", "parse_budget", "relabel", "relabelled_path", "stats"]
+           "Iterations", "Measured", "Options", "Step", "Steps", "Table", "Trace", "check", "expand", "html_report",
+           "inspect", "measure_all", "measure_path", "open", "parse_budget", "relabel", "relabelled_path", "stats"]

@@ -23,6 +23,7 @@ from .output import output_folder, write_output
 from .patch import Patch, patched_chunks
 from .reader import STDIN, Buffer, NameSlot, Trace, TraceError, read_trace
 from .selective import Reducer
+from .sources import basename, is_url, local_path, place_key, scheme_of, sibling
 
 
 @dataclass(slots=True)
@@ -119,6 +120,8 @@ def default_output(source: str) -> str:
     """a.trace.json.gz -> a.trace.relabeled.json.gz; names without .json get .relabeled before .gz or at the end."""
     if source == STDIN:
         return STDIN
+    if scheme_of(source) is not None:  # beside it on its store (or, for file://, in its folder)
+        return sibling(source, default_output(basename(source)))
     path = Path(source)
     name = path.name
     if name in ("", ".", ".."):  # ".", "..", "/": a folder, with no name of its own to build on
@@ -198,8 +201,10 @@ def write_relabelled(trace: Trace, index: TraceIndex, attribution: Attribution, 
 
 def _regular_file(source: str) -> None:
     """--in-place replaces a file: a device or a pipe has nothing to replace."""
+    if is_url(source):
+        return  # an object is replaced whole by one upload
     try:
-        info = os.stat(source)
+        info = os.stat(local_path(source))
     except OSError:
         return  # reading it says what is wrong
     if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
@@ -208,6 +213,9 @@ def _regular_file(source: str) -> None:
 
 def _same_file(a: str, b: str) -> bool:
     """By device and inode, so a symlink, a hard link or another spelling of the path is caught too."""
+    if is_url(a) or is_url(b):  # an object is the same object by its store and key, however spelled
+        return place_key(a) == place_key(b)
+    a, b = local_path(a), local_path(b)
     try:
         return os.path.samefile(a, b)
     except OSError:  # the output does not exist yet (or the input does not): they cannot be one file

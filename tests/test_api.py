@@ -161,8 +161,8 @@ def test_the_public_api_type_checks_strictly(tmp_path):
                              AmbiguousSpan, Budget, CheckReport, InspectReport, Iteration, IterationBreakdown,
                              Iterations, KernelGroup, Options, Outcome, OutputError, RelabelResult, Report,
                              SpanfixError, StageRow, StatsResult, Step, Steps, Summary, Table, Trace, TraceError,
-                             UsageError, check, html_report, inspect, open, parse_budget, relabel, relabelled_path,
-                             stats)
+                             UsageError, check, expand, html_report, inspect, open, parse_budget, relabel,
+                             relabelled_path, stats)
 
         path = {str(EAGLE)!r}
         options: Options = Options(algorithm=ALGORITHM_NAMES[0], num_steps=3)
@@ -186,6 +186,8 @@ def test_the_public_api_type_checks_strictly(tmp_path):
                                     min_count=DEFAULT_MIN_COUNT)
         by_rank: StatsResult = stats(path, by=[GROUPINGS[1]])
         beside: str = relabelled_path(path)
+        inputs: list[str] = expand([path])
+        in_pool: StatsResult = stats(inputs, executor=None)
         page: Report = html_report(path)
         size: int = len(page.html)
         outcomes: list[Outcome] = report.outcomes
@@ -199,7 +201,7 @@ def test_the_public_api_type_checks_strictly(tmp_path):
         except (TraceError, OutputError, UsageError) as exc:
             problem: SpanfixError = exc
         print(spanfix.__version__, len(durations), table, rows, breakdown, groups, several, plan, ambiguous,
-              written, outcomes, budget, seen, also, mean, options, by_rank, beside, size, reasons)
+              written, outcomes, budget, seen, also, mean, options, by_rank, beside, size, reasons, in_pool)
     '''))
     # The package as installed, with its py.typed; its own modules' errors are not the script's.
     mypy = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--follow-imports=silent",

@@ -10,7 +10,8 @@ from ..errors import BudgetError
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
 from ..render.escape import dumps
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
-from .options import api_options, attribution_options, jobs_option
+from .inputs import expanded
+from .options import api_options, attribution_options, jobs_option, scheduler_option
 from .progress import file_progress
 from .streams import say, write_out
 
@@ -45,10 +46,10 @@ def _budgets(ctx, param, values):
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "markdown", "junit"]), default="text",
               show_default=True, help="text for people, json for machines, markdown for a job summary, junit XML.")
 @jobs_option
+@scheduler_option
 @attribution_options
 def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empty, min_count, require_new_names,
-          output_format, jobs,
-          **attribution):
+          output_format, jobs, scheduler, **attribution):
     """Gate CI on captured traces: exit 1 when one cannot be trusted or its timing broke a rule.
 
     Fails when a step span stays ambiguous (unless --allow-ambiguous), when evidence conflicts,
@@ -70,11 +71,13 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
     """
     if max_regression is not None and not baseline:
         raise click.UsageError("--max-regression needs --baseline")
-    with file_progress(list(inputs), machine_output=output_format != "text") as progress:
+    inputs, unmatched = expanded(inputs)
+    with file_progress(inputs, machine_output=output_format != "text") as progress:
         report = api.check(inputs, api_options(**attribution), budgets=budgets, baseline=baseline,
                            max_regression=api.DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
                            allow_ambiguous=allow_ambiguous, require_new_names=require_new_names,
-                           allow_empty=allow_empty, min_count=min_count, each=progress.each(jobs))
+                           allow_empty=allow_empty, min_count=min_count, each=progress.each(jobs, scheduler))
+        report.errors[:0] = [line for _, line in unmatched]
         for error in report.errors:
             progress.say_line(f"spanfix: error: {error}")
     if os.environ.get("GITHUB_ACTIONS") == "true":

@@ -49,6 +49,12 @@ jobs_option = click.option("-j", "--jobs", type=click.IntRange(min=1), default=o
                            show_default="cores", help="Files processed in parallel, one process each.")
 
 
+scheduler_option = click.option(
+    "--scheduler", metavar="ADDRESS", envvar="SPANFIX_SCHEDULER", show_envvar=True,
+    help="Run each file as a task on this Dask cluster (tcp://HOST:PORT; pip install 'spanfix[dask]'); its "
+         "workers read the inputs themselves. Default: local processes (-j).")
+
+
 def attribution_options(command: Callable) -> Callable:
     for option in reversed(_ATTRIBUTION_OPTIONS):
         command = option(command)

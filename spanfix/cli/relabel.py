@@ -10,9 +10,11 @@ from .. import api
 from ..errors import OutputError, ReaderGone, SpanfixError, TraceError, out_of_memory
 from ..render.escape import dumps, printable
 from ..render.relabel import relabel_heading, relabel_line, relabel_summary, relabel_total
+from ..sources import basename, is_folder, is_url, join, local_path, place_key
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from .inputs import expanded
 from .interrupt import exit_code, what
-from .options import api_options, attribution_options, jobs_option
+from .options import api_options, attribution_options, jobs_option, scheduler_option
 from .progress import file_progress
 from .streams import STDIN, render, terminal_width, write_out
 
@@ -33,8 +35,10 @@ from .streams import STDIN, render, terminal_width, write_out
               help='Also add args["spanfix"] = {"was": OLD, "by": EVIDENCE} to renamed events (not byte-faithful).')
 @click.option("-v", "--verbose", is_flag=True, help="With several inputs, the full table of each, not one line.")
 @jobs_option
+@scheduler_option
 @attribution_options
-def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, annotate, verbose, jobs, **attribution):
+def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, annotate, verbose, jobs, scheduler,
+            **attribution):
     """Rewrite step spans to SGLang's newer DRAFT / VERIFY naming.
 
     Each INPUT (.json or .json.gz, or - for standard input) is read, every step span is
@@ -55,18 +59,19 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
     """
     if in_place and output:
         raise click.UsageError("--in-place and --output exclude each other")
+    inputs, refused = expanded(inputs)
     if in_place and STDIN in inputs:
         raise click.UsageError("--in-place cannot replace standard input")
     if output == STDIN and len(inputs) > 1:
         raise click.UsageError("-o - takes one input: several traces on standard output would run together")
     if output == STDIN and as_json and not dry_run:
         raise click.UsageError("-o - and --json would both write to standard output; drop one, or add --dry-run")
-    folder = _output_folder(output, len(inputs), dry_run)
+    folder = _output_folder(output, len(inputs) + len(refused), dry_run)
     options = api_options(**attribution)
-    jobs_of, refused = [], []
+    jobs_of = []
     for source in inputs:
         try:
-            target = str(Path(folder) / Path(api.relabelled_path(source)).name) if folder else output
+            target = join(folder, basename(api.relabelled_path(source))) if folder else output
             jobs_of.append((source, target, options, dry_run, in_place, verify_only, annotate))
         except TraceError as exc:  # no output can be named for it (".", "/")
             refused.append((source, str(exc)))
@@ -79,7 +84,7 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
         for _, problem in refused:
             progress.say_line(f"spanfix: error: {problem}")
         try:
-            for source, outcome in progress.each(jobs)(_relabel_one, jobs_of):
+            for source, outcome in progress.each(jobs, scheduler)(_relabel_one, jobs_of):
                 if isinstance(outcome, ReaderGone):  # -o - | head
                     raise outcome
                 if isinstance(outcome, SpanfixError):
@@ -116,6 +121,11 @@ def _output_folder(output: str | None, inputs: int, dry_run: bool) -> str | None
     is a folder, created when missing (with its parents); several inputs need one that exists."""
     if not output or output == STDIN:
         return None
+    if is_url(output):  # a store has no folders to create: a name ending in / (or a prefix) is one
+        if output.endswith("/") or is_folder(output):
+            return output
+        _refuse_several(output, inputs)
+        return None
     if output.endswith(("/", os.sep)):
         if not dry_run:
             try:
@@ -124,18 +134,22 @@ def _output_folder(output: str | None, inputs: int, dry_run: bool) -> str | None
                 raise click.UsageError(f"cannot create the output folder {printable(output)}: "
                                        f"{exc.strerror or exc}") from None
         return output
-    if Path(output).is_dir():
+    if Path(local_path(output)).is_dir():
         return output
+    _refuse_several(output, inputs)
+    return None
+
+
+def _refuse_several(output: str, inputs: int) -> None:
     if inputs > 1:
         raise click.UsageError(f"with several inputs, --output must be a folder: an existing one, or a path "
                                f"ending in / to create (got {printable(output)})")
-    return None
 
 
 def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[tuple[str, str]]]:
     """Refuse, before anything runs, an input whose output would replace another input or an
     output written for an earlier input (`a/t.json b/t.json -o out/`): only --in-place replaces."""
-    inputs = {os.path.realpath(job[0]): job[0] for job in jobs_of if job[0] != STDIN}
+    inputs = {place_key(job[0]): job[0] for job in jobs_of if job[0] != STDIN}
     written: dict[str, str] = {}
     kept, refused = [], []
     for job in jobs_of:
@@ -148,8 +162,8 @@ def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[t
         if target == STDIN:
             kept.append(job)
             continue
-        key = os.path.realpath(target)
-        if key in inputs and key != os.path.realpath(source):
+        key = place_key(target)
+        if key in inputs and key != place_key(source):
             refused.append((source, f"{source}: output {target} is another input; choose another --output"))
         elif key in written:
             clash = f"{source}: output {target} is also the output of {written[key]}; choose another --output"

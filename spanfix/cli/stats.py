@@ -9,7 +9,8 @@ from ..errors import CategoryError
 from ..render.escape import dumps
 from ..render.stats import stats_csv, stats_markdown, stats_table
 from . import EXIT_BAD_INPUT
-from .options import Keys, api_options, attribution_options, jobs_option, keys
+from .inputs import expanded
+from .options import Keys, api_options, attribution_options, jobs_option, keys, scheduler_option
 from .progress import file_progress
 from .streams import render, terminal_width, write_out
 
@@ -38,8 +39,10 @@ from .streams import render, terminal_width, write_out
 @click.option("--format", "output_format", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
               show_default=True, help="table for people; json (docs/json.md), csv, markdown for CI summaries.")
 @jobs_option
+@scheduler_option
 @attribution_options
-def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_format, jobs, **attribution):
+def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_format, jobs, scheduler,
+          **attribution):
     """Per-stage timing of step spans: where a speculative step spends its time.
 
     Every INPUT (old or new naming; nothing is written) is attributed like relabel does, and
@@ -60,13 +63,15 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
       spanfix stats traces/*.json.gz --format json > stats.json  # a baseline
     """
     options = api_options(**attribution)
-    with file_progress(list(inputs), machine_output=output_format != "table") as progress:
+    inputs, unmatched = expanded(inputs)
+    with file_progress(inputs, machine_output=output_format != "table") as progress:
         try:
             result = api.stats(inputs, options, by=keys(by), kernels=kernels, kernel_categories=kernel_categories,
                                baseline=baseline, errors="collect", device=True if device else None,
-                               each=progress.each(jobs))
+                               each=progress.each(jobs, scheduler))
         except CategoryError as exc:
             raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
+        result.errors[:0] = [line for _, line in unmatched]
         for error in result.errors:
             progress.say_line(f"spanfix: error: {error}")
     if result.inputs:

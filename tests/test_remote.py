@@ -1,0 +1,422 @@
+"""Traces where they live: URLs (s3://, http://, file://) and --scheduler (a Dask cluster), against real
+servers started on 127.0.0.1 by the fixtures (tests/remote_servers.py): moto's S3 server, an HTTP
+server with range requests, a Dask LocalCluster of two worker processes. No function is mocked; a
+missing extra is shown by making its import fail, as it fails where the package is not installed.
+
+Skipped, with the reason, where the extras are missing (pip install -e '.[test-remote]'); .ci/run
+installs them and sets SPANFIX_REQUIRE_REMOTE=1, which turns the skip into a failure.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from remote_servers import REQUIRED_ENV, RangeServer, Served, environment, start_cluster, start_s3
+from synth import SynthSpec, dumps, generate_ranks
+
+import spanfix
+from spanfix import progress
+from spanfix.cli import main
+from spanfix.sources.fetch import CHUNK
+
+REQUIRED = os.environ.get(REQUIRED_ENV) == "1"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def needs(*modules: str) -> None:
+    missing = [module for module in modules if importlib.util.find_spec(module) is None]
+    if missing:
+        reason = f"needs {', '.join(missing)} (pip install -e '.[test-remote]')"
+        if REQUIRED:
+            pytest.fail(f"{reason}; {REQUIRED_ENV}=1: these tests must run")
+        pytest.skip(reason)
+
+
+def run(*args: str, code: int = 0):
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    return result
+
+
+# Three ranks of an eager EAGLE capture without GPU annotations (device time from the kernels), one
+# of them gzipped, and server_args.json beside them, as `python -m sglang.profiler` leaves them.
+RANKS = generate_ranks(SynthSpec(algorithm="eagle", cuda_graph=False, gpu_annotations=False, decode_iterations=5), 3)
+NAMES = ["run-TP-0.trace.json.gz", "run-TP-1.trace.json", "run-TP-2.trace.json"]
+FILES = {name: gzip.compress(dumps(rank), mtime=0) if name.endswith(".gz") else dumps(rank)
+         for name, rank in zip(NAMES, RANKS)}
+SERVER_ARGS = json.dumps(RANKS[0].server_args).encode()
+
+
+@pytest.fixture(scope="module")
+def local(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("local") / "run"
+    folder.mkdir()
+    for name, data in FILES.items():
+        (folder / name).write_bytes(data)
+    (folder / "server_args.json").write_bytes(SERVER_ARGS)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """moto with buckets: traces (the runs), out (written by tests), readonly (the test user may read
+    and list it, not write), secret (the user may do nothing there)."""
+    needs("s3fs", "moto", "boto3", "flask")
+    objects = {f"traces/run/{name}": data for name, data in FILES.items()}
+    objects["traces/run/server_args.json"] = SERVER_ARGS
+    objects["secret/run/run-TP-0.trace.json"] = FILES["run-TP-1.trace.json"]
+    server = start_s3(["traces", "out"], ["secret", "readonly"], objects, tmp_path_factory.mktemp("moto") / "log",
+                      readonly=["readonly"])
+    try:
+        with environment(server.env()):
+            _fresh_filesystems()
+            yield server
+    finally:
+        server.stop()
+        _fresh_filesystems()
+
+
+def _fresh_filesystems() -> None:
+    """fsspec keeps one filesystem per set of arguments: one made for another server must not be reused."""
+    with_s3 = importlib.util.find_spec("s3fs") is not None
+    if with_s3:
+        import s3fs
+        s3fs.S3FileSystem.clear_instance_cache()
+
+
+def s3_names(prefix: str = "s3://traces/run/") -> list[str]:
+    return [prefix + name for name in sorted(NAMES)]
+
+
+def local_names(local: Path) -> list[str]:
+    return [str(local / name) for name in sorted(NAMES)]
+
+
+def same_but_names(remote: bytes | str, here: bytes | str, remote_prefix: str, local: Path) -> None:
+    if isinstance(remote, bytes):
+        remote, here = remote.decode(), here.decode()
+    assert remote.replace(remote_prefix, f"{local}/") == here
+
+
+def store():
+    import fsspec
+    return fsspec.filesystem("s3")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Object storage: the same figures and bytes as the same files on disk
+
+
+def test_stats_check_inspect_over_an_s3_glob_equal_the_local_files(s3, local):
+    pattern = "s3://traces/run/*-TP-*.trace.json*"
+    remote = run("stats", pattern, "--by", "rank", "--format", "json", "-j", "1").stdout
+    here = run("stats", *local_names(local), "--by", "rank", "--format", "json", "-j", "1").stdout
+    same_but_names(remote, here, "s3://traces/run/", local)
+    assert json.loads(remote)["inputs"] == s3_names()  # expanded on the store, sorted
+    budget = ("--budget", "VERIFY.p90<=100ms", "--budget", "DRAFT.gpu.busy_share>=0.01")
+    remote = run("check", pattern, *budget, "--format", "json", "-j", "1").stdout
+    here = run("check", *local_names(local), *budget, "--format", "json", "-j", "1").stdout
+    same_but_names(remote, here, "s3://traces/run/", local)
+    remote = run("inspect", pattern, "--json", "-j", "1").stdout
+    here = run("inspect", *local_names(local), "--json", "-j", "1").stdout
+    same_but_names(remote, here, "s3://traces/run/", local)
+    # server_args.json beside them on the store was read, as beside the local files
+    assert "server_args.json" in " ".join(json.loads(remote)["files"][0]["algorithm_reasons"])
+
+
+def test_relabel_to_and_beside_objects_writes_the_bytes_a_local_relabel_writes(s3, local, tmp_path):
+    run("relabel", *local_names(local), "-o", f"{tmp_path}/", "-j", "1")
+    run("relabel", "s3://traces/run/*-TP-*", "-o", "s3://out/relabeled/", "-j", "1")
+    fs = store()
+    for name in sorted(NAMES):
+        relabelled = spanfix.relabelled_path(name)
+        assert fs.cat(f"out/relabeled/{relabelled}") == (tmp_path / relabelled).read_bytes()
+    # default: beside the input, on its store; a gzip input stays gzipped
+    run("relabel", "s3://traces/run/run-TP-0.trace.json.gz")
+    assert fs.cat("traces/run/run-TP-0.trace.relabeled.json.gz") == (tmp_path / "run-TP-0.trace.relabeled.json.gz"
+                                                                     ).read_bytes()
+    fs.rm("traces/run/run-TP-0.trace.relabeled.json.gz")
+
+
+def test_an_output_that_is_its_input_is_refused_however_the_url_is_spelled(s3):
+    before = store().cat("traces/run/run-TP-1.trace.json")
+    result = run("relabel", "s3://traces/run/run-TP-1.trace.json", "-o", "s3a://TRACES//run/run-TP-1.trace.json",
+                 code=2)
+    assert result.stderr.strip().splitlines() == [
+        ("spanfix: error: s3://traces/run/run-TP-1.trace.json: output would overwrite the input; pass --in-place "
+         "to replace it")]
+    assert store().cat("traces/run/run-TP-1.trace.json") == before
+
+
+def test_report_and_baseline_from_the_store(s3, local):
+    stats_json = run("stats", *local_names(local), "--format", "json", "-j", "1").stdout
+    store().pipe("out/baseline/stats.json", stats_json.encode())
+    remote = run("stats", *s3_names(), "--baseline", "s3://out/baseline/stats.json", "--format", "json", "-j", "1")
+    assert json.loads(remote.stdout)["baseline"] == "s3://out/baseline/stats.json"
+    result = run("report", *s3_names(), "-o", "s3://out/reports/", "-j", "1")
+    assert "wrote s3://out/reports/report.html" in result.stderr
+    assert store().cat("out/reports/report.html").startswith(b"<!DOCTYPE html>")
+    remote = spanfix.html_report(s3_names(), command="spanfix report").html
+    here = spanfix.html_report(local_names(local), command="spanfix report").html
+    same_but_names(remote, here, "s3://traces/run/", local)
+
+
+def test_progress_counts_the_bytes_fetched_and_a_large_object_is_mapped_not_held(s3):
+    class Recorder(progress.Reporter):
+        def __init__(self):
+            self.phases, self.fetched = [], 0
+
+        def phase(self, name, total=None):
+            self.phases.append((name, total))
+
+        def advance(self, amount):
+            self.fetched += amount if self.phases[-1][0] == "fetching" else 0
+
+    document = dumps(generate_ranks(SynthSpec(algorithm="eagle", cuda_graph=False, decode_iterations=20), 1)[0])
+    packed = gzip.compress(document, mtime=0)
+    store().pipe("out/large.trace.json.gz", packed)
+    recorder = Recorder()
+    with progress.reporting(recorder):
+        trace = spanfix.open("s3://out/large.trace.json.gz")
+    assert ("fetching", len(packed)) in recorder.phases and recorder.fetched == len(packed)
+    # the inflated document (over 1 MiB) is in an unnamed temporary file, mapped as a local file is
+    assert len(document) > 2**20
+    assert type(trace._read.data).__name__ == "mmap" and trace._read.data[:] == document
+    assert trace._read.compressed[:] == packed
+
+
+# ---------------------------------------------------------------------------------------------------
+# Faults on the store: one line each, the other inputs processed, nothing partial written
+
+
+def test_missing_object_denied_bucket_and_unmatched_glob_are_one_line_each(s3, local):
+    result = run("stats", "s3://traces/run/run-TP-1.trace.json", "s3://traces/run/missing.json",
+                 "s3://secret/run/run-TP-0.trace.json", "s3://secret/run/*.json", "s3://traces/none/*.gz",
+                 "--format", "json", "-j", "1", code=2)
+    assert result.stderr.splitlines() == [
+        ("spanfix: error: s3://secret/run/*.json: cannot list: access denied (Access Denied); credentials come "
+         "from the store's usual places"),
+        "spanfix: error: s3://traces/none/*.gz: no object matches this pattern",
+        "spanfix: error: s3://traces/run/missing.json: cannot fetch: no such object",
+        ("spanfix: error: s3://secret/run/run-TP-0.trace.json: cannot fetch: access denied (Forbidden); credentials "
+         "come from the store's usual places"),
+    ]
+    assert json.loads(result.stdout)["inputs"] == ["s3://traces/run/run-TP-1.trace.json"]
+
+
+def test_a_denied_upload_leaves_no_object(s3):
+    result = run("relabel", "s3://traces/run/run-TP-1.trace.json", "-o", "s3://readonly/x.trace.json", code=2)
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        "spanfix: error: s3://readonly/x.trace.json: cannot write: access denied")
+    assert store().ls("readonly") == []  # the test user may list it: nothing was left there
+    result = run("report", "s3://traces/run/run-TP-1.trace.json", "-o", "s3://readonly/report.html", code=2)
+    assert store().ls("readonly") == []
+
+
+def test_max_bytes_holds_while_fetching_and_gzip_is_inflated_on_the_fly(s3):
+    fs = store()
+    # 64 MiB of zeros in 70 kB: refused as the inflating passes the limit, not after
+    bomb = zlib.compressobj(9, zlib.DEFLATED, 31)
+    fs.pipe("out/bomb.json.gz", bomb.compress(b"[" + b" " * (64 * 2**20)) + bomb.flush())
+    result = run("stats", "s3://out/bomb.json.gz", "s3://traces/run/run-TP-1.trace.json", "--max-bytes", "1000000",
+                 "-j", "1", code=2)
+    assert "spanfix: error: s3://out/bomb.json.gz: decompresses to more than --max-bytes (1000000 bytes)" in \
+        result.stderr
+    assert "s3://traces/run/run-TP-0" not in result.stderr and "VERIFY" in result.stdout
+    result = run("stats", "s3://traces/run/run-TP-1.trace.json", "--max-bytes", "1000", code=2)
+    assert result.stderr.strip() == ("spanfix: error: s3://traces/run/run-TP-1.trace.json: larger than --max-bytes "
+                                     "(1000 bytes)")
+    fs.rm("out/bomb.json.gz")
+
+
+def test_a_server_that_stops_mid_read(tmp_path):
+    """moto in a process of its own, stopped (SIGKILL) once the first chunk of a 10 MB object has
+    arrived: the read fails in one line, and nothing is left of it."""
+    needs("s3fs", "moto", "boto3", "flask")
+    big = dumps(generate_ranks(SynthSpec(algorithm="eagle", cuda_graph=False, decode_iterations=120), 1)[0])
+    assert len(big) > CHUNK  # more than one request
+    server = start_s3(["big"], [], {"big/t.json": big}, tmp_path / "log")
+    try:
+        with environment(server.env()):
+            _fresh_filesystems()
+
+            class StopTheServer(progress.Reporter):
+                def advance(self, amount):
+                    server.stop()
+
+            with progress.reporting(StopTheServer()), pytest.raises(spanfix.TraceError) as error:
+                spanfix.open("s3://big/t.json")
+            assert str(error.value).startswith("s3://big/t.json: cannot fetch: cannot reach the server")
+    finally:
+        server.stop()
+        _fresh_filesystems()
+
+
+# ---------------------------------------------------------------------------------------------------
+# http(s)://: range requests, a server that stops mid-read
+
+
+@pytest.fixture
+def web():
+    needs("fsspec", "aiohttp")
+    server = RangeServer()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_http_reads_in_range_requests_and_a_server_that_stops_mid_read(web, local, tmp_path):
+    needs("fsspec", "aiohttp")
+    web.files["/run/run-TP-0.trace.json.gz"] = Served(FILES["run-TP-0.trace.json.gz"])
+    web.files["/run/run-TP-1.trace.json"] = Served(FILES["run-TP-1.trace.json"])
+    remote = run("stats", web.url("run/run-TP-0.trace.json.gz"), web.url("run/run-TP-1.trace.json"),
+                 "--format", "json", "-j", "1").stdout
+    here = run("stats", str(local / "run-TP-0.trace.json.gz"), str(local / "run-TP-1.trace.json"),
+               "--format", "json", "-j", "1").stdout
+    same_but_names(remote, here, web.url("run/"), local)
+    # a web server is read-only: writing there is refused before anything is read
+    result = run("relabel", web.url("run/run-TP-1.trace.json"), code=2)
+    assert result.stderr.strip().startswith(f"spanfix: error: {web.url('run/run-TP-1.trace.relabeled.json')}: "
+                                            "spanfix cannot write to http:// URLs")
+    # the server stops half-way through its answer, and serves nothing more
+    web.files["/run/run-TP-1.trace.json"].stop_after = len(FILES["run-TP-1.trace.json"]) // 2
+    result = run("relabel", web.url("run/run-TP-1.trace.json"), str(local / "run-TP-2.trace.json"),
+                 "-o", f"{tmp_path}/", "-j", "1", code=2)
+    lines = [line for line in result.stderr.splitlines() if line.startswith("spanfix: error:")]
+    assert len(lines) == 1 and lines[0].startswith(f"spanfix: error: {web.url('run/run-TP-1.trace.json')}: "
+                                                   "cannot fetch: ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run-TP-2.trace.relabeled.json"]
+
+
+def test_file_urls_are_local_paths(local):
+    remote = run("stats", f"file://{local}/*-TP-*", "--format", "json", "-j", "1").stdout
+    here = run("stats", *local_names(local), "--format", "json", "-j", "1").stdout
+    same_but_names(remote, here, f"file://{local}/", local)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Without the extras
+
+
+@pytest.mark.parametrize("url, module, extra", [
+    ("s3://b/run/*.json.gz", "s3fs", "s3"), ("gs://b/t.json", "gcsfs", "gcs"), ("az://c/t.json", "adlfs", "azure"),
+    ("hf://datasets/o/n/t.json", "huggingface_hub", "hf"), ("https://example.invalid/t.json", "aiohttp", "http"),
+    ("s3://b/t.json", "fsspec", "s3"),
+])
+def test_a_url_whose_extra_is_missing_names_it(monkeypatch, url, module, extra):
+    monkeypatch.setitem(sys.modules, module, None)  # what `import` finds where the package is not installed
+    for command in (["stats"], ["relabel", "--dry-run"], ["check"], ["report", "-o", "-"], ["inspect"]):
+        result = run(*command, url, str(ROOT / "fixtures/merged.trace.json"), code=2)
+        scheme = url.split(":")[0]
+        assert result.stderr.strip().splitlines() == [
+            f"spanfix: error: {scheme}:// URLs need spanfix's {extra} extra: pip install 'spanfix[{extra}]'"]
+    result = run("relabel", str(ROOT / "fixtures/merged.trace.json"), "-o", url.replace("*", "x"), code=2)
+    assert result.stderr.strip().endswith(f"pip install 'spanfix[{extra}]'")
+    run("stats", str(ROOT / "fixtures/merged.trace.json"))  # local files work as before
+
+
+def test_scheduler_without_dask_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    result = run("stats", str(ROOT / "fixtures/merged.trace.json"), "--scheduler", "tcp://127.0.0.1:1", code=2)
+    assert result.stderr.strip() == "spanfix: error: --scheduler needs spanfix's dask extra: pip install 'spanfix[dask]'"
+
+
+# ---------------------------------------------------------------------------------------------------
+# --scheduler: a Dask LocalCluster of two worker processes, which read the URLs themselves
+
+
+@pytest.fixture(scope="module")
+def cluster(s3):
+    needs("distributed")
+    with start_cluster() as local_cluster:
+        yield local_cluster
+
+
+def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3):
+    address = cluster.scheduler_address
+    pattern = "s3://traces/run/*-TP-*"
+    for command in (["stats", "--by", "rank", "--device", "--format", "json"], ["check", "--format", "json"],
+                    ["inspect", "--json"], ["relabel", "--dry-run", "--json"]):
+        on_cluster = run(*command, pattern, "--scheduler", address).stdout
+        assert on_cluster == run(*command, pattern, "-j", "2").stdout, command
+    # SPANFIX_SCHEDULER does what --scheduler does
+    with environment({"SPANFIX_SCHEDULER": address}):
+        assert run("stats", pattern, "--format", "json").stdout == run("stats", pattern, "--format", "json",
+                                                                        "-j", "1").stdout
+    # the workers write the objects; the same bytes as a local run's
+    run("relabel", pattern, "-o", "s3://out/on-cluster/", "--scheduler", address)
+    run("relabel", pattern, "-o", "s3://out/here/", "-j", "2")
+    fs = store()
+    for name in sorted(NAMES):
+        relabelled = spanfix.relabelled_path(name)
+        assert fs.cat(f"out/on-cluster/{relabelled}") == fs.cat(f"out/here/{relabelled}")
+    # the API takes a client, or any executor
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed import Client
+    names = s3_names()
+    here = spanfix.html_report(names, command="c").html
+    with Client(address) as client:
+        assert spanfix.html_report(names, command="c", executor=client).html == here
+    with ThreadPoolExecutor(2) as pool:
+        assert spanfix.stats(names, executor=pool).to_json() == spanfix.stats(names).to_json()
+
+
+def test_a_worker_killed_mid_task_is_one_line_and_the_others_are_processed(cluster, s3, web):
+    """The HTTP server holds one input's answer; the worker reading it is killed (SIGKILL) meanwhile."""
+    from distributed import Client
+
+    held = Served(FILES["run-TP-1.trace.json"], hold=threading.Event())
+    web.files["/held/run-TP-1.trace.json"] = held
+    url = web.url("held/run-TP-1.trace.json")
+    command = [sys.executable, "-m", "spanfix", "stats", url, "s3://traces/run/run-TP-2.trace.json",
+               "--scheduler", cluster.scheduler_address, "--format", "json"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+    try:
+        assert held.arrived.wait(60), "the held input was never asked for"
+        with Client(cluster.scheduler_address) as client:
+            running = [worker for worker, keys in client.processing().items()
+                       if any("run-TP-1.trace.json" in str(key) for key in keys)]
+            assert len(running) == 1
+            pid = client.run(os.getpid, workers=running)[running[0]]
+        os.kill(pid, signal.SIGKILL)
+        stdout, stderr = process.communicate(timeout=120)
+    finally:
+        held.hold.set()
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 2, stderr
+    assert stderr.decode().splitlines() == [
+        (f"spanfix: error: {url}: the Dask worker running it died (killed, or out of memory?), and the cluster gave "
+         "it up (distributed.scheduler.allowed-failures)")]
+    assert json.loads(stdout)["inputs"] == ["s3://traces/run/run-TP-2.trace.json"]
+    _wait_for_workers(cluster, 2)
+
+
+def _wait_for_workers(cluster, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while len(cluster.scheduler_info.get("workers", {})) < count and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+def test_an_unreachable_scheduler_is_one_line(cluster):
+    import dask
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        result = run("stats", str(ROOT / "fixtures/merged.trace.json"), "--scheduler", "tcp://127.0.0.1:9", code=2)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("spanfix: error: --scheduler tcp://127.0.0.1:9: cannot connect "
+                                                   "to a Dask scheduler there")
