@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .errors import TraceError, out_of_memory
+from .errors import TraceError, UsageError, out_of_memory
 
 
 def run_task(function: Callable[..., Any], *job: Any) -> Any:
@@ -49,11 +49,12 @@ def on(executor: Any) -> Callable[[Callable[..., Any], list[tuple[Any, ...]]], I
     thread pool) or a distributed.Client, whose workers must have spanfix installed (and the extras
     for the URLs they read)."""
     if not hasattr(executor, "submit"):
-        from .errors import UsageError
         raise UsageError(f"an executor has a submit() method (concurrent.futures.Executor, distributed.Client); "
                          f"got {type(executor).__name__}")
 
     def each(function: Callable[..., Any], jobs: list[tuple[Any, ...]]) -> Iterator[tuple[str, Any]]:
+        if jobs and is_dask_client(executor):
+            check_workers(executor)
         futures = [_submit(executor, function, job, index) for index, job in enumerate(jobs)]
         try:
             for job, future in zip(jobs, futures):
@@ -62,6 +63,24 @@ def on(executor: Any) -> Callable[[Callable[..., Any], list[tuple[Any, ...]]], I
             _cancel(executor, futures)
 
     return each
+
+
+def check_workers(client: Any) -> None:
+    """Every worker of the cluster imports this same version of spanfix, or UsageError says which does
+    not: a task sent to a worker that cannot unpickle it is lost without a word (the worker drops its
+    connection), and another version could give other figures than a local run."""
+    from . import __version__
+
+    # A fixed expression, evaluated by each worker: a function of spanfix's own could not even be
+    # unpickled where spanfix is missing, which is what is asked.
+    found = client.run(eval, "__import__('spanfix').__version__", on_error="return")
+    for worker, version in sorted(found.items()):
+        if isinstance(version, BaseException):
+            raise UsageError(f"the Dask worker {worker} cannot import spanfix ({type(version).__name__}: {version}); "
+                             f"install spanfix {__version__}, with the extras its inputs need, on every worker")
+        if version != __version__:
+            raise UsageError(f"the Dask worker {worker} has spanfix {version}, this is {__version__}: install the same "
+                             "version on every worker, so that the figures are those of a local run")
 
 
 def _submit(executor: Any, function: Callable[..., Any], job: tuple[Any, ...], index: int) -> Any:

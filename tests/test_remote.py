@@ -29,7 +29,7 @@ from synth import SynthSpec, dumps, generate_ranks
 import spanfix
 from spanfix import progress
 from spanfix.cli import main
-from spanfix.sources.fetch import CHUNK
+from spanfix.sources.download import CHUNK
 
 REQUIRED = os.environ.get(REQUIRED_ENV) == "1"
 ROOT = Path(__file__).resolve().parents[1]
@@ -420,3 +420,30 @@ def test_an_unreachable_scheduler_is_one_line(cluster):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("spanfix: error: --scheduler tcp://127.0.0.1:9: cannot connect "
                                                    "to a Dask scheduler there")
+
+
+def test_a_worker_without_spanfix_is_named_before_anything_is_sent(s3, tmp_path):
+    """A worker that cannot import spanfix would drop every task sent to it without a word (it cannot
+    unpickle them): spanfix asks each worker first."""
+    needs("distributed")
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=40) as empty:
+        start = ("import sys; sys.modules['spanfix'] = None\n"  # what a worker without spanfix finds
+                 "from distributed.cli.dask_worker import main\n"
+                 f"sys.argv = ['dask-worker', {empty.scheduler_address!r}, '--nthreads', '1', '--no-nanny',"
+                 " '--host', '127.0.0.1', '--dashboard-address', '127.0.0.1:0']\nmain()")
+        worker = subprocess.Popen([sys.executable, "-c", start], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while not empty.scheduler_info.get("workers") and time.monotonic() < deadline:
+                time.sleep(0.2)
+            result = run("stats", *s3_names(), "--scheduler", empty.scheduler_address, code=2)
+        finally:
+            worker.terminate()
+            worker.wait(30)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("spanfix: error: the Dask worker tcp://127.0.0.1:")
+    assert lines[0].endswith("cannot import spanfix (ModuleNotFoundError: import of spanfix halted; None in "
+                             f"sys.modules); install spanfix {spanfix.__version__}, with the extras its inputs "
+                             "need, on every worker")

@@ -14,24 +14,22 @@ adlfs, HF_TOKEN and the hub's cache for huggingface_hub, fsspec's own config fil
 
 from __future__ import annotations
 
-import glob as _glob
 import os
 import posixpath
 import re
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from typing import Any, NamedTuple
 
 from ..errors import TraceError
 
-_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_MAGIC = re.compile(r"[*?\[]")
+# Imported with spanfix's reader, which every command needs: what only URLs need is imported when one
+# is used (urllib.parse, glob, fsspec), so that a local trace costs no more to start than before.
+
 
 # The schemes spanfix names in its help, the extra that brings each one's filesystem, the module that
 # filesystem needs, and the one spelling identities use (s3a:// is s3://).
-@dataclass(frozen=True)
-class Scheme:
+class Scheme(NamedTuple):
     extra: str
     module: str
     canonical: str
@@ -55,9 +53,13 @@ class MissingExtra(TraceError):
 
 
 def scheme_of(name: str) -> str | None:
-    """The URL scheme of name, lower-cased ("s3"), or None for a local path."""
-    found = _URL.match(name) if isinstance(name, str) else None
-    return found.group(1).lower() if found else None
+    """The URL scheme of name, lower-cased ("s3"), or None for a local path (RFC 3986's letters)."""
+    if not isinstance(name, str):
+        return None
+    scheme, sep, _ = name.partition("://")
+    if not sep or not scheme[:1].isalpha() or not scheme.isascii() or not all(c.isalnum() or c in "+.-" for c in scheme):
+        return None
+    return scheme.lower()
 
 
 def is_url(name: str) -> bool:
@@ -71,6 +73,8 @@ def local_path(name: str) -> str:
     """A file:// URL as the local path it names; anything else as it is."""
     if scheme_of(name) != "file":
         return name
+    from urllib.parse import unquote, urlsplit
+
     parts = urlsplit(name)
     if parts.netloc not in ("", "localhost"):
         raise TraceError(f"{name}: a file:// URL names a file on this machine (file:///path), not on {parts.netloc}")
@@ -99,6 +103,8 @@ def require(name: str) -> Scheme | None:
 
 def _split(name: str) -> tuple[str, str, str]:
     """A URL as (scheme://netloc, path, ?query#fragment); the path keeps its leading /."""
+    from urllib.parse import urlsplit
+
     parts = urlsplit(name)
     tail = (f"?{parts.query}" if parts.query else "") + (f"#{parts.fragment}" if parts.fragment else "")
     return f"{parts.scheme}://{parts.netloc}", parts.path, tail
@@ -135,6 +141,8 @@ def place_key(name: str) -> Hashable:
     spelling made one (s3a:// is s3://, the bucket and host lower-cased, no doubled slashes)."""
     if not is_url(name):
         return os.path.realpath(local_path(name))
+    from urllib.parse import urlsplit
+
     parts = urlsplit(name)
     scheme = parts.scheme.lower()
     canonical = SCHEMES[scheme].canonical if scheme in SCHEMES else scheme
@@ -157,13 +165,13 @@ def is_folder(name: str) -> bool:
 # Inputs
 
 
-@dataclass
 class Expanded:
     """Inputs as given, with URL globs expanded on their stores: the names to read, and (pattern, one
     line) for each pattern that matched nothing or could not be listed."""
 
-    names: list[str] = field(default_factory=list)
-    unmatched: list[tuple[str, str]] = field(default_factory=list)
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.unmatched: list[tuple[str, str]] = []
 
 
 def expand(patterns: Iterable[str]) -> Expanded:
@@ -175,11 +183,13 @@ def expand(patterns: Iterable[str]) -> Expanded:
         pattern = os.fspath(pattern)
         if is_url(pattern):
             require(pattern)
-        if scheme_of(pattern) is None or not _MAGIC.search(_split(pattern)[1]):
+        if scheme_of(pattern) is None or not any(c in _split(pattern)[1] for c in "*?["):
             found.names.append(pattern)
             continue
         if scheme_of(pattern) == "file":
-            matches = ["file://" + path for path in sorted(_glob.glob(local_path(pattern)))
+            import glob as local_glob
+
+            matches = ["file://" + path for path in sorted(local_glob.glob(local_path(pattern)))
                        if os.path.isfile(path)]
         else:
             from .store import glob
@@ -205,8 +215,29 @@ def work_size(name: str, *, inflated: bool = False) -> int:
     return max(size, gzip_size(name, size) or 0) if inflated else size
 
 
-from .fetch import fetch, read_side_json
-from .store import upload
+def fetch(name: str, limit: Any) -> tuple[Any, Any] | None:
+    """The reader's one call: None for a local path (the reader opens local_path(name) itself); for a
+    URL, (the document's bytes, the gzip file's bytes or None), fetched into local files
+    (sources/download.py). limit: the reader's Limit. Every failure is a TraceError."""
+    if not is_url(name):
+        return None
+    from .download import fetch_url
+
+    return fetch_url(name, limit)
+
+
+def read_side_json(url: str) -> tuple[object, str | None]:
+    """A small JSON object beside a trace on a store (server_args.json): see download.read_side_json."""
+    from .download import read_side_json as read
+
+    return read(url)
+
+
+def upload(target: str, local: str) -> None:
+    """Put a finished local file at target in one upload (sources/store.py)."""
+    from .store import upload as put
+
+    put(target, local)
 
 __all__ = ["EXTRAS", "SCHEMES", "Expanded", "MissingExtra", "basename", "expand", "fetch", "is_folder", "is_url",
            "join", "local_path", "place_key", "read_side_json", "require", "scheme_of", "sibling", "upload",

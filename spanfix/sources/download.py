@@ -20,7 +20,6 @@ except ImportError:  # pragma: no cover
 
 from .. import progress
 from ..errors import SpanfixError, TraceError
-from . import is_url
 
 CHUNK = 8 * 2**20  # bytes per request: few requests for a large trace, little held at once
 MEMORY_BYTES = 2**20  # a smaller document stays in memory (the reader maps files from this size)
@@ -28,12 +27,10 @@ _INFLATE_STEP = 2**25
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def fetch(source: str, limit: Any) -> tuple[Any, Any] | None:
-    """(the document's bytes, the gzip file's bytes or None) of a URL, read as described above; None
-    for a local path, which the reader opens itself. limit: the reader's Limit (its .bytes, and
-    .refusal(source, what) for the one line that refuses). Every failure is a TraceError."""
-    if not is_url(source):
-        return None
+def fetch_url(source: str, limit: Any) -> tuple[Any, Any]:
+    """(the document's bytes, the gzip file's bytes or None) of a URL, read as described above.
+    limit: the reader's Limit (its .bytes, and .refusal(source, what) for the one line that refuses).
+    Every failure is a TraceError."""
     from .store import failure, opened
 
     try:
