@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from remote_servers import REQUIRED_ENV, RangeServer, Served, environment, start_cluster, start_s3
+from remote_servers import REQUIRED_ENV, RangeServer, Served, environment, free_port, start_cluster, start_s3
 from synth import SynthSpec, dumps, generate_ranks
 
 import spanfix
@@ -299,6 +299,10 @@ def test_http_reads_in_range_requests_and_a_server_that_stops_mid_read(web, loca
     assert len(lines) == 1 and lines[0].startswith(f"spanfix: error: {web.url('run/run-TP-1.trace.json')}: "
                                                    "cannot fetch: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run-TP-2.trace.relabeled.json"]
+    # a server that is not there at all
+    gone = f"http://127.0.0.1:{free_port()}/run-TP-1.trace.json"
+    result = run("stats", gone, code=2)
+    assert result.stderr.startswith(f"spanfix: error: {gone}: cannot fetch: cannot reach the server (")
 
 
 def test_file_urls_are_local_paths(local):

@@ -120,6 +120,8 @@ def upload(target: str, local: str) -> None:
 
 def failure(exc: BaseException) -> str:
     """What a store's exception means for the person, in a few words."""
+    if isinstance(exc, FileNotFoundError) and exc.__cause__ is not None:
+        exc = exc.__cause__  # fsspec's HTTP filesystem calls a server it cannot reach a missing file
     name = type(exc).__name__
     if isinstance(exc, FileNotFoundError):
         return "no such object"
@@ -127,7 +129,8 @@ def failure(exc: BaseException) -> str:
         return f"access denied ({_reason(exc)}); credentials come from the store's usual places"
     if name in ("NoCredentialsError", "PartialCredentialsError", "DefaultCredentialsError"):
         return f"no credentials found ({_reason(exc)}); set them where the store's own tools look for them"
-    if name in ("EndpointConnectionError", "ClientConnectorError", "ConnectionRefusedError", "ConnectError"):
+    if name in ("EndpointConnectionError", "ClientConnectorError", "ConnectionRefusedError", "ConnectError",
+                "ClientConnectorDNSError", "ClientConnectorCertificateError", "ClientConnectorSSLError"):
         return f"cannot reach the server ({_reason(exc)})"
     if name in ("ClientPayloadError", "ServerDisconnectedError", "IncompleteReadError", "ResponseStreamingError",
                 "ConnectionResetError", "ReadTimeoutError", "ProtocolError"):
