@@ -150,6 +150,20 @@ def test_relabel_to_and_beside_objects_writes_the_bytes_a_local_relabel_writes(s
     fs.rm("traces/run/run-TP-0.trace.relabeled.json.gz")
 
 
+def test_in_place_replaces_the_object_and_two_inputs_cannot_share_an_output(s3, tmp_path):
+    fs = store()
+    fs.pipe("out/in-place/run-TP-1.trace.json", FILES["run-TP-1.trace.json"])
+    (tmp_path / "run-TP-1.trace.json").write_bytes(FILES["run-TP-1.trace.json"])
+    run("relabel", "s3://out/in-place/run-TP-1.trace.json", "--in-place")
+    run("relabel", str(tmp_path / "run-TP-1.trace.json"), "--in-place")
+    assert fs.cat("out/in-place/run-TP-1.trace.json") == (tmp_path / "run-TP-1.trace.json").read_bytes()
+    result = run("relabel", "s3://traces/run/run-TP-1.trace.json", "s3://out/in-place/run-TP-1.trace.json",
+                 "-o", "s3://out/clash/", "-j", "1", code=2)
+    assert result.stderr.splitlines()[0] == (
+        "spanfix: error: s3://out/in-place/run-TP-1.trace.json: output s3://out/clash/run-TP-1.trace.relabeled.json "
+        "is also the output of s3://traces/run/run-TP-1.trace.json; choose another --output")
+
+
 def test_an_output_that_is_its_input_is_refused_however_the_url_is_spelled(s3):
     before = store().cat("traces/run/run-TP-1.trace.json")
     result = run("relabel", "s3://traces/run/run-TP-1.trace.json", "-o", "s3a://TRACES//run/run-TP-1.trace.json",
@@ -195,6 +209,12 @@ def test_progress_counts_the_bytes_fetched_and_a_large_object_is_mapped_not_held
     assert len(document) > 2**20
     assert type(trace._read.data).__name__ == "mmap" and trace._read.data[:] == document
     assert trace._read.compressed[:] == packed
+    # the requests were made in a child: the process that reads is left with no thread of fsspec's,
+    # so that it reads a large document in two processes, as it reads a local file
+    script = ("import threading, spanfix\nspanfix.expand('s3://out/large*')\n"
+              "spanfix.open('s3://out/large.trace.json.gz')\nprint(threading.active_count())")
+    assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                          env=os.environ.copy()).stdout == "1\n"
 
 
 # ---------------------------------------------------------------------------------------------------

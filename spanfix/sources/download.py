@@ -30,14 +30,51 @@ GZIP_MAGIC = b"\x1f\x8b"
 def fetch_url(source: str, limit: Any) -> tuple[Any, Any]:
     """(the document's bytes, the gzip file's bytes or None) of a URL, read as described above.
     limit: the reader's Limit (its .bytes, and .refusal(source, what) for the one line that refuses).
-    Every failure is a TraceError."""
+    Every failure is a TraceError. The requests are made in a child where that keeps this process
+    free of fsspec's thread (isolated.py), writing into files made here."""
+    import tempfile
+
+    from . import require
+    from .isolated import isolated
+
+    require(source)
+    try:
+        files = (tempfile.TemporaryFile(prefix="spanfix-"), tempfile.TemporaryFile(prefix="spanfix-"))  # noqa: SIM115
+    except OSError as exc:
+        raise _no_room(source, exc) from None
+    try:
+        raw, document, gzipped = isolated(source, _fetch_here, source, limit, files)
+        if not gzipped:
+            return _buffer(raw, files[0]), None
+        return _buffer(document, files[1]), _buffer(raw, files[0])
+    finally:
+        for file in files:
+            file.close()  # a mapping keeps its unnamed file until it goes
+
+
+def _buffer(kept: bytes | None, file: BinaryIO) -> bytes | mmap.mmap:
+    """A spool's bytes: those kept in memory, or its file mapped copy-on-write, as the reader maps a
+    local file (what spanfix writes into it stays its own)."""
+    if kept is not None:
+        return kept
+    return mmap.mmap(file.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+
+
+def _no_room(source: str, exc: OSError) -> TraceError:
+    import tempfile
+
+    return TraceError(f"{source}: cannot fetch: no room for it in {tempfile.gettempdir()} "
+                      f"({exc.strerror or exc}; TMPDIR chooses where fetched traces go)")
+
+
+def _fetch_here(source: str, limit: Any, files: tuple[BinaryIO, BinaryIO]) -> tuple[bytes | None, bytes | None, bool]:
     from .store import failure, opened
 
     try:
         with opened(source, CHUNK) as (stream, size):
             if size is not None and size > limit.bytes:
                 raise limit.refusal(source, "larger than")
-            return _stream(source, stream, size, limit)
+            return _stream(source, stream, size, limit, files)
     except SpanfixError:
         raise
     except IsADirectoryError:
@@ -46,9 +83,11 @@ def fetch_url(source: str, limit: Any) -> tuple[Any, Any]:
         raise TraceError(f"{source}: cannot fetch: {failure(exc)}") from None
 
 
-def _stream(source: str, stream: BinaryIO, size: int | None, limit: Any) -> tuple[Any, Any]:
+def _stream(source: str, stream: BinaryIO, size: int | None, limit: Any,
+            files: tuple[BinaryIO, BinaryIO]) -> tuple[bytes | None, bytes | None, bool]:
+    """(the raw bytes, the inflated ones, whether it was gzip), each as _Spool.kept() says."""
     progress.phase("fetching", size)
-    raw = _Spool(source)
+    raw = _Spool(source, files[0])
     document: _Spool | None = None
     inflater: _Inflater | None = None
     fetched = 0
@@ -57,7 +96,7 @@ def _stream(source: str, stream: BinaryIO, size: int | None, limit: Any) -> tupl
         if fetched > limit.bytes:
             raise limit.refusal(source, "larger than")
         if fetched == len(chunk) and chunk[:2] == GZIP_MAGIC:
-            document = _Spool(source)
+            document = _Spool(source, files[1])
             inflater = _Inflater(source, document, limit)
         raw.write(chunk)
         if inflater is not None:
@@ -68,18 +107,17 @@ def _stream(source: str, stream: BinaryIO, size: int | None, limit: Any) -> tupl
     if not fetched:
         raise TraceError(f"{source}: empty input")
     if inflater is None:
-        return raw.buffer(), None
+        return raw.kept(), None, False
     inflater.finish()
-    return document.buffer(), raw.buffer()
+    return raw.kept(), document.kept(), True
 
 
 class _Spool:
-    """Bytes kept in memory until they pass MEMORY_BYTES, then in an unnamed temporary file."""
+    """Bytes kept in memory until they pass MEMORY_BYTES, then in the unnamed temporary file given."""
 
-    def __init__(self, source: str):
-        self._source = source
+    def __init__(self, source: str, file: BinaryIO):
+        self._source, self._file = source, file
         self._memory: bytearray | None = bytearray()
-        self._file: BinaryIO | None = None
 
     def write(self, data: bytes) -> None:
         try:
@@ -87,27 +125,20 @@ class _Spool:
                 self._memory += data
                 if len(self._memory) < MEMORY_BYTES:
                     return
-                import tempfile
-
-                self._file = tempfile.TemporaryFile(prefix="spanfix-")  # noqa: SIM115 - closed in buffer()
-                self._file.write(self._memory)
-                self._memory = None
-                return
+                data, self._memory = self._memory, None
             self._file.write(data)
         except OSError as exc:
-            import tempfile
+            raise _no_room(self._source, exc) from None
 
-            raise TraceError(f"{self._source}: cannot fetch: no room for it in {tempfile.gettempdir()} "
-                             f"({exc.strerror or exc}; TMPDIR chooses where fetched traces go)") from None
-
-    def buffer(self) -> bytes | bytearray | mmap.mmap:
+    def kept(self) -> bytes | None:
+        """The bytes, when they stayed in memory; None when they are in the file (written out)."""
         if self._memory is not None:
-            return self._memory
-        self._file.flush()
-        # Copy-on-write, as the reader maps a local file: what spanfix writes into it stays its own.
-        mapped = mmap.mmap(self._file.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        self._file.close()  # the mapping keeps the unnamed file until it goes
-        return mapped
+            return bytes(self._memory)
+        try:
+            self._file.flush()
+        except OSError as exc:
+            raise _no_room(self._source, exc) from None
+        return None
 
 
 class _Inflater:
@@ -165,6 +196,14 @@ SIDE_FILE_BYTES = 2**20
 def read_side_json(url: str, limit: int = SIDE_FILE_BYTES) -> tuple[object, str | None]:
     """A small JSON object beside a trace on a store (server_args.json): (its value, None), (None, why
     it was ignored), or (None, None) when there is none. As for a local one: at most limit bytes."""
+    from . import require
+    from .isolated import isolated
+
+    require(url)
+    return isolated(url, _side_here, url, limit)
+
+
+def _side_here(url: str, limit: int) -> tuple[object, str | None]:
     import msgspec
 
     from .store import failure, opened

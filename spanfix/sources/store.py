@@ -1,5 +1,9 @@
 """The one place that speaks to fsspec: a URL's filesystem, its listing, sizes, reads and puts, and
-what a store's failure means, as one line. Imported only when a URL is used."""
+what a store's failure means, as one line. Imported only when a URL is used.
+
+Each call that makes requests runs through isolated() (isolated.py): in a short-lived child where
+that keeps the command's process free of fsspec's thread. The functions named _..._here are what
+runs there."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Any, BinaryIO
 
 from ..errors import OutputError, TraceError
 from . import is_url, require, scheme_of
+from .isolated import isolated
 
 _SIZES: dict[str, int] = {}  # sizes the listing of a glob gave, so that progress needs no request per object
 
@@ -27,6 +32,16 @@ def filesystem(url: str) -> tuple[Any, str]:
 
 def glob(pattern: str) -> list[str]:
     """The objects matching pattern, as URLs of the pattern's scheme, sorted."""
+    require(pattern)
+    names = []
+    for name, size in isolated(pattern, _glob_here, pattern):
+        if size is not None:
+            _SIZES[name] = size
+        names.append(name)
+    return names
+
+
+def _glob_here(pattern: str) -> list[tuple[str, int | None]]:
     fs, path = filesystem(pattern)
     try:
         found = fs.glob(path, detail=True)
@@ -36,12 +51,10 @@ def glob(pattern: str) -> list[str]:
     for key, info in sorted(found.items()):
         if info.get("type", "file") != "file":
             continue
-        name = _url_of(pattern, fs, key)
-        if isinstance(info.get("size"), int):
-            _SIZES[name] = info["size"]
-        names.append(name)
+        size = info.get("size")
+        names.append((_url_of(pattern, fs, key), size if isinstance(size, int) else None))
     if not names and _exists(fs, path):  # an object whose own name holds * ? or [ ]
-        names.append(pattern)
+        names.append((pattern, None))
     return names
 
 
@@ -62,6 +75,11 @@ def _url_of(pattern: str, fs: Any, key: str) -> str:
 def size_of(url: str) -> int | None:
     if url in _SIZES:
         return _SIZES[url]
+    require(url)
+    return isolated(url, _size_here, url)
+
+
+def _size_here(url: str) -> int | None:
     try:
         fs, path = filesystem(url)
         size = fs.info(path).get("size")
@@ -74,6 +92,11 @@ def gzip_size(url: str, size: int) -> int | None:
     """A gzip object's uncompressed size modulo 4 GiB, from its trailer (two small range requests)."""
     if size < 18:
         return None
+    require(url)
+    return isolated(url, _gzip_size_here, url, size)
+
+
+def _gzip_size_here(url: str, size: int) -> int | None:
     try:
         fs, path = filesystem(url)
         if fs.cat_file(path, start=0, end=2) != b"\x1f\x8b":
@@ -84,6 +107,11 @@ def gzip_size(url: str, size: int) -> int | None:
 
 
 def is_folder(url: str) -> bool:
+    require(url)
+    return isolated(url, _is_folder_here, url)
+
+
+def _is_folder_here(url: str) -> bool:
     fs, path = filesystem(url)
     try:
         return bool(fs.isdir(path))
@@ -108,6 +136,14 @@ def upload(target: str, local: str) -> None:
     """Put the local file at target in one request (or one multipart upload, which the store makes
     visible only when complete, and which is aborted on failure): the object appears whole or not at
     all, and an older one stays as it was until then."""
+    try:
+        require(target)
+    except TraceError as exc:
+        raise OutputError(str(exc)) from None
+    isolated(target, _upload_here, target, local)
+
+
+def _upload_here(target: str, local: str) -> None:
     try:
         fs, path = filesystem(target)
     except TraceError as exc:
