@@ -43,7 +43,8 @@ def fetch_url(source: str, limit: Any) -> tuple[Any, Any]:
     except OSError as exc:
         raise _no_room(source, exc) from None
     try:
-        raw, document, gzipped = isolated(source, _fetch_here, source, limit, files)
+        raw, document, gzipped, beside = isolated(source, _fetch_here, source, limit, files)
+        _BESIDE.update(beside)
         if not gzipped:
             return _buffer(raw, files[0]), None
         return _buffer(document, files[1]), _buffer(raw, files[0])
@@ -67,14 +68,24 @@ def _no_room(source: str, exc: OSError) -> TraceError:
                       f"({exc.strerror or exc}; TMPDIR chooses where fetched traces go)")
 
 
-def _fetch_here(source: str, limit: Any, files: tuple[BinaryIO, BinaryIO]) -> tuple[bytes | None, bytes | None, bool]:
+# The small files read beside a trace (algorithms.read_server_args), fetched by the same child as the
+# trace: a child's first request costs it a new client of the store (0.4 s for S3 on this machine).
+SIDE_FILES = ("server_args.json",)
+_BESIDE: dict[str, tuple[object, str | None]] = {}
+
+
+def _fetch_here(source: str, limit: Any, files: tuple[BinaryIO, BinaryIO]
+                ) -> tuple[bytes | None, bytes | None, bool, dict[str, tuple[object, str | None]]]:
+    from . import sibling
     from .store import failure, opened
 
     try:
         with opened(source, CHUNK) as (stream, size):
             if size is not None and size > limit.bytes:
                 raise limit.refusal(source, "larger than")
-            return _stream(source, stream, size, limit, files)
+            found = _stream(source, stream, size, limit, files)
+        beside = {name: _side_here(name, SIDE_FILE_BYTES) for name in (sibling(source, side) for side in SIDE_FILES)}
+        return (*found, beside)
     except SpanfixError:
         raise
     except IsADirectoryError:
@@ -199,6 +210,8 @@ def read_side_json(url: str, limit: int = SIDE_FILE_BYTES) -> tuple[object, str 
     from . import require
     from .isolated import isolated
 
+    if url in _BESIDE:  # fetched with its trace
+        return _BESIDE.pop(url)
     require(url)
     return isolated(url, _side_here, url, limit)
 
