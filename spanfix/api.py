@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, overload
 
-from .algorithms import ALGORITHMS
+from .algorithms import ALGORITHMS, algorithm_name
 from .attribute import Attribution, DraftRules
 from .errors import SpanfixError, TraceError, UsageError, out_of_memory
 from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, CheckOptions, CheckReport, parse_budget
@@ -36,6 +36,7 @@ from .timing import (
 )
 from .timing.device import DeviceReducer, DeviceWork, device_work
 from .timing.measure import trace_start
+from .timing.once import counted_once, same_files
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
     import pandas
@@ -70,8 +71,12 @@ class Options:
     max_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        if self.algorithm is not None and self.algorithm not in ALGORITHMS:
-            raise UsageError(f"unknown algorithm {self.algorithm!r}; expected one of {', '.join(sorted(ALGORITHMS))}")
+        if self.algorithm is not None:
+            name = algorithm_name(self.algorithm) if isinstance(self.algorithm, str) else None
+            if name is None:
+                raise UsageError(f"unknown algorithm {self.algorithm!r}; expected one of "
+                                 f"{', '.join(sorted(ALGORITHMS))} (any case; SGLang's names such as EAGLE3 too)")
+            object.__setattr__(self, "algorithm", name)
         if self.num_steps is not None and (not isinstance(self.num_steps, int) or self.num_steps < 1):
             raise UsageError(f"num_steps must be a whole number from 1, not {self.num_steps!r}")
         if self.max_bytes is not None and (not isinstance(self.max_bytes, int) or self.max_bytes < 1):
@@ -363,21 +368,28 @@ def measure_path(source: str, options: Options, classes: KernelClasses | None,
 
 @dataclass
 class Measured:
-    """Several inputs measured: the usable ones' measures, and one line per input that was not."""
+    """Several inputs measured: the usable ones' measures, one line per input that was not, and one per
+    input counted once with another (the same file twice, or the same capture: warnings)."""
 
     measures: list[TraceMeasures] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    repeated: list[str] = field(default_factory=list)
 
 
 def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, classes: KernelClasses | None,
                 each: Each | None = None, device: bool | None = None) -> Measured:
+    """Every input measured once: a file given twice (under any spelling) is read once, and a trace
+    and its relabelled copy (or any copy) count once, the first given (timing/once.py)."""
     found = Measured()
-    jobs = [(os.fspath(source), options, classes, device) for source in sources]
+    unique, found.repeated = same_files([os.fspath(source) for source in sources])
+    jobs = [(source, options, classes, device) for source in unique]
     for _, outcome in (each or _one_by_one)(measure_path, jobs):
         if isinstance(outcome, SpanfixError):
             found.errors.append(str(outcome))
         else:
             found.measures.append(outcome)
+    found.measures, copies = counted_once(found.measures)
+    found.repeated += copies
     return found
 
 
@@ -405,6 +417,7 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
         raise TraceError(measured.errors[0])
     result = aggregate(measured.measures, by, kernel_categories=classes.names if classes else ())
     result.errors = measured.errors
+    result.warnings[:0] = measured.repeated
     try:
         result = _compared(result, None if baseline is None else baseline if isinstance(baseline, StatsResult)
                            else os.fspath(baseline), options, by)
@@ -441,16 +454,17 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
           budgets: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
           max_regression: float = DEFAULT_MAX_REGRESSION, allow_ambiguous: bool = False,
           require_new_names: bool = False, allow_empty: bool = False, min_count: int = DEFAULT_MIN_COUNT,
-          each: Each | None = None, **option_fields: Any) -> CheckReport:
-    """The CI gate of `spanfix check`: every rule held or broken, with its figure. Budgets are
-    strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError. max_regression:
-    how much a mean may grow over the baseline, in percent; min_count: spans each side needs before
-    a change is judged."""
+          allow_skipped: bool = False, each: Each | None = None, **option_fields: Any) -> CheckReport:
+    """The CI gate of `spanfix check`: every rule held, broken or skipped (not judged, with why),
+    with its figure. Budgets are strings in the check grammar ("VERIFY.p90<=12ms"); a bad one
+    raises UsageError. max_regression: how much a mean may grow over the baseline, in percent;
+    min_count: spans each side needs before a change is judged; allow_skipped: a skipped rule does
+    not fail the report (CheckReport.passed)."""
     from .gate import run_check
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
     check_options = CheckOptions(parsed, None if baseline is None else os.fspath(baseline), max_regression,
-                                 allow_ambiguous, require_new_names, allow_empty, min_count)
+                                 allow_ambiguous, require_new_names, allow_empty, min_count, allow_skipped)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else [os.fspath(s) for s in sources]
     return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options, each=each or _one_by_one)
 

@@ -64,6 +64,7 @@ def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, bas
         return Report(b"", None, errors)
     baseline_measures = baseline_document = None
     result = aggregate(measured.measures, (), kernel_categories=classes.names)
+    result.warnings[:0] = measured.repeated
     if baseline is not None:
         outcome = measure_path(os.fspath(baseline), options, None, True)  # as stats measures a baseline trace
         try:

@@ -50,4 +50,5 @@ def _header(measures: Sequence[TraceMeasures], document: dict, errors: Sequence[
         "warnings": list(document["warnings"]),
         "errors": list(errors),
         "baseline": document["baseline"],
+        "baseline_differences": list(document.get("baseline_differences") or []),
     }
