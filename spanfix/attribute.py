@@ -380,12 +380,13 @@ def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess,
             and _named_algorithm_decides(step, iteration, guess, iterations, orders):
         lacking.append(f"algorithm {guess.label}")
         deciders.append("--algorithm NAME or server_args.json beside the trace")
+    later = []
     if iteration is None:
         lacking.append("no scheduler.run_batch iteration")
         if mode in _EXTEND_LIKE or (mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is not False) \
                 or (mode == "DRAFT_EXTEND_V2" and "mtp" in guess.candidates):
-            deciders.append("a capture from SGLang with scheduler.run_batch spans (mid-2026 on), whose order "
-                            "within an iteration decides it")
+            later.append("a capture from SGLang with scheduler.run_batch spans (mid-2026 on), whose order "
+                         "within an iteration decides it")
     if mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is None:
         lacking.append("cannot tell whether the draft also runs TARGET_VERIFY (DFLASH/DSpark)")
     if mode == "DRAFT_EXTEND_V2" and "mtp" in guess.candidates:
@@ -395,7 +396,7 @@ def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess,
             deciders.append("--num-steps N or server_args.json (speculative_num_steps) beside the trace")
         elif guess.num_steps <= 1:
             lacking.append("with one draft step, the MTP worker's graph span and an eager step look alike")
-    deciders += ["a capture with python stacks (with_stack=True)",
+    deciders += [*later, "a capture with python stacks (with_stack=True)",
                  "--draft-thread/--draft-process/--draft-pid/--draft-tid when the draft worker has a track of its own"]
     return f"{mode}: " + ", ".join(lacking) + "; would decide it: " + "; or ".join(deciders)
 

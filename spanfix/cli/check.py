@@ -40,7 +40,7 @@ def _budgets(ctx, param, values):
               help="Do not fail on an input with no step spans (by default a gate on nothing breaks).")
 @click.option("--min-count", type=click.IntRange(min=1), default=api.DEFAULT_MIN_COUNT, show_default=True, metavar="N",
               help="Spans (or iterations) each side needs before --baseline judges a regression; smaller rows "
-                   "are shown as not judged.")
+                   "are skipped (not judged).")
 @click.option("--allow-skipped", is_flag=True,
               help="Do not fail on a rule that could not be judged (skipped: too few spans, a figure the inputs "
                    "or the baseline lack, a baseline of another kind of run).")

@@ -8,8 +8,7 @@ from collections.abc import Callable
 
 import click
 
-from ..algorithms import algorithm_name
-from ..api import ALGORITHM_NAMES, Options
+from ..api import ALGORITHM_NAMES, Options, algorithm_name
 from ..errors import UsageError
 from ..render.escape import printable
 

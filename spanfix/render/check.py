@@ -11,7 +11,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 from ..gate import BROKEN, HELD, SKIPPED, CheckReport, Outcome
-from .escape import code_span, markdown_text, shown, whole_reason
+from .escape import Markdown, code_span, markdown_text, shown, whole_reason
 from .stats import grouped_notes, grouped_warnings, markdown_table
 
 STATUS_WORDS = {HELD: "held", BROKEN: "BROKEN", SKIPPED: "skipped"}
@@ -93,7 +93,7 @@ def _problems(report: CheckReport) -> list[str]:
 def check_markdown(report: CheckReport) -> str:
     header = ["result", "rule", "input", "measured", "detail"]
     rows = [[_MARKDOWN_STATUS[o.status], code_span(o.rule), o.input or "", o.figure,
-             markdown_text(o.detail, whole=True)] for o in report.outcomes]
+             Markdown(markdown_text(o.detail, whole=True))] for o in report.outcomes]
     sections = [f"### {'✅' if report.passed else '❌'} {verdict_line(report)}", ""]
     if rows:
         sections.append(markdown_table(header, rows, left={"result", "rule", "input", "detail"}))

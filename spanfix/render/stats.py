@@ -119,7 +119,8 @@ def shown_parts(result: StatsResult, clock: str) -> list[str]:
     they hold time (an `ambiguous 0.0` row says nothing)."""
     found = [it for it in result.iterations if it.clock == clock]
     parts = dict.fromkeys(part for it in found for part in it.parts)
-    return [part for part in parts if part not in RESIDUAL_PARTS or any(it.parts.get(part, 0.0) > 0 for it in found)]
+    return [part for part in parts
+            if part not in RESIDUAL_PARTS or any(round(it.parts.get(part, 0.0), 3) > 0 for it in found)]
 
 
 def iteration_cells(result: StatsResult, clock: str, bars: bool = False, unit: str | None = None

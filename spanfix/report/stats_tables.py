@@ -99,6 +99,8 @@ def _iteration_tables(document: dict) -> list[dict]:
             whole += _baseline_cells(it["baseline"], unit)
         rows = [whole]
         for part in it["parts"]:
+            if part["part"] in ("ambiguous", "idle") and not part["mean_us"]:
+                continue  # a residue that holds nothing says nothing
             flagged = part["part"] == "ambiguous" and part["mean_us"] > 0
             cells = [_cell(part["part"], part["part"], tone="ambiguous" if flagged else None),
                      _cell("", None), _cell(format_time(part["mean_us"], unit), part["mean_us"],

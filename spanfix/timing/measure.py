@@ -151,7 +151,7 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     return TraceMeasures(trace.source, steps, iterations, said, table, origin, guess.label, list(guess.reasons),
                          dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()),
                          fingerprint(index, len(trace.events)),
-                         profile_of(steps, iterations, guess.label, guess.settings),
+                         profile_of(steps, iterations, guess.label, guess.candidates, guess.settings),
                          None if iterations else why_no_iterations(index, stages, guess.fact("speculative"), order,
                                                                    bool(guess.candidates & ORDERED)),
                          [f"{trace.source}: {note}" for note in notes])

@@ -30,6 +30,7 @@ DRAFT_STEPS_TOLERANCE = 0.5
 @dataclass(slots=True)
 class RunProfile:
     algorithms: list[str] = field(default_factory=list)  # as attribution understood each input
+    candidates: list[str] = field(default_factory=list)  # the algorithms the inputs leave possible
     batch_sizes: dict[int, int] = field(default_factory=dict)  # decode steps (VERIFY, else DECODE) per bs
     decode_iterations: int = 0
     draft_steps: int = 0  # draft step spans inside decode iterations
@@ -47,7 +48,7 @@ class RunProfile:
 
     def to_json(self) -> dict:
         per = self.draft_steps_per_iteration
-        return {"algorithms": self.algorithms,
+        return {"algorithms": self.algorithms, "candidates": self.candidates,
                 "batch_sizes": {str(bs): n for bs, n in sorted(self.batch_sizes.items())},
                 "decode_iterations": self.decode_iterations,
                 "draft_steps_per_iteration": None if per is None else round(per, 3),
@@ -62,6 +63,7 @@ class RunProfile:
             per = document.get("draft_steps_per_iteration")
             iterations = int(document.get("decode_iterations") or 0)
             return cls([str(a) for a in document.get("algorithms") or []],
+                       [str(a) for a in document.get("candidates") or []],
                        {int(bs): int(n) for bs, n in (document.get("batch_sizes") or {}).items()},
                        iterations, round(float(per) * iterations) if per is not None else 0,
                        [str(r) for r in document.get("ranks") or []],
@@ -71,7 +73,7 @@ class RunProfile:
 
 
 def profile_of(steps: Sequence[StepTiming], iterations: Sequence[IterationTiming], algorithm: str,
-               settings: dict[str, object]) -> RunProfile:
+               candidates: Iterable[str], settings: dict[str, object]) -> RunProfile:
     """One trace's profile from its measured steps and decode iterations."""
     stages = Counter(step.stage for step in steps)
     decode = "VERIFY" if stages["VERIFY"] else "DECODE"
@@ -88,7 +90,7 @@ def profile_of(steps: Sequence[StepTiming], iterations: Sequence[IterationTiming
             at = bisect_right(starts[step.pid], step.start_us) - 1
             draft += at >= 0 and step.start_us <= windows[step.pid][at][1]
     ranks = sorted({step.rank for step in steps if step.rank is not None}, key=_natural)
-    return RunProfile([algorithm], dict(sizes), len(iterations), draft, ranks,
+    return RunProfile([algorithm], sorted(candidates), dict(sizes), len(iterations), draft, ranks,
                       {key: [value] for key, value in settings.items()})
 
 
@@ -96,8 +98,12 @@ def combined(profiles: Iterable[RunProfile]) -> RunProfile:
     """Several inputs' profiles as one run's (the inputs of one stats table)."""
     result = RunProfile()
     sizes: Counter = Counter()
+    possible: set[str] | None = None
     for profile in profiles:
         result.algorithms += [a for a in profile.algorithms if a not in result.algorithms]
+        if profile.candidates:  # what every input leaves possible; inputs that disagree leave what any does
+            ours = set(profile.candidates)
+            possible = ours if possible is None else (possible & ours or possible | ours)
         sizes.update(profile.batch_sizes)
         result.decode_iterations += profile.decode_iterations
         result.draft_steps += profile.draft_steps
@@ -106,6 +112,7 @@ def combined(profiles: Iterable[RunProfile]) -> RunProfile:
             seen = result.settings.setdefault(key, [])
             seen += [v for v in values if v not in seen]
     result.batch_sizes = dict(sizes)
+    result.candidates = sorted(possible or ())
     result.ranks.sort(key=_natural)
     return result
 
@@ -114,7 +121,7 @@ def differences(here: RunProfile, there: RunProfile) -> list[str]:
     """What the baseline (there) does not share with the inputs (here), one phrase each; [] when alike.
     Only what both say is compared: a saved result that lacks a figure differs in nothing there."""
     found = []
-    if here.algorithms and there.algorithms and set(here.algorithms) != set(there.algorithms):
+    if here.candidates and there.candidates and not set(here.candidates) & set(there.candidates):
         found.append(f"algorithm {' and '.join(here.algorithms)} here, {' and '.join(there.algorithms)} in the "
                      "baseline")
     ours, theirs = here.mean_batch, there.mean_batch
