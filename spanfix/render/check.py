@@ -50,6 +50,9 @@ def check_text(report: CheckReport, width: int | None = None) -> str:
     split), then the rules on all inputs together; why a rule broke or was skipped goes below it.
     With width (a terminal's), long lines wrap between words, under the column they belong to."""
     name_width = max((len(shown(o.rule)) for o in report.outcomes), default=0)
+    if width is not None:  # a column the figures fit beside; a longer rule's figure follows it closely
+        figures = max((len(shown(o.figure)) for o in report.outcomes), default=0)
+        name_width = min(name_width, max(0, width - INDENT - 2 - figures))
     lines = _wrapped(verdict_line(report), width, 0)
     lines += [f"error: {whole_reason(line)}" for line in _problems(report)]
     by_input: dict[str | None, list[Outcome]] = {}
@@ -61,6 +64,8 @@ def check_text(report: CheckReport, width: int | None = None) -> str:
             status = STATUS_WORDS[outcome.status].ljust(INDENT - 4)
             rule = shown(outcome.rule)
             line = f"  {status}  {rule.ljust(name_width)}  {shown(outcome.figure)}"
+            if width is not None and len(line) > width:  # the column does not fit: this rule's figure close by
+                line = f"  {status}  {rule}  {shown(outcome.figure)}"
             if width is not None and len(line) > width:
                 # The figure under the rule's name rather than a word cut at the edge.
                 lines += _wrapped(f"  {status}  {rule}", width, INDENT)
@@ -82,7 +87,7 @@ def _wrapped(line: str, width: int | None, indent: int) -> list[str]:
     if width is None or len(line) <= width:
         return [line]
     start = len(line) - len(line.lstrip(" "))
-    return textwrap.wrap(line, width, initial_indent=line[:start], subsequent_indent=" " * indent,
+    return textwrap.wrap(line[start:], width, initial_indent=line[:start], subsequent_indent=" " * indent,
                          break_long_words=False, break_on_hyphens=False) or [line]
 
 
