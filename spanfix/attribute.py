@@ -8,10 +8,12 @@ thread/process metadata, call stack, stage span, mode, order within a scheduler 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from .algorithms import (
     ALGORITHMS,
@@ -405,12 +407,20 @@ def _named_algorithm_decides(step: StepSpan, iteration: Span | None, guess: Algo
                              iterations: dict[Span, list[StepSpan]], orders: dict[Span, _IterationSteps]) -> bool:
     """Would the mode or the order within the iteration decide the span, were the algorithm any one of
     those still possible?"""
-    for name in sorted(guess.candidates):
-        known = AlgorithmGuess(frozenset({name}), num_steps=guess.num_steps, stated=True)
-        if _mode(step, known) or (iteration is not None and _iteration_order(step, iteration, known, iterations,
-                                                                              orders)):
-            return True
-    return False
+    if _mode_would_decide(step.step.mode, guess.candidates, guess.num_steps):
+        return True
+    if iteration is None:
+        return False
+    return any(_iteration_order(step, iteration, AlgorithmGuess(frozenset({name}), num_steps=guess.num_steps,
+                                                                stated=True), iterations, orders)
+               for name in sorted(guess.candidates))
+
+
+@functools.lru_cache(maxsize=2**10)  # asked per ambiguous span, of a handful of modes and candidate sets
+def _mode_would_decide(mode: str, candidates: frozenset[str], num_steps: int | None) -> bool:
+    probe = SimpleNamespace(step=SimpleNamespace(mode=mode))
+    return any(_mode(probe, AlgorithmGuess(frozenset({name}), num_steps=num_steps, stated=True))  # type: ignore[arg-type]
+               for name in sorted(candidates))
 
 
 __all__ = ["ALGORITHMS", "Attribution", "DraftRules", "Verdict", "attribute"]
