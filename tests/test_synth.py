@@ -330,7 +330,7 @@ def test_detailed_suffix_keys_follow_the_mode():
         "TARGET_VERIFY": ["bs", "g_sq", "g_sqsq", "g_sqsk", "g_sk"],
         "EXTEND": ["bs", "toks", "c_sq", "c_sqsq", "c_sqsk", "c_sk"],
         "DRAFT_EXTEND_V2": ["bs", "c_sq", "c_sqsq", "c_sqsk", "c_sk"],
-        "DRAFT_EXTEND": ["bs", "c_sq", "c_sqsq", "c_sqsk", "c_sk"],
+        "DRAFT_EXTEND": ["bs"],  # spec v1 never wrote a suffix (step-spans.md section 8)
         "MIXED": ["bs", "c", "g", "c_sq", "c_sk", "c_sqsq", "c_sqsk", "g_sq", "g_sk", "g_sqsq", "g_sqsk"],
     }
     specs = [SynthSpec(algorithm=a, cuda_graph=False, detailed=True) for a in ALGORITHMS if a != "none"]
