@@ -143,6 +143,13 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
     return found
 
 
+def work_spans(index: TraceIndex, stages: list[str]) -> dict[Span, str]:
+    """The spans whose time is an iteration part's, outermost only, each with its kind: "draft" and
+    "draft_extend" (stage spans), "draft work" (draft frames, draft steps and workers' spans),
+    "verify", "ambiguous". Anywhere in the trace, iterations or not."""
+    return _members(index, stages)
+
+
 def _members(index: TraceIndex, stages: list[str]) -> dict[Span, str]:
     """The spans whose time is a part's, outermost only: stage spans, draft frames, and steps."""
     candidates: dict[Span, str] = {}
