@@ -518,16 +518,20 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
           budgets: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
           max_regression: float = DEFAULT_MAX_REGRESSION, allow_ambiguous: bool = False,
           require_new_names: bool = False, allow_empty: bool = False, min_count: int = DEFAULT_MIN_COUNT,
-          each: Each | None = None, **option_fields: Any) -> CheckReport:
+          each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+          accept_length: float | None = None, **option_fields: Any) -> CheckReport:
     """The CI gate of `spanfix check`: every rule held or broken, with its figure. Budgets are
     strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError. max_regression:
     how much a mean may grow over the baseline, in percent; min_count: spans each side needs before
-    a change is judged."""
+    a change is judged. spec_metrics, accept_length: the accept length from outside the traces, for
+    the speculation budgets (with a plain-decode baseline for speculation.speedup)."""
     from .gate import run_check
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
+    accept_figures((), accept_length)  # a bad stated accept length is a usage error now
     check_options = CheckOptions(parsed, None if baseline is None else os.fspath(baseline), max_regression,
-                                 allow_ambiguous, require_new_names, allow_empty, min_count)
+                                 allow_ambiguous, require_new_names, allow_empty, min_count,
+                                 tuple(os.fspath(path) for path in spec_metrics), accept_length)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else [os.fspath(s) for s in sources]
     return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options, each=each or _one_by_one)
 
