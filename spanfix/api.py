@@ -543,7 +543,8 @@ def inspect(source: Source, options: Options | None = None, **option_fields: Any
 
 def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None,
                 *, baseline: str | os.PathLike[str] | None = None, kernel_categories: Sequence[str] = (),
-                command: str = "", each: Each | None = None, **option_fields: Any) -> Report:
+                command: str = "", each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+                accept_length: float | None = None, **option_fields: Any) -> Report:
     """The HTML report of `spanfix report`: Report.html is one self-contained page (write it with
     Report.write(path)); Report.result the StatsResult it shows (equal to stats(device=True,
     kernels=True)); Report.errors one line per input it could not use (with none usable, html is
@@ -553,7 +554,8 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
     options = _options(options, option_fields)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
     return build_report(paths, options, baseline=None if baseline is None else os.fspath(baseline),
-                        kernel_categories=kernel_categories, command=command, each=each)
+                        kernel_categories=kernel_categories, command=command, each=each,
+                        spec_metrics=[os.fspath(path) for path in spec_metrics], accept_length=accept_length)
 
 
 __all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "Each",

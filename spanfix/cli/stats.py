@@ -63,7 +63,8 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
       spanfix stats new.json.gz --baseline old.json.gz --format markdown \\
           >> "$GITHUB_STEP_SUMMARY"
       spanfix stats traces/*.json.gz --format json > stats.json  # a baseline
-      spanfix stats spec.json.gz --baseline plain.json.gz --spec-metrics server.log
+      spanfix stats spec.json.gz --baseline plain.json.gz \\
+          --spec-metrics server.log                 # does speculation pay?
     """
     options = api_options(**attribution)
     with file_progress(list(inputs), machine_output=output_format != "table") as progress:

@@ -192,9 +192,10 @@ def speculation_markdown(result: StatsResult, markdown_table) -> list[str]:
 
 def speculation_csv_rows(result: StatsResult, columns: list[str]) -> list[list]:
     """The model view of the whole inputs as rows of the stage CSV: stage `model:PART`, with its clock,
-    total_us and share (the other columns empty)."""
+    total_us and share (the other columns empty); only when the rows are grouped by stage alone, whose
+    scope (all inputs together) is the model view's."""
     spec = speculation_of(result)
-    if spec is None or not spec.speculative:
+    if spec is None or not spec.speculative or result.by != ("stage",):
         return []
     rows = []
     for clock in (CPU, GPU):
