@@ -68,7 +68,7 @@ BUDGET_GRAMMAR = ("STAGE[.CLOCK].STAT OP VALUE[UNIT] or iteration[.CLOCK][.PART]
                   f"OP: {'|'.join(OPERATORS)}; UNIT: us|ms|s for times, % for shares); or "
                   + speculation_budgets.GRAMMAR)
 
-_BUDGET = re.compile(r"\s*(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){1,3})"
+_BUDGET = re.compile(r"\s*(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){1,4})"
                      r"\s*(?P<op><=|>=|==|<|>)\s*(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*")
 
 
