@@ -75,8 +75,8 @@ _BUDGET = re.compile(r"\s*(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){1,4})"
 @dataclass(frozen=True, slots=True)
 class Budget:
     text: str  # as the user wrote it: the rule's name
-    stage: str  # a stage word (upper case), "ambiguous" or "iteration"
-    clock: str  # cpu or gpu
+    stage: str  # a stage word (upper case), "ambiguous", "iteration", or "model"/"speculation" (speculation/budgets.py)
+    clock: str  # cpu or gpu; "" for a speculation budget's default (the device where it was measured)
     part: str | None  # iteration parts: draft, verify, draft_extend, ambiguous, other, idle
     statistic: str  # count, total, mean, p50, p90, p99, max, share, busy, busy_share
     op: str
@@ -84,7 +84,7 @@ class Budget:
 
     @property
     def is_time(self) -> bool:
-        return self.statistic not in ("count", *FRACTIONS)
+        return self.statistic not in ("count", *FRACTIONS, *speculation_budgets.RATIOS)
 
 
 def parse_budget(text: str) -> Budget:
@@ -185,7 +185,7 @@ class CheckOptions:
         """Does a budget speak of the device view (busy time, the iteration on the device clock, the
         model view or speedup on the device, where it is the default)?"""
         return any(b.clock == GPU and (b.stage == ITERATION or b.statistic in ("busy", "busy_share"))
-                   or (isinstance(b, speculation_budgets.SpeculationBudget) and b.needs_device)
+                   or speculation_budgets.needs_device(b)
                    for b in self.budgets)
 
 
@@ -243,7 +243,7 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
         outcomes += regression_outcomes(stats, check.max_regression, check.min_count)
     plain = None
     if check.baseline and any(getattr(m.speculation, "speculative", False) for m in measures) \
-            and any(isinstance(b, speculation_budgets.SpeculationBudget) for b in check.budgets):
+            and any(b.stage in speculation_budgets.FAMILIES for b in check.budgets):
         try:
             plain = load_plain(check.baseline, options)
         except TraceError:
@@ -306,7 +306,7 @@ def _first_of(count: int, first: str) -> str:
 
 
 def budget_outcome(budget: Budget, stats: StatsResult) -> Outcome:
-    speculative = isinstance(budget, speculation_budgets.SpeculationBudget)
+    speculative = budget.stage in speculation_budgets.FAMILIES
     if speculative:
         value, missing = speculation_budgets.measured(budget, stats.speculation)
     else:

@@ -469,3 +469,19 @@ def test_real_sglang_captures_say_there_is_no_speculation():
         assert result.decode_steps or "prefilldecode" in path.name
         out = " ".join(CliRunner().invoke(main, ["stats", str(path)], terminal_width=200).stdout.split())
         assert "speculation: none in these inputs" in out
+
+
+def test_the_json_reference_documents_the_speculation_section_as_written():
+    from conftest import FIXTURES, ROOT
+    reference = (ROOT / "docs" / "json.md").read_text().split("### The speculation section")[1]
+    example = json.loads(reference.split("```json")[1].split("```")[0])
+    written = json.loads(CliRunner().invoke(main, [
+        "stats", str(FIXTURES / "eagle-stock.trace.json.gz"), "--baseline", str(FIXTURES / "eagle-plain.trace.json.gz"),
+        "--accept-length", "2.5", "--device", "--format", "json"]).stdout)["speculation"]
+    assert list(example) == list(written)
+    for key in ("by_bs", "accept_lengths"):
+        assert [list(entry) for entry in example[key]] == [list(entry) for entry in written[key]]
+    for entry in example["model"]:  # shortened to the device clock
+        assert entry == next(m for m in written["model"] if (m["scope"], m["clock"]) == (entry["scope"], entry["clock"]))
+    assert list(example["overall"]["gpu"]) == list(written["overall"]["gpu"])
+    assert example["overall"] == {**written["overall"], "bs": None}

@@ -53,10 +53,10 @@ def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str
             return _time_share(found.parts[part] / count, found.share(part))
         return cell
 
-    add("draft model, whole trace", whole("draft"))
+    add("draft model (every pass), trace", whole("draft"))
     add("  outside draft step spans", lambda clock: "-" if clock not in spec.model
         else format_us(spec.model[clock].draft_outside_steps_us))
-    add("target verify, whole trace", whole("verify"))
+    add("target verify, trace", whole("verify"))
     if spec.iteration_model:
         add("decode iteration, mean", per_iteration(None))
         add("  draft model", per_iteration("draft"))
@@ -78,8 +78,8 @@ def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str
 
 def by_bs_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str]]] | None:
     """Per batch size, on the device clock where it was measured (else the host): only when there are
-    several batch sizes, or a baseline to compare each with."""
-    if len(spec.rows) < 2 and (spec.baseline is None or not spec.rows):
+    several (with one, the overall figures are its own)."""
+    if len(spec.rows) < 2:
         return None
     clock = spec.default_clock()
     word = CLOCK_WORDS[clock]
@@ -95,14 +95,14 @@ def _bs_row(row: SpeedRow, clock: str) -> list[str]:
 
 def speculation_title(spec: SpeculationResult) -> str:
     algorithms = ", ".join(spec.algorithms)
-    return f"speculation ({algorithms}): the draft model counts every draft pass"
+    return f"speculation ({algorithms})"
 
 
 def speculation_notes(spec: SpeculationResult) -> list[str]:
     notes = []
     if spec.used is not None:
         where = f" ({spec.used.file})" if spec.used.file else ""
-        notes.append(f"accept length {spec.used.value:.2f} from {spec.used.source}{where}: {spec.used.detail}")
+        notes.append(f"accept length {spec.used.value:.2f} ({spec.used.source}{where}): {spec.used.detail}")
     else:
         notes.append("accept length unknown: the trace does not tell it; give --spec-metrics FILE (server log, "
                      "bench_serving JSONL, /server_info JSON) or --accept-length L")
@@ -112,7 +112,7 @@ def speculation_notes(spec: SpeculationResult) -> list[str]:
     for figure in spec.figures:
         if figure is not spec.used and figure.value is not None:
             where = f" ({figure.file})" if figure.file else ""
-            notes.append(f"also: {figure.value:.2f} from {figure.source}{where}: {figure.detail}")
+            notes.append(f"also: {figure.value:.2f} ({figure.source}{where}): {figure.detail}")
     if spec.overall is not None and spec.baseline is None:
         notes.append("speedup and break-even need a plain-decode baseline: --baseline a capture of the same server "
                      "without speculation (or its saved stats JSON)")

@@ -14,12 +14,15 @@ is not measured, and says why."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import BudgetError
 from ..timing import CLOCKS, CPU, GPU, format_us
 from .model import DEVICE_MODEL_PARTS
 from .result import SpeculationResult
+
+if TYPE_CHECKING:
+    from ..gate import Budget
 
 MODEL, SPECULATION, ITERATION = "model", "speculation", "iteration"
 FAMILIES = (MODEL, SPECULATION)
@@ -32,35 +35,31 @@ GRAMMAR = ("model[.CLOCK][.iteration].PART.STAT OP VALUE[UNIT] (PART: " + "|".jo
            "speculation.speedup>=1.3, speculation.break_even<=2")
 
 
-@dataclass(frozen=True, slots=True)
-class SpeculationBudget:
-    """A budget on the speculation figures; the same fields gate.Budget has."""
-
-    text: str
-    stage: str  # "model" or "speculation"
-    clock: str | None  # None: the device where it was measured, else the host
-    part: str | None  # model parts; "iteration:PART" for the decode iteration view
-    statistic: str
-    op: str
-    limit: float
-
-    @property
-    def is_time(self) -> bool:
-        return self.statistic in ("total", "mean", "time_per_token")
-
-    @property
-    def needs_device(self) -> bool:
-        return self.clock != CPU and self.statistic != "accept_length"
+# A gate.Budget of these families reads: stage "model" or "speculation"; clock "" for the default (the
+# device where it was measured, else the host); part a model part, "iteration:PART" for the decode
+# iteration view, None for speculation figures.
+TIMES = frozenset({"total", "mean", "time_per_token"})
+RATIOS = frozenset({"accept_length", "speedup", "break_even"})  # plain numbers, never a unit
 
 
 def is_speculation_budget(first_word: str) -> bool:
     return first_word.lower() in FAMILIES
 
 
-def parse(text: str, path: str, op: str, number: str, unit: str) -> SpeculationBudget:
+def needs_device(budget: Budget) -> bool:
+    """Does the budget read the device view (its clock is the device's, or the default)?"""
+    return budget.stage in FAMILIES and budget.clock != CPU and budget.statistic != "accept_length"
+
+
+def _budget(*fields) -> Budget:
+    from ..gate import Budget  # gate hands these budgets over: imported when one is parsed
+    return Budget(*fields)
+
+
+def parse(text: str, path: str, op: str, number: str, unit: str) -> Budget:
     words = [word.lower() for word in path.split(".")]
     family, statistic, middle = words[0], words[-1], words[1:-1]
-    clock = middle.pop(0) if middle and middle[0] in CLOCKS else None
+    clock = middle.pop(0) if middle and middle[0] in CLOCKS else ""
     part = None
     if family == MODEL:
         iteration = bool(middle) and middle[0] == ITERATION
@@ -84,31 +83,30 @@ def parse(text: str, path: str, op: str, number: str, unit: str) -> SpeculationB
         if statistic not in SPECULATION_STATISTICS:
             raise BudgetError(f"{text!r}: {statistic!r} is not a speculation figure; expected one of "
                               f"{', '.join(SPECULATION_STATISTICS)}")
-        if statistic == "accept_length" and clock is not None:
+        if statistic == "accept_length" and clock:
             raise BudgetError(f"{text!r}: the accept length has no clock: write speculation.accept_length")
     if middle:
         raise BudgetError(f"{text!r}: expected {GRAMMAR}; {middle[0]!r} is not understood there")
     unit = unit.lower()
-    budget = SpeculationBudget(text, family, clock, part, statistic, op, float(number))
     if unit == "%":
         if statistic != "share":
             raise BudgetError(f"{text!r}: % goes with a share, not with {statistic}")
-        return SpeculationBudget(text, family, clock, part, statistic, op, float(number) / 100)
+        return _budget(text, family, clock, part, statistic, op, float(number) / 100)
     if unit not in UNITS:
         raise BudgetError(f"{text!r}: unknown unit {unit!r}; expected us, ms or s (or % for a share)")
-    if unit and not budget.is_time:
+    if unit and statistic not in TIMES:
         raise BudgetError(f"{text!r}: {statistic} takes a plain number")
-    return SpeculationBudget(text, family, clock, part, statistic, op, float(number) * UNITS[unit])
+    return _budget(text, family, clock, part, statistic, op, float(number) * UNITS[unit])
 
 
-def measured(budget: SpeculationBudget, result: SpeculationResult | None) -> tuple[float | None, str]:
+def measured(budget: Budget, result: SpeculationResult | None) -> tuple[float | None, str]:
     """The figure the budget speaks of, or None and why the inputs do not give it."""
     if result is None or not result.speculative:
         return None, "no speculative decoding in the inputs (no VERIFY step)"
     clock = budget.clock or result.default_clock()
     if budget.stage == MODEL:
-        iteration = budget.part.startswith(f"{ITERATION}:")
-        part = budget.part.split(":", 1)[-1]
+        iteration = (budget.part or "").startswith(f"{ITERATION}:")
+        part = (budget.part or "").split(":", 1)[-1]
         found = (result.iteration_model if iteration else result.model).get(clock)
         if found is None:
             return None, (f"no decode iterations on the {clock} clock" if iteration
@@ -147,12 +145,12 @@ def _why_no_accept(result: SpeculationResult) -> str:
             + "; give --spec-metrics FILE (server log, bench_serving JSONL, /server_info) or --accept-length L")
 
 
-def figure(budget: SpeculationBudget, value: float, result: SpeculationResult | None) -> str:
+def figure(budget: Budget, value: float, result: SpeculationResult | None) -> str:
     clock = budget.clock or (result.default_clock() if result is not None else CPU)
     where = "" if budget.statistic == "accept_length" else f" ({'device' if clock == GPU else 'host'} clock)"
     if budget.statistic == "share":
         return f"{value:.1%}{where}"
-    if budget.is_time:
+    if budget.statistic in TIMES:
         return f"{format_us(value)}{where}"
     if budget.statistic == "accept_length":
         source = result.used.source if result is not None and result.used is not None else ""
