@@ -52,13 +52,20 @@ class Acceptance:
         return self.tokens / self.bs if self.tokens is not None and self.bs else None
 
 
-def suffix_values(name: str) -> dict[str, int]:
-    """The key=value integers of a step name (split, not a regular expression: names are trace data)."""
+def suffix_values(name: str, keys: tuple[str, ...] = ("g_sk", "g_sq")) -> dict[str, int]:
+    """Those key=value integers of a step name (found by position, not a regular expression: names
+    are trace data)."""
     values = {}
-    for token in name.rstrip("]").split(" ")[1:]:
-        key, sep, value = token.partition("=")
-        if sep and value.isdigit():
-            values[key] = int(value)
+    for key in keys:
+        at = name.find(f" {key}=")
+        if at < 0:
+            continue
+        start = at + len(key) + 2
+        end = start
+        while end < len(name) and name[end].isdigit():
+            end += 1
+        if end > start and (end == len(name) or name[end] in " ]"):
+            values[key] = int(name[start:end])
     return values
 
 
@@ -107,8 +114,11 @@ def acceptances(steps: Sequence[StepTiming], iterations: Sequence[IterationTimin
     for where, verifies in by_process.items():
         verifies.sort(key=lambda step: step.start_us)
         starts = sorted(prefills.get(where, ()))
-        for this, following in zip(verifies, [*verifies[1:], None]):
-            told[id(this)] = _acceptance(this, following, starts, window, blocked)
+        values = [suffix_values(step.name) for step in verifies]
+        for k, this in enumerate(verifies):
+            following = verifies[k + 1] if k + 1 < len(verifies) else None
+            told[id(this)] = _acceptance(this, following, values[k], values[k + 1] if following else {}, starts,
+                                         window, blocked)
     found: list[Acceptance | None] = []
     verify_starts = {where: [step.start_us for step in verifies] for where, verifies in by_process.items()}
     for it in iterations:
@@ -119,17 +129,15 @@ def acceptances(steps: Sequence[StepTiming], iterations: Sequence[IterationTimin
     return found
 
 
-def _acceptance(this: StepTiming, following: StepTiming | None, prefills: list[float], window: int | None,
-                blocked: str | None) -> Acceptance:
+def _acceptance(this: StepTiming, following: StepTiming | None, mine: dict[str, int], theirs: dict[str, int],
+                prefills: list[float], window: int | None, blocked: str | None) -> Acceptance:
     bs = this.bs
     if blocked:
         return Acceptance(bs, None, blocked)
-    mine = suffix_values(this.name)
     if "g_sk" not in mine or not bs:
         return Acceptance(bs, None, NO_SUFFIX)
     if following is None:
         return Acceptance(bs, None, LAST)
-    theirs = suffix_values(following.name)
     if "g_sk" not in theirs:
         return Acceptance(bs, None, NO_SUFFIX)
     if following.bs != bs:

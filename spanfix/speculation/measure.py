@@ -53,8 +53,9 @@ class SpeculationMeasures:
 
 
 def measure_speculation(trace: Trace, index: TraceIndex, attribution: Attribution, work: DeviceWork,
-                        measured: TraceMeasures, stages: list[str]) -> None:
-    """timing.measure's `then`: the speculation figures of the trace, on measured.speculation."""
+                        measured: TraceMeasures, stages: list[str], members: dict | None = None) -> None:
+    """timing.measure's `then`: the speculation figures of the trace, on measured.speculation
+    (members: the iterations' work spans, timing.iterations.work_spans, found already)."""
     server_args, _ = read_server_args(trace.source)  # attribution read it too, and said what was wrong
     candidates = attribution.algorithm.candidates
     verifies = any(step.stage == "VERIFY" for step in measured.steps)
@@ -76,7 +77,7 @@ def measure_speculation(trace: Trace, index: TraceIndex, attribution: Attributio
     window = server_args.get("speculative_num_draft_tokens") if server_args else None
     measured.speculation = SpeculationMeasures(
         trace.source, measured.algorithm, verifies or (candidates <= SPECULATIVE),
-        not verifies and "none" in candidates, model_view(index, stages, work), iterations, dict(decode),
+        not verifies and "none" in candidates, model_view(index, stages, work, members), iterations, dict(decode),
         None if not isinstance(graphs, bool) else not graphs,
         window if isinstance(window, int) and not isinstance(window, bool) else None)
 

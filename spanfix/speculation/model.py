@@ -22,6 +22,7 @@ Draft work that the trace does not mark (graph replays without stage spans or py
 from __future__ import annotations
 
 import math
+import operator
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ _KIND_PART = {"draft": "draft", "draft_extend": "draft", "draft work": "draft", 
 # Device item codes: other, verify, ambiguous, draft outside draft step spans, draft inside them.
 _OTHER, _VERIFY, _AMBIGUOUS, _DRAFT, _DRAFT_STEP = range(5)
 _CODES = 5
+_START, _END = operator.attrgetter("start"), operator.attrgetter("end")
 
 
 @dataclass(slots=True)
@@ -74,10 +76,12 @@ class _Spans:
     draft_steps: list = field(default_factory=list)
 
 
-def model_view(index: TraceIndex, stages: list[str], work: DeviceWork) -> dict[str, ModelTime]:
-    """The whole trace's model view: the host clock always, the device clock with device work."""
+def model_view(index: TraceIndex, stages: list[str], work: DeviceWork, members: dict | None = None
+               ) -> dict[str, ModelTime]:
+    """The whole trace's model view: the host clock always, the device clock with device work.
+    members: work_spans(index, stages), when the caller has it already."""
     spans = _Spans()
-    for span, kind in work_spans(index, stages).items():
+    for span, kind in (work_spans(index, stages) if members is None else members).items():
         spans.by_part[_KIND_PART[kind]].append(span)
     spans.draft_steps = [step.span for step, stage in zip(index.steps, stages) if stage in DRAFT_WORK]
     found = {CPU: _host(index, spans)}
@@ -87,25 +91,15 @@ def model_view(index: TraceIndex, stages: list[str], work: DeviceWork) -> dict[s
 
 
 def _host(index: TraceIndex, spans: _Spans) -> ModelTime:
-    windows: dict[Hashable, list[float]] = {}
-
-    def widen(pid: Hashable, start: float, end: float) -> None:
-        window = windows.get(pid)
-        if window is None:
-            windows[pid] = [start, end]
-        else:
-            window[0], window[1] = min(window[0], start), max(window[1], end)
-
+    by_pid: dict[Hashable, list] = defaultdict(list)  # each process's spans that bound its window
     for (pid, _), found in index.spans.items():
-        for span in found:
-            if span.kind == "iteration":
-                widen(pid, span.start, span.end)
+        by_pid[pid] += [span for span in found if span.kind == "iteration"]
     for step in index.steps:
-        widen(step.track[0], step.span.start, step.span.end)
+        by_pid[step.track[0]].append(step.span)
     for found in spans.by_part.values():
         for span in found:
-            widen(span.track[0], span.start, span.end)
-    total = math.fsum(end - start for start, end in windows.values())
+            by_pid[span.track[0]].append(span)
+    total = math.fsum(max(map(_END, found)) - min(map(_START, found)) for found in by_pid.values() if found)
     parts = {part: math.fsum(span.end - span.start for span in spans.by_part.get(part, ()))
              for part in MODEL_PARTS[:-1]}
     parts["other"] = max(0.0, total - math.fsum(parts.values()))

@@ -15,7 +15,7 @@ from ..reader import Trace, TraceError
 from ..relabelling import RelabelOptions, analyse
 from ..relabelling import load as load_trace
 from .device import DeviceReducer, DeviceWork, device_work, lacks_gpu_annotations, needs_kernels
-from .iterations import Iteration, decode_iterations
+from .iterations import Iteration, decode_iterations, work_spans
 from .kernels import KernelClasses, KernelTable
 
 AMBIGUOUS_STAGE = "ambiguous"
@@ -104,7 +104,7 @@ NO_DEVICE_VIEW = ("the device view (busy time, decode iterations on the device c
 
 
 # Called with what measure() read and made, to measure more of the same read (see measure's `then`).
-Then = Callable[[Trace, TraceIndex, Attribution, DeviceWork, "TraceMeasures", list[str]], None]
+Then = Callable[[Trace, TraceIndex, Attribution, DeviceWork, "TraceMeasures", list[str], dict], None]
 
 
 def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
@@ -116,8 +116,9 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     clock); None: only when device time needs them anyway (see device.needs_kernels), which leaves a
     trace whose every span has a GPU annotation as fast to measure as its host spans; advise_device:
     then say so, and how to get it (check reads it whenever a budget needs it: no news there);
-    then: called last with the trace, index, attribution, device work, the measures and the step
-    stages, for figures made from the same read (the speculation figures: timing does not import them)."""
+    then: called last with the trace, index, attribution, device work, the measures, the step stages
+    and the iterations' work spans (iterations.work_spans), for figures made from the same read (the
+    speculation figures: timing does not import them)."""
     notes = []
     progress.phase("measuring")
     if work is None:
@@ -138,8 +139,9 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
         table = KernelTable.of(work.names, work.name_ids, work.categories, work.starts, work.ends, kernels)
     steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), origin, table)
              for step, verdict, stage in zip(index.steps, attribution.verdicts, stages)]
+    members = work_spans(index, stages)
     iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, origin, table)
-                  for iteration in decode_iterations(index, stages, work)]
+                  for iteration in decode_iterations(index, stages, work, members)]
     notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings(), *notes)]
     if not index.steps:
         notes.append(f"{trace.source}: no step spans")
@@ -149,7 +151,7 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
                              attribution.algorithm.label, list(attribution.algorithm.reasons),
                              dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()))
     if then is not None:
-        then(trace, index, attribution, work, measured, stages)
+        then(trace, index, attribution, work, measured, stages, members)
     return measured
 
 
