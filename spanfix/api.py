@@ -21,6 +21,17 @@ from .inspection import InspectReport, report_of
 from .reader import Trace as _Read
 from .reader import locate_step_names, read_trace
 from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
+from .speculation import (
+    AcceptFigure,
+    PlainDecode,
+    SpeculationResult,
+    load_plain,
+    measure_speculation,
+    plain_from_json,
+    read_spec_metrics,
+    speculation_result,
+)
+from .speculation import stated as stated_accept_length
 from .timing import (
     GROUP_KEYS,
     IterationTiming,
@@ -34,17 +45,6 @@ from .timing import (
     measure,
     measure_file,
 )
-from .speculation import (
-    AcceptFigure,
-    PlainDecode,
-    SpeculationResult,
-    load_plain,
-    measure_speculation,
-    plain_from_json,
-    read_spec_metrics,
-    speculation_result,
-)
-from .speculation import stated as stated_accept_length
 from .timing.device import DeviceReducer, DeviceWork, device_work
 from .timing.measure import trace_start
 

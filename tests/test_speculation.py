@@ -352,7 +352,7 @@ def test_merged_ranks_give_each_ranks_truth(tmp_path, algorithm):
     extent, parts, kernels = _device_truth(merged)
     assert result.model["gpu"].total_us == pytest.approx(extent, abs=4 * NS)
     assert result.model["gpu"].parts["draft"] == pytest.approx(parts["draft"], abs=kernels * NS)
-    total, draft, _ = _host_truth(merged)
+    _total, draft, _ = _host_truth(merged)
     assert result.model["cpu"].parts["draft"] == pytest.approx(draft, abs=len(merged.draft_host) * NS)
     by_rank = defaultdict(list)
     for it in result.iterations:
@@ -485,3 +485,22 @@ def test_the_json_reference_documents_the_speculation_section_as_written():
         assert entry == next(m for m in written["model"] if (m["scope"], m["clock"]) == (entry["scope"], entry["clock"]))
     assert list(example["overall"]["gpu"]) == list(written["overall"]["gpu"])
     assert example["overall"] == {**written["overall"], "bs": None}
+
+
+def test_the_reports_cards_are_figures_of_its_speculation_table(tmp_path):
+    spec = _spec("eagle", True, gpu_annotations=False)
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    report = spanfix.html_report(str(path), baseline=str(plain))
+    section = report.payload["speculation"]
+    cells = {cell["t"] for table in section["tables"] for row in table["rows"] for cell in row}
+    labels = [label for label, _ in section["cards"]]
+    assert labels == ["draft model, share of the decode iteration (device)", "accept length (trace annotations)",
+                      "estimated speedup (device)"]
+    for label, value in section["cards"]:
+        assert any(value in cell for cell in cells), (label, value)
+    [series] = section["series"]
+    result = report.result.speculation
+    assert series["y"] == [None if it.accept_length is None else round(it.accept_length, 3)
+                           for it in sorted(result.iterations, key=lambda it: it.start_from_trace_us)]
+    assert any("leave out" in table.get("note", "") for table in report.payload["stages"])

@@ -23,7 +23,7 @@ from ..timing.kernels import short_kernel_name
 from ..timing.numbers import TIME_UNITS, time_unit
 from ..timing.table import category_rows, kernel_rows
 from .escape import Markdown, code_span, csv_text, markdown_text, rich_text, shown
-from .speculation import speculation_tables, speculation_markdown, speculation_csv_rows, stage_note, iteration_note
+from .speculation import iteration_note, speculation_csv_rows, speculation_markdown, speculation_tables, stage_note
 
 BAR_WIDTH = 8
 TOP_KERNELS = 10

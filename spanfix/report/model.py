@@ -29,8 +29,8 @@ from .formatting import format_change, format_count, format_share, format_time, 
 from .header import _header, _title
 from .kernel_tables import TOP_KERNELS, _kernels
 from .rank_comparison import _ranks, rank_groups
-from .stats_tables import _iteration_tables, _stage_tables
 from .speculation import _speculation
+from .stats_tables import _iteration_tables, _stage_tables
 from .timeline import _timeline
 
 # Kept importable from here: the tests (and code written before the split) read these as model.<name>.

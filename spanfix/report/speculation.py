@@ -20,7 +20,7 @@ def _speculation(spec: SpeculationResult | None) -> dict | None:
     if not spec.speculative:
         return {"speculative": False, "line": not_speculative(spec)}
     header, rows = speculation_cells(spec)
-    tables = [_as_table("speculation", speculation_title(spec), header, rows, note=None)]
+    tables = [_as_table("speculation-figures", speculation_title(spec), header, rows, note=None)]
     by_bs = by_bs_cells(spec)
     if by_bs is not None:
         tables.append(_as_table("speculation-bs", "By batch size", *by_bs, note=None))
@@ -30,8 +30,13 @@ def _speculation(spec: SpeculationResult | None) -> dict | None:
 
 def _as_table(table_id: str, title: str, header: list[str], rows: list[list[str]], note: str | None) -> dict:
     columns = [_column("figure" if k == 0 else name, name, numeric=k > 0) for k, name in enumerate(header)]
-    return _table(table_id, title, columns, [[_cell(text, text if k == 0 else None) for k, text in enumerate(row)]
-                                             for row in rows], note)
+    # A sub-row's indent as an em space: HTML collapses the terminal's plain spaces.
+    return _table(table_id, title, columns, [[_cell(_indented(text) if k == 0 else text, text.strip() if k == 0 else None)
+                                              for k, text in enumerate(row)] for row in rows], note)
+
+
+def _indented(label: str) -> str:
+    return "\u2003" + label.strip() if label.startswith("  ") else label
 
 
 def _series(spec: SpeculationResult) -> list[dict]:

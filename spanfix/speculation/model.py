@@ -123,7 +123,7 @@ def _device(work: DeviceWork, spans: _Spans) -> ModelTime:
     starts, ends = np.asarray(work.starts, np.float64), np.asarray(work.ends, np.float64)
     totals = np.zeros(_CODES)
     idle = extents = 0.0
-    for _, (_, reach, ids) in work.scopes.items():
+    for (_, reach, ids) in work.scopes.values():
         if not ids:
             continue
         ids = np.asarray(ids, np.int64)
