@@ -4,11 +4,10 @@ as a trace (measured like the inputs) or as its saved `spanfix stats --format js
 
 from __future__ import annotations
 
-import orjson
-
-from ..reader import TraceError, read_document_bytes
+from ..reader import TraceError
 from ..relabelling import RelabelOptions
 from ..timing import CLOCKS, measure_file
+from ..timing.baseline import _saved_result as saved_result
 from .measure import SpeculationMeasures, decode_means, measure_speculation
 from .result import PlainDecode
 
@@ -18,22 +17,13 @@ def load_plain(source: str, options: RelabelOptions) -> PlainDecode:
     try:
         measured = measure_file(source, options, then=measure_speculation)
     except TraceError:
-        document = _saved(source)
+        document = saved_result(source)  # as timing's baseline reads one
         if document is None:
             raise
         return plain_from_json(document, source)
     found = measured.speculation
     assert isinstance(found, SpeculationMeasures)
     return PlainDecode(source, decode_means([found]), found.algorithm, found.plain, found.cuda_graph)
-
-
-def _saved(source: str) -> dict | None:
-    data, _ = read_document_bytes(source)
-    try:
-        document = orjson.loads(memoryview(data))
-    except orjson.JSONDecodeError:
-        return None
-    return document if isinstance(document, dict) and isinstance(document.get("stages"), list) else None
 
 
 def plain_from_json(document: dict, source: str) -> PlainDecode:
