@@ -537,9 +537,9 @@ def test_bundled_fixtures_are_up_to_date(tmp_path):
         pytest.skip("fixtures not generated yet")
     subprocess.run([sys.executable, str(bundled / "generate.py"), str(tmp_path)], check=True)
     produced = sorted(p.name for p in tmp_path.iterdir() if p.is_file())
-    assert len(produced) == 14
+    assert len(produced) == 16
     goldens = sorted(p.name for p in (tmp_path / "golden").iterdir())
-    assert len(goldens) == 7
+    assert len(goldens) == 8
     for name in goldens:
         assert (bundled / "golden" / name).read_bytes() == (tmp_path / "golden" / name).read_bytes(), name
     for name in produced:
