@@ -504,3 +504,43 @@ def test_the_reports_cards_are_figures_of_its_speculation_table(tmp_path):
     assert series["y"] == [None if it.accept_length is None else round(it.accept_length, 3)
                            for it in sorted(result.iterations, key=lambda it: it.start_from_trace_us)]
     assert any("leave out" in table.get("note", "") for table in report.payload["stages"])
+
+
+def test_overlapping_streams_split_the_model_view_equally_and_add_up(tmp_path):
+    """Draft and verify work at once on two streams share the overlap; the parts add up to the extent."""
+    from conftest import span, thread_name, write_trace
+    events = [thread_name(1, 1, "thread 1 (sglang::schedul)"), span("scheduler.run_batch", 0, 100),
+              span("draft", 5, 10), span("step[TARGET_VERIFY bs=2]", 20, 20),
+              span("cudaLaunchKernel", 6, 1, cat="cuda_runtime", correlation=1),
+              span("cudaLaunchKernel", 21, 1, cat="cuda_runtime", correlation=2),
+              span("cudaLaunchKernel", 75, 1, cat="cuda_runtime", correlation=3),
+              span("k1", 30, 20, pid=0, tid=7, cat="kernel", correlation=1),  # draft: 30-50
+              span("k2", 40, 30, pid=0, tid=8, cat="kernel", correlation=2),  # verify: 40-70, overlaps 40-50
+              span("k3", 80, 10, pid=0, tid=7, cat="kernel", correlation=3)]  # other (sampling): 80-90, idle 70-80
+    path = write_trace(tmp_path / "t.json", events)
+    result = speculation_result([_measured(path, algorithm="eagle")])
+    device = result.model["gpu"]
+    assert device.total_us == 60
+    assert device.parts == {"draft": 15, "verify": 25, "ambiguous": 0, "other": 10, "idle": 10}
+    assert device.draft_in_steps_us == 0  # the draft stage span holds no step: all of it is outside step spans
+    host = result.model["cpu"]
+    assert (host.total_us, host.parts["draft"], host.parts["verify"], host.parts["other"]) == (100, 10, 20, 70)
+
+
+def test_check_reads_spec_metrics_and_the_stated_accept_length(tmp_path):
+    trace = synth.generate(replace(_spec("eagle", True), detailed=False))
+    path = _write(tmp_path, trace)
+    text, _ = server_log(trace)
+    log = tmp_path / "server.log"
+    log.write_text(text)
+    out = CliRunner().invoke(main, ["check", str(path), "--spec-metrics", str(log), "--budget",
+                                    "speculation.accept_length>=1", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    [rule] = [rule for rule in json.loads(out.stdout)["rules"] if rule["kind"] == "budget"]
+    assert rule["held"] and rule["figure"].endswith("(log)")
+    assert json.loads(out.stdout)["stats"]["speculation"]["accept_length"]["source"] == "log"
+    stated = CliRunner().invoke(main, ["check", str(path), "--accept-length", "1.5", "--budget",
+                                       "speculation.accept_length>=2"])
+    assert stated.exit_code == 1 and "1.50 (stated)" in stated.stdout
+    missing = CliRunner().invoke(main, ["check", str(path), "--spec-metrics", str(tmp_path / "nope.log")])
+    assert missing.exit_code == 2 and "nope.log: no such file" in missing.stderr
