@@ -5,7 +5,7 @@ stage row for any other word); the family parses the words between and says what
 statistic is (a time, a fraction, a count, a plain number), which decides the units and the range a
 budget may give. Measured, a family answers with the figure, or with why there is none: the rule is
 then not judged (`skipped`, with that reason), never held. New families (the speculation figures, the
-model view) register here and get the grammar's checks, the statuses and every output format for free.
+model view: spanfix/speculation/budgets.py, imported by gate.py) register here and get the grammar's checks, the statuses and every output format for free.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ class Figure:
     value: float | None
     why: str = ""
     clock: str | None = None  # the clock it was read on, when the budget left it to spanfix
+    source: str = ""  # where the figure came from, when that is part of what it means (an accept length's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +286,7 @@ def figure_text(budget: Budget, value: float) -> str:
         return f"{value:.0f}"
     if budget.kind == TIME:
         return format_us(value)
-    return f"{value:.3g}"
+    return f"{value:.2f}"  # a ratio, as the speculation table prints it
 
 
 __all__ = ["COUNT", "FAMILIES", "FRACTION", "ITERATION", "KNOWN_STAGES", "NUMBER", "OPERATORS", "TIME", "Budget", "Family", "Figure", "Spec", "figure_text", "grammar", "parse_budget", "register"]

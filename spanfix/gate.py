@@ -7,7 +7,8 @@ allow_skipped). Rules:
   trust       per input: no step span stays ambiguous (unless allowed), no evidence conflicts, and
               with require_new_names no span still carries an old name;
   budget      budgets.py's grammar (`STAGE[.CLOCK].STAT OP VALUE[UNIT]`, `iteration...`, and the
-              families registered there) against the stats of all inputs together;
+              families registered there: `model...` and `speculation...` from speculation/budgets.py)
+              against the stats of all inputs together;
   regression  per stage row (and decode iteration) of the inputs or the baseline: the mean may grow
               by at most max_regression percent.
 """
@@ -26,9 +27,12 @@ from .naming import parse_step_name
 from .reader import Trace, TraceError
 from .relabelling import RelabelOptions, plan
 from .render.escape import clip
+from .speculation import budgets as _speculation_budgets  # noqa: F401  (registers model.* and speculation.*)
+from .speculation import measure_speculation, plain_of, speculation_result
 from .timing import (
     GPU,
     Baseline,
+    BaselineRead,
     Change,
     StatsResult,
     TraceMeasures,
@@ -36,8 +40,8 @@ from .timing import (
     compare,
     format_us,
     load,
-    load_baseline,
     measure,
+    read_baseline,
 )
 from .timing.once import counted_once, same_files
 from .timing.profile import comparable
@@ -123,10 +127,13 @@ class CheckOptions:
     min_count: int = DEFAULT_MIN_COUNT  # spans (or iterations) each side needs before a regression is judged
     allow_skipped: bool = False  # a rule that could not be judged does not fail the check
     device_view: bool = False  # read the device view whatever the budgets (the baseline has the device clock)
+    spec_metrics: tuple[str, ...] = ()  # files of what SGLang wrote about acceptance (speculation budgets)
+    accept_length: float | None = None  # the accept length, stated
 
     @property
     def needs_device(self) -> bool:
-        """Does a budget speak of the device view (busy time, the iteration on the device clock)?"""
+        """Does a budget speak of the device view (busy time, the iteration, the model view or the
+        speedup on the device clock, the default where the inputs have it)?"""
         return any(family_of(budget).needs_device(budget) for budget in self.budgets)
 
 
@@ -137,7 +144,8 @@ def check_file(source: str, options: RelabelOptions, check: CheckOptions
     device = True if check.needs_device or check.device_view else None  # else only when device time needs it
     try:
         trace, index, attribution, warnings = load(source, options, device=device)
-        measured = measure(trace, index, attribution, warnings, device=device, advise_device=False)
+        measured = measure(trace, index, attribution, warnings, device=device, advise_device=False,
+                           then=measure_speculation)
         return measured, trust_outcomes(trace, index, attribution, options, check, measured.trace_start_us)
     except TraceError as exc:
         return exc
@@ -155,12 +163,23 @@ def _one_by_one(function: Callable, jobs: list[tuple]) -> Iterable[tuple[str, ob
 def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptions, *,
               each: Each = _one_by_one) -> CheckReport:
     """each(check_file, jobs) yields (input, outcome) in input order: the CLI passes one that runs
-    the files in parallel. The baseline is read first: when it holds the device clock, the inputs'
-    device view is read too, so that both sides have the same figures to compare."""
+    the files in parallel. The baseline is read and measured once, first, for both its comparisons
+    (the regression rules' means, the speculation's plain DECODE steps): when it holds the device
+    clock, the inputs' device view is read too, so that both sides have the same figures to compare."""
+    from .api import accept_figures
+
+    errors: list[str] = []
+    try:  # before any trace is read: a wrong file fails in a second
+        figures = accept_figures(check.spec_metrics, check.accept_length)
+    except TraceError as exc:
+        figures = []
+        errors.append(str(exc))
+    read: BaselineRead | None = None
     baseline = baseline_error = None
     if check.baseline:
         try:
-            baseline = load_baseline(check.baseline, options, ("stage",))
+            read = read_baseline(check.baseline, options, then=measure_speculation)
+            baseline = read.timing(("stage",))
         except TraceError as exc:
             baseline_error = f"baseline {exc}"
         if baseline is not None and baseline.has_device_iterations:
@@ -168,7 +187,6 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
     unique, repeated = same_files(list(sources))
     measures: list[TraceMeasures] = []
     outcomes: list[Outcome] = []
-    errors: list[str] = []
     for _, result in each(check_file, [(source, options, check) for source in unique]):
         if isinstance(result, TraceError):
             errors.append(str(result))
@@ -179,9 +197,12 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
     measures, copies = counted_once(measures)
     stats = aggregate(measures)
     stats.warnings[:0] = repeated + copies
+    speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
+    plain = plain_of(read) if read is not None and speculative else None
     if baseline is not None:
         stats = compare(stats, baseline)
         outcomes += regression_outcomes(stats, baseline, check.max_regression, check.min_count)
+    stats.speculation = speculation_result(measures, figures, plain)
     outcomes += [budget_outcome(budget, stats, measured=bool(measures)) for budget in check.budgets]
     return CheckReport(outcomes, stats, errors, check.allow_skipped, baseline_error)
 
@@ -252,7 +273,9 @@ def budget_outcome(budget: Budget, stats: StatsResult, *, measured: bool = True)
     if found.value is None:
         return Outcome(budget.text, BUDGET, SKIPPED, None, "not measured" + clock, found.why)
     held = OPERATORS[budget.op](found.value, budget.limit)
-    return Outcome(budget.text, BUDGET, HELD if held else BROKEN, found.value, figure_text(budget, found.value) + clock)
+    source = f" ({found.source})" if found.source else ""
+    return Outcome(budget.text, BUDGET, HELD if held else BROKEN, found.value,
+                   figure_text(budget, found.value) + source + clock)
 
 
 # Iteration parts a baseline gates: the speculative stages. The residual parts (ambiguous, other, idle)

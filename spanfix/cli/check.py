@@ -10,7 +10,7 @@ from ..errors import BudgetError
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
 from ..render.escape import dumps
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
-from .options import api_options, attribution_options, existing_baseline, jobs_option
+from .options import api_options, attribution_options, existing_baseline, jobs_option, speculation_options
 from .progress import file_progress
 from .streams import say, terminal_width, write_out
 
@@ -28,9 +28,10 @@ def _budgets(ctx, param, values):
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("--budget", "budgets", multiple=True, callback=_budgets, metavar="EXPR",
               help="A rule on the stats of all inputs together, e.g. VERIFY.p90<=12ms, DRAFT.share<=35%, "
-                   "iteration.mean<=40ms, iteration.draft.share<=0.3, VERIFY.cpu.mean<800us (repeatable). "
-                   "The clock is the device's where the inputs have device time, unless the budget names "
-                   ".cpu.; a time needs its unit (us, ms, s), a share is 0..1 or 0%..100%.")
+                   "iteration.mean<=40ms, iteration.draft.share<=0.3, VERIFY.cpu.mean<800us, "
+                   "model.gpu.draft.share<=0.2, speculation.accept_length>=2.5, speculation.speedup>=1.3 "
+                   "(repeatable). The clock is the device's where the inputs have device time, unless the "
+                   "budget names .cpu.; a time needs its unit (us, ms, s), a share is 0..1 or 0%..100%.")
 @click.option("--baseline", metavar="FILE", callback=existing_baseline,
               help="A trace or a saved `spanfix stats --format json` result; every stage's mean is compared with it.")
 @click.option("--max-regression", type=click.FloatRange(min=0), default=None, metavar="PCT",
@@ -48,10 +49,11 @@ def _budgets(ctx, param, values):
               help="Fail when a span still carries an old name (guards traces from newer SGLang).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "markdown", "junit"]), default="text",
               show_default=True, help="text for people, json for machines, markdown for a job summary, junit XML.")
+@speculation_options
 @jobs_option
 @attribution_options
 def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empty, min_count, allow_skipped,
-          require_new_names, output_format, jobs, **attribution):
+          require_new_names, output_format, spec_metrics, accept_length, jobs, **attribution):
     """Gate CI on captured traces: exit 1 when one cannot be trusted or its timing broke a rule.
 
     Fails when a step span stays ambiguous (unless --allow-ambiguous), when evidence conflicts,
@@ -61,8 +63,11 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
     inputs or the baseline lack, a baseline of another kind of run) is skipped, saying why, and
     fails too unless --allow-skipped. Budgets read STAGE[.CLOCK].STAT OP VALUE[UNIT] or
     iteration[.CLOCK][.PART].STAT OP VALUE[UNIT]; where the inputs have device time (kernels
-    or GPU annotations) the clock is gpu (device) unless the budget names cpu. On GitHub
-    Actions, failing rules are also written as ::error:: annotations (on standard error).
+    or GPU annotations) the clock is gpu (device) unless the budget names cpu. The draft
+    model's whole cost: model[.CLOCK][.iteration].PART.STAT (model.gpu.draft.share<=0.2);
+    speculation.accept_length, speculation[.CLOCK].speedup and .break_even (against a
+    plain-decode --baseline). On GitHub Actions, failing rules are also written as ::error::
+    annotations (on standard error).
 
     \b
     Examples:
@@ -81,7 +86,7 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
                            max_regression=api.DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
                            allow_ambiguous=allow_ambiguous, require_new_names=require_new_names,
                            allow_empty=allow_empty, min_count=min_count, allow_skipped=allow_skipped,
-                           each=progress.each(jobs))
+                           each=progress.each(jobs), spec_metrics=spec_metrics, accept_length=accept_length)
         for error in report.errors + ([report.baseline_error] if report.baseline_error else []):
             progress.say_line(f"spanfix: error: {error}")
     if os.environ.get("GITHUB_ACTIONS") == "true":

@@ -23,11 +23,12 @@ from ..timing.kernels import short_kernel_name
 from ..timing.numbers import TIME_UNITS, time_unit
 from ..timing.table import category_rows, kernel_rows
 from .escape import Markdown, clip, code_span, csv_text, markdown_text, printable, rich_text, whole_reason
+from .speculation import iteration_note, speculation_csv_rows, speculation_markdown, speculation_tables, stage_note
 
 BAR_WIDTH = 8
 TOP_KERNELS = 10
 TEXT_COLUMNS = frozenset({"file", "rank", "stage", "name", "mode-name", "source", "part", "kernel", "category",
-                          "group"})  # left-aligned; figures go right
+                          "group", "figure"})  # left-aligned; figures go right
 CLOCK_TITLES = {"cpu": "host time (CPU spans)", "gpu": "device time (GPU annotations, or launched kernels)"}
 _SOURCE_TITLES = {"annotation": "device time (GPU annotations)", "kernels": "device time (launched kernels)"}
 # When a stage table is too wide for the terminal, once its bars are gone and its paths shortened:
@@ -206,15 +207,20 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
     """The tables for a terminal of `width` columns (None: as wide as they are). Where a table is
     wider, its bars go first, then its paths are shortened (the folder all inputs share, then the
     middle), then figure columns are left out, each named; a figure is never cut. Warnings and notes
-    are not here: the command writes them to standard error (stats_messages)."""
+    are not here: the command writes them to standard error (stats_messages). The speculation's notes
+    on what a table's rows leave out of the draft model's time stay under that table."""
     parts: list = []
 
-    def add(title: str, header: list[str], rows: list[list[str]], leave_out: Collection[str] = ()) -> None:
+    def add(title: str, header: list[str], rows: list[list[str]], leave_out: Collection[str] = (),
+            notes: Collection[str] = ()) -> None:
         header, rows, left_out = fitted(header, rows, width, leave_out)
         parts.append(_rich(title, header, rows))
         if left_out:
             parts.append(Text(f"({', '.join(left_out)}: left out to fit {width} columns; --format csv has them all)",
                               style="dim"))
+        for note in notes:
+            parts.append(Text(note, style="dim"))
+        if left_out or notes:
             parts.append(Text(""))
 
     def heading(text: str) -> None:
@@ -227,14 +233,25 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
         unit = stage_unit(result)
         heading(f"step spans per stage, times in {unit}")
         for clock in clocks:
-            add(clock_title(result, clock), *stage_cells(result, clock, bars, unit)[1:], LEAVE_OUT)
+            note = stage_note(result, clock)
+            add(clock_title(result, clock), *stage_cells(result, clock, bars, unit)[1:], LEAVE_OUT,
+                [f"note: {note}"] if note else ())
     if result.iterations:
         unit = iteration_unit(result)
         heading(f"decode iterations: where the time goes, times in {unit}")
-        for clock in (c for c in CLOCKS if result.iteration(c) is not None):
-            add(ITERATION_TITLES[clock], *iteration_cells(result, clock, bars, unit)[1:], ITERATION_LEAVE_OUT)
+        iteration_clocks = [c for c in CLOCKS if result.iteration(c) is not None]
+        note = iteration_note(result)
+        for clock in iteration_clocks:
+            add(ITERATION_TITLES[clock], *iteration_cells(result, clock, bars, unit)[1:], ITERATION_LEAVE_OUT,
+                [f"note: {note}"] if note and clock == iteration_clocks[-1] else ())
     elif result.no_iterations and result.rows:
         parts.append(rich_text(f"decode iterations: none ({result.no_iterations})"))
+    for title, header, rows, leave_out, *notes in speculation_tables(result):
+        if header:
+            add(title, header, rows, leave_out, *notes)
+        else:  # inputs without speculation: a line that says so
+            parts += [Text("")] if parts and not isinstance(parts[-1], Table) else []
+            parts.append(rich_text(title))
     if result.kernels:
         for in_parts, title in CATEGORY_TABLES:
             header, rows = category_cells(result, in_parts)
@@ -386,6 +403,8 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
             title = clock_title(result, clock)
             sections += [f"#### {title[0].upper()}{title[1:]}", "",
                          markdown_table(*stage_cells(result, clock, unit=unit)[1:]), ""]
+            note = stage_note(result, clock)
+            sections += [f"> note: {markdown_text(note, whole=True)}", ""] if note else []
     if result.iterations:
         unit = iteration_unit(result)
         sections += [f"### Decode iterations: where the time goes, times in {unit}", ""]
@@ -393,8 +412,11 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
             title = ITERATION_TITLES[clock]
             sections += [f"#### {title[0].upper()}{title[1:]}", "",
                          markdown_table(*iteration_cells(result, clock, unit=unit)[1:]), ""]
+        note = iteration_note(result)
+        sections += [f"> note: {markdown_text(note, whole=True)}", ""] if note else []
     elif result.no_iterations and result.rows:
         sections += [f"Decode iterations: none ({markdown_text(result.no_iterations, whole=True)}).", ""]
+    sections += speculation_markdown(result, markdown_table)
     if result.kernels:
         for parts, title in CATEGORY_TABLES:
             header, rows = category_cells(result, parts)
@@ -449,6 +471,9 @@ def stats_csv(result: StatsResult) -> str:
             write({**{key: it.get(key) for key in result.iteration_keys}, "stage": "iteration", "clock": it["clock"],
                    "count": it["count"], "total_us": round(part["mean_us"] * it["count"], 3), **part},
                   part["baseline"], part["part"])
+    for cells in speculation_csv_rows(result, [*result.by, *columns, *baseline]):  # the model view: model:PART
+        writer.writerow([*("" if cell is None else csv_text(cell) if isinstance(cell, str) else cell
+                           for cell in cells), ""])
     return out.getvalue()
 
 

@@ -13,7 +13,7 @@ import orjson
 
 from ..reader import TraceError, read_document_bytes
 from ..relabelling import RelabelOptions
-from .measure import load, measure
+from .measure import Then, TraceMeasures, load, measure
 from .numbers import us
 from .profile import RunProfile, differences
 from .table import CPU, GPU, ITERATION_KEYS, Change, StatsResult, aggregate, group_keys
@@ -46,16 +46,38 @@ class Baseline:
         return found
 
 
-def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Baseline:
-    """A baseline from a trace (measured like the inputs) or from a saved `spanfix stats --format json`."""
-    by = group_keys(by)
+@dataclass(frozen=True, slots=True)
+class BaselineRead:
+    """A baseline read and measured once, for every comparison made with it (timing's means here, the
+    speculation's plain DECODE steps in speculation/baseline.py): a trace's measures, with what the
+    `then` of its measuring added, or a saved result's document."""
+
+    source: str
+    measures: TraceMeasures | None = None
+    document: dict | None = None
+
+    def timing(self, by: Iterable[str]) -> Baseline:
+        """The means to compare stats grouped by `by` with (TraceError: a saved result grouped otherwise)."""
+        by = group_keys(by)
+        document = aggregate([self.measures], by).to_json() if self.measures is not None else self.document
+        return baseline_from_json(document or {}, by, self.source)
+
+
+def read_baseline(source: str, options: RelabelOptions, *, then: Then | None = None) -> BaselineRead:
+    """A baseline trace measured like the inputs (then: as measure's), or a saved `spanfix stats --format
+    json` result. Raises TraceError when it is neither."""
     try:
-        document = aggregate([measure(*load(source, options))], by).to_json()
+        return BaselineRead(source, measures=measure(*load(source, options), then=then))
     except TraceError:
         document = _saved_result(source)
         if document is None:
             raise
-    return baseline_from_json(document, by, source)
+        return BaselineRead(source, document=document)
+
+
+def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Baseline:
+    """A baseline from a trace (measured like the inputs) or from a saved `spanfix stats --format json`."""
+    return read_baseline(source, options).timing(by)
 
 
 def _saved_result(source: str) -> dict | None:

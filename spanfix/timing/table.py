@@ -91,6 +91,8 @@ class StatsResult:
     profile: RunProfile = field(default_factory=RunProfile)  # what kind of run the inputs are
     baseline_differences: list[str] = field(default_factory=list)  # how the baseline's run is unlike it
     no_iterations: str | None = None  # why there is no decode iteration, when there is none
+    # spanfix.speculation's figures of the same inputs (anything with to_json()); timing does not know them.
+    speculation: object | None = None
 
     @property
     def scope(self) -> tuple[str, ...]:
@@ -146,6 +148,7 @@ class StatsResult:
                             "baseline": change_json(it.baseline)} for it in self.iterations],
             "no_iterations": self.no_iterations,
             "kernels": None if self.kernels is None else self._kernels_json(),
+            "speculation": None if self.speculation is None else self.speculation.to_json(),
             "warnings": self.warnings,
             "notes": self.notes,
         }
