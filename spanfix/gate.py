@@ -201,7 +201,14 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
     plain = plain_of(read) if read is not None and speculative else None
     if baseline is not None:
         stats = compare(stats, baseline)
-        outcomes += regression_outcomes(stats, baseline, check.max_regression, check.min_count)
+        if plain is not None and plain.plain:
+            # The same server without speculation: the speedup's baseline. Its means are another kind
+            # of run's (DECODE steps, no VERIFY nor iteration): no regression rule compares with them.
+            stats.notes.append(f"baseline {check.baseline} runs without speculative decoding: it serves the "
+                               "speculation figures (speedup, break-even); no regression rule compares these "
+                               "speculative inputs with it")
+        else:
+            outcomes += regression_outcomes(stats, baseline, check.max_regression, check.min_count)
     stats.speculation = speculation_result(measures, figures, plain)
     outcomes += [budget_outcome(budget, stats, measured=bool(measures)) for budget in check.budgets]
     return CheckReport(outcomes, stats, errors, check.allow_skipped, baseline_error)
@@ -348,6 +355,8 @@ def _missing_there(subject: str, baseline: Baseline) -> str:
     clock = words[1]
     if not baseline.has_clock(clock):
         return f"the baseline holds nothing on the {clock} clock (saved from a capture without device time?)"
+    if words[0] == ITERATION and not baseline.iteration_means:
+        return "the baseline has no decode iterations"
     if words[0] == ITERATION and clock == GPU and not baseline.has_device_iterations:
         return ("the baseline has no decode iterations on the gpu clock (saved without the device view: "
                 "`spanfix stats --device --format json` keeps it)")

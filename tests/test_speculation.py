@@ -8,6 +8,8 @@ microseconds with three decimals."""
 
 import json
 import math
+import re
+import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import replace
 
@@ -452,6 +454,62 @@ def test_speculation_budgets(tmp_path):
                 "model.drafts.share<=0.1", "speculation.speedups>=1", "speculation.accept_length>=2ms"):
         with pytest.raises(spanfix.UsageError):
             spanfix.parse_budget(bad)
+
+
+def test_speculation_budgets_the_inputs_cannot_measure_are_skipped_in_every_format(tmp_path):
+    """No plain-decode baseline, no accept length, no speculation: skipped with why, failing the check
+    unless --allow-skipped, in text, JSON, markdown, JUnit and GitHub annotations."""
+    path = _write(tmp_path, synth.generate(replace(_spec("eagle", True), detailed=False)))
+    budgets = ["--budget", "speculation.speedup>=1.3", "--budget", "speculation.accept_length>=2.5"]
+    text = CliRunner().invoke(main, ["check", str(path), *budgets], env={"GITHUB_ACTIONS": "true"})
+    assert text.exit_code == 1, text.output
+    assert re.search(r"skipped +speculation\.speedup>=1\.3 +not measured \(gpu\)", text.stdout), text.stdout
+    assert "no plain-decode baseline: give --baseline" in text.stdout
+    assert "no accept length: the trace does not tell it" in text.stdout
+    assert "::error title=spanfix check::speculation.speedup>=1.3: skipped" in text.stderr
+    document = json.loads(CliRunner().invoke(main, ["check", str(path), *budgets, "--format", "json"]).stdout)
+    rules = {rule["rule"]: rule for rule in document["rules"] if rule["kind"] == "budget"}
+    assert {rule["status"] for rule in rules.values()} == {"skipped"} and document["passed"] is False
+    assert rules["speculation.speedup>=1.3"]["value"] is None
+    markdown = CliRunner().invoke(main, ["check", str(path), *budgets, "--format", "markdown"]).stdout
+    assert "| ⏭️ skipped | `speculation.accept_length>=2.5` |" in markdown
+    junit = ET.fromstring(CliRunner().invoke(main, ["check", str(path), *budgets, "--format", "junit"]).stdout)
+    cases = {case.get("name"): case for case in junit.iter("testcase")}
+    assert cases["speculation.speedup>=1.3"].find("skipped") is not None
+    allowed = CliRunner().invoke(main, ["check", str(path), *budgets, "--allow-skipped"], env={"GITHUB_ACTIONS": "true"})
+    assert allowed.exit_code == 0 and "::warning title=spanfix check::speculation.speedup>=1.3" in allowed.stderr
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(_spec("eagle", True))), "plain-TP-0.trace.json")
+    nothing = spanfix.check(str(plain), budgets=["model.draft.share<=0.2", "speculation.break_even<=2"])
+    assert [o.detail for o in nothing.skipped] == ["no speculative decoding in the inputs (no VERIFY step)"] * 2
+    assert not nothing.passed
+
+
+@pytest.mark.parametrize("bad", ["speculation.accept_length>=0.5", "model.gpu.draft.share<=35",
+                                 "model.draft.share<=120%", "speculation.time_per_token<=300",
+                                 "speculation.speedup>=1.3x", "model.iteration.draft.mean<=2"])
+def test_speculation_budgets_that_cannot_mean_what_they_say_are_usage_errors(bad):
+    with pytest.raises(spanfix.UsageError):
+        spanfix.parse_budget(bad)
+
+
+def test_a_plain_decode_baseline_serves_the_speedup_not_regressions(tmp_path):
+    spec = _spec("eagle", True)
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    report = spanfix.check(str(path), baseline=str(plain), budgets=["speculation.break_even<=100"])
+    assert report.passed, [(o.rule, o.status, o.detail) for o in report.outcomes]
+    assert not [o for o in report.outcomes if o.kind == "regression"]
+    assert any("runs without speculative decoding" in note for note in report.stats.notes)
+    # A speculative baseline is compared as ever; one without decode iterations says so, not that it
+    # was saved without the device view.
+    saved = spanfix.stats(str(path), device=True).to_json()
+    saved["iterations"] = []
+    (tmp_path / "saved.json").write_text(json.dumps(saved))
+    again = spanfix.check(str(path), baseline=str(tmp_path / "saved.json"), allow_skipped=True)
+    regressions = {o.rule: o for o in again.outcomes if o.kind == "regression"}
+    assert regressions["VERIFY.gpu.mean within +10% of baseline"].status == "skipped"  # too few spans
+    whole = regressions["iteration.gpu.mean within +10% of baseline"]
+    assert whole.status == "skipped" and whole.detail == "not judged: the baseline has no decode iterations"
 
 
 def test_the_api_gives_the_same_figures(tmp_path):
