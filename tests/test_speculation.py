@@ -512,6 +512,41 @@ def test_a_plain_decode_baseline_serves_the_speedup_not_regressions(tmp_path):
     assert whole.status == "skipped" and whole.detail == "not judged: the baseline has no decode iterations"
 
 
+def test_a_baseline_is_read_and_measured_once(tmp_path, monkeypatch):
+    """stats, Trace.stats, check and report compare with a baseline twice (timing's means, the
+    speculation's plain DECODE steps): both come from one read and one measuring of it."""
+    import spanfix.timing.baseline as baseline_module
+    from spanfix import relabelling
+
+    spec = _spec("eagle", True)
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    saved = tmp_path / "plain.json"
+    saved.write_text(json.dumps(spanfix.stats(str(plain), device=True).to_json()))
+    reads: list[str] = []
+    read_trace, saved_result = relabelling.read_trace, baseline_module._saved_result  # every read of a trace
+    monkeypatch.setattr(relabelling, "read_trace", lambda source, *a, **k: (
+        reads.append(str(source)) if str(source) != str(path) else None) or read_trace(source, *a, **k))
+    monkeypatch.setattr(baseline_module, "_saved_result",
+                        lambda source: reads.append(f"saved {source}") or saved_result(source))
+    for other in (plain, saved):
+        other_path = str(other)
+        calls = {
+            "stats": lambda b=other_path: spanfix.stats(str(path), baseline=b),
+            "Trace.stats": lambda b=other_path: spanfix.open(str(path)).stats(baseline=b),
+            "check": lambda b=other_path: spanfix.check(str(path), baseline=b, budgets=["speculation.break_even<=100"]),
+            "report": lambda b=other_path: spanfix.html_report(str(path), baseline=b).result,
+        }
+        for name, call in calls.items():
+            reads.clear()
+            result = call()
+            stats = result.stats if name == "check" else result
+            expected = [str(other)] + ([f"saved {other}"] if other == saved else [])  # a trace first, then JSON
+            assert reads == expected, (name, reads)
+            assert stats.speculation.baseline is not None and stats.speculation.overall.break_even["gpu"]
+            assert name == "check" or stats.baseline == str(other)
+
+
 def test_the_api_gives_the_same_figures(tmp_path):
     path = _write(tmp_path, synth.generate(_spec("standalone", False)))
     trace = spanfix.open(str(path))
