@@ -11,7 +11,7 @@ from ..render.stats import stats_csv, stats_markdown, stats_messages, stats_tabl
 from . import EXIT_BAD_INPUT
 from .options import Keys, api_options, attribution_options, existing_baseline, jobs_option, keys, speculation_options
 from .progress import file_progress
-from .streams import render, say_rendered, terminal_width, write_out
+from .streams import render, say_wrapped, terminal_width, write_out
 
 
 @click.command()
@@ -90,6 +90,6 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
             write_out(render(stats_table(result, bars=width is not None, top=top, width=width),
                              width=width or 200))
     for line in stats_messages(result):  # in every format: standard output holds the figures alone
-        say_rendered(line + "\n")
+        say_wrapped(line)
     if result.errors:
         sys.exit(EXIT_BAD_INPUT)

@@ -223,9 +223,12 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
         if left_out or notes:
             parts.append(Text(""))
 
-    def heading(text: str) -> None:
-        if parts and not isinstance(parts[-1], Table):  # a table ends in a blank line of its own
+    def blank() -> None:  # one blank line between sections: a table ends in one of its own
+        if parts and not isinstance(parts[-1], Table) and not (isinstance(parts[-1], Text) and not parts[-1].plain):
             parts.append(Text(""))
+
+    def heading(text: str) -> None:
+        blank()
         parts.append(Text(text, style="bold"))
 
     clocks = _clocks(result)
@@ -250,7 +253,7 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
         if header:
             add(title, header, rows, leave_out, *notes)
         else:  # inputs without speculation: a line that says so
-            parts += [Text("")] if parts and not isinstance(parts[-1], Table) else []
+            blank()
             parts.append(rich_text(title))
     if result.kernels:
         for in_parts, title in CATEGORY_TABLES:
