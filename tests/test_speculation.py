@@ -602,6 +602,46 @@ def test_the_reports_cards_are_figures_of_its_speculation_table(tmp_path):
     assert series["y"] == [None if it.accept_length is None else round(it.accept_length, 3)
                            for it in sorted(result.iterations, key=lambda it: it.start_from_trace_us)]
     assert any("leave out" in table.get("note", "") for table in report.payload["stages"])
+    assert report.payload["header"]["plain_baseline"] is True  # the header says what this baseline is for
+    assert spanfix.html_report(str(path), baseline=str(path)).payload["header"]["plain_baseline"] is False
+    # The note under the iteration tables quotes the card's draft share: the same figure.
+    assert section["cards"][0][1] in report.payload["iterations"][-1]["note"]
+
+
+@pytest.mark.parametrize("algorithm,graph", [("eagle", True), ("eagle", False), ("mtp", True), ("mtp", False),
+                                             ("frozen-kv", True), ("dflash", False)])
+def test_the_speculation_table_and_the_stage_and_iteration_tables_agree(tmp_path, algorithm, graph):
+    """Where they describe the same thing, the speculation table and the stage and iteration tables
+    print the same figures: the iteration's draft model is its draft and draft_extend parts, its
+    target verify the verify part, on both clocks; on the host the draft model's time is the draft
+    step rows' plus what it counts outside them."""
+    from spanfix.cli.streams import render
+    from spanfix.render.speculation import iteration_note, speculation_cells
+    from spanfix.render.stats import stats_table
+
+    path = _write(tmp_path, synth.generate(_spec(algorithm, graph, gpu_annotations=False)))
+    result = spanfix.stats(str(path), device=True)
+    spec = result.speculation
+    for clock in ("cpu", "gpu"):
+        breakdown, model = result.iteration(clock), spec.iteration_model[clock]
+        assert breakdown.summary.count == spec.iteration_counts[clock]
+        drafted = breakdown.parts["draft"] + breakdown.parts["draft_extend"]
+        assert model.parts["draft"] == pytest.approx(drafted, abs=1e-6)
+        assert model.parts["verify"] == pytest.approx(breakdown.parts["verify"], abs=1e-6)
+        assert model.share("draft") == pytest.approx(breakdown.part_share("draft") + breakdown.part_share("draft_extend"))
+    host = spec.model["cpu"]
+    rows = sum(row.summary.total_us for row in result.rows
+               if row.clock == "cpu" and result.stage_of(row) in ("DRAFT", "DRAFT_LOOP", "DRAFT_EXTEND_V2"))
+    assert host.draft_in_steps_us + host.draft_outside_steps_us == pytest.approx(host.parts["draft"], abs=1e-6)
+    assert host.draft_in_steps_us == pytest.approx(rows, abs=1e-6)
+    # As printed: the iteration note's shares are the speculation table's cells.
+    _, cells = speculation_cells(spec)
+    [draft_row] = [row for row in cells if row[0] == "  draft model"]
+    note = iteration_note(result)
+    for cell in draft_row[1:]:
+        assert cell.split("(")[1].rstrip(")") in note, (cell, note)
+    screen = render(stats_table(result, width=200), width=200)
+    assert all(cell in screen for cell in draft_row[1:]) and f"note: {note}" in " ".join(screen.split())
 
 
 def test_overlapping_streams_split_the_model_view_equally_and_add_up(tmp_path):

@@ -241,8 +241,11 @@
       hd.baseline_differences.length ? ["Baseline differs", (function () {
         var list = h("ul", {"class": "warnings"});
         hd.baseline_differences.forEach(function (d) { list.appendChild(h("li", {text: d})); });
-        return h("div", null, list, h("p", {"class": "note", text: "Its means are of another kind of run: a change " +
-          "against it is not a regression of this one (check skips such rules)."}));
+        return h("div", null, list, h("p", {"class": "note", text: hd.plain_baseline
+          ? "A capture without speculative decoding: it gives the speculation section its plain decode step " +
+            "(speedup, break-even); its means are not a regression of these (check compares none with it)."
+          : "Its means are of another kind of run: a change against it is not a regression of this one " +
+            "(check skips such rules)."}));
       })(), "bad"] : null,
       errors ? ["Not used", errors, "bad"] : null,
       ["Warnings", warnings || h("span", {text: "none"})]
