@@ -109,8 +109,8 @@ def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, de
     return (trace, *analyse(trace, options))
 
 
-NO_DEVICE_VIEW = ("busy time and the decode iterations on the device clock were not computed: every step and "
-                  "stage span has a GPU annotation, so no kernel was read (--device reads them)")
+NO_DEVICE_VIEW = ("busy time, the decode iterations and the model view on the device clock were not computed: "
+                  "every step and stage span has a GPU annotation, so no kernel was read (--device reads them)")
 
 
 # Called with what measure() read and made, to measure more of the same read (see measure's `then`).
