@@ -96,7 +96,7 @@ _BUDGET = re.compile(r"\s*(?P<path>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-
                      r"\s*(?P<unit>[A-Za-z%]*)\s*", re.ASCII)
 
 
-def _clock(words: list[str]) -> str | None:
+def pop_clock(words: list[str]) -> str | None:
     """The clock word among the middle words, removed from them (None: not written)."""
     if words and words[0] in CLOCKS:
         return words.pop(0)
@@ -113,7 +113,7 @@ class StageFamily:
         stage = AMBIGUOUS_STAGE if first.lower() == AMBIGUOUS_STAGE else first.upper()
         if stage not in KNOWN_STAGES:
             raise BudgetError(f"{text!r}: {first!r} is not a stage; stats rows are {', '.join(KNOWN_STAGES)}")
-        clock = _clock(middle)
+        clock = pop_clock(middle)
         if middle:
             raise BudgetError(f"{text!r}: the clock is {' or '.join(CLOCKS)}, not {middle[0]!r}")
         if statistic not in STAGE_STATISTICS:
@@ -163,7 +163,7 @@ class IterationFamily:
 
     def parse(self, text: str, words: list[str]) -> Spec:
         statistic, middle = words[-1].lower(), [word.lower() for word in words[1:-1]]
-        clock = _clock(middle)
+        clock = pop_clock(middle)
         part = middle.pop(0) if middle else None
         if part is not None and part not in DEVICE_PARTS:
             raise BudgetError(f"{text!r}: a decode iteration's parts are {', '.join(DEVICE_PARTS)} "
@@ -289,4 +289,5 @@ def figure_text(budget: Budget, value: float) -> str:
     return f"{value:.2f}"  # a ratio, as the speculation table prints it
 
 
-__all__ = ["COUNT", "FAMILIES", "FRACTION", "ITERATION", "KNOWN_STAGES", "NUMBER", "OPERATORS", "TIME", "Budget", "Family", "Figure", "Spec", "figure_text", "grammar", "parse_budget", "register"]
+__all__ = ["COUNT", "FAMILIES", "FRACTION", "ITERATION", "KNOWN_STAGES", "NUMBER", "OPERATORS", "TIME", "Budget",
+           "Family", "Figure", "Spec", "figure_text", "grammar", "parse_budget", "pop_clock", "register"]

@@ -18,9 +18,9 @@ rule is skipped, never held.
 
 from __future__ import annotations
 
-from ..budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, register
+from ..budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, pop_clock, register
 from ..errors import BudgetError
-from ..timing import CLOCKS, CPU, GPU, StatsResult
+from ..timing import CPU, GPU, StatsResult
 from .model import DEVICE_MODEL_PARTS
 from .result import SpeculationResult
 
@@ -34,10 +34,6 @@ KINDS = {"share": FRACTION, "total": TIME, "mean": TIME, "time_per_token": TIME,
 # The range a limit may take: an accept length counts the bonus token (at least 1); ratios of times
 # are never negative.
 LOWEST = {"accept_length": 1.0, "speedup": 0.0, "break_even": 0.0}
-
-
-def _clock(middle: list[str]) -> str | None:
-    return middle.pop(0) if middle and middle[0] in CLOCKS else None
 
 
 def _result(stats: StatsResult) -> SpeculationResult | None:
@@ -64,7 +60,7 @@ class ModelFamily:
 
     def parse(self, text: str, words: list[str]) -> Spec:
         statistic, middle = words[-1].lower(), [word.lower() for word in words[1:-1]]
-        clock = _clock(middle)
+        clock = pop_clock(middle)
         iteration = bool(middle) and middle[0] == ITERATION
         if iteration:
             middle.pop(0)
@@ -119,7 +115,7 @@ class SpeculationFamily:
 
     def parse(self, text: str, words: list[str]) -> Spec:
         statistic, middle = words[-1].lower(), [word.lower() for word in words[1:-1]]
-        clock = _clock(middle)
+        clock = pop_clock(middle)
         if middle:
             raise BudgetError(f"{text!r}: expected {self.grammar}; {middle[0]!r} is not understood there")
         if statistic not in SPECULATION_STATISTICS:
