@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, overload
 
-from .algorithms import ALGORITHMS
+from .algorithms import ALGORITHMS, algorithm_name
 from .attribute import Attribution, DraftRules
 from .errors import SpanfixError, TraceError, UsageError, out_of_memory
 from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, CheckOptions, CheckReport, parse_budget
@@ -21,8 +21,19 @@ from .inspection import InspectReport, report_of
 from .reader import Trace as _Read
 from .reader import locate_step_names, read_trace
 from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
+from .speculation import (
+    AcceptFigure,
+    PlainDecode,
+    SpeculationResult,
+    measure_speculation,
+    plain_of,
+    read_spec_metrics,
+    speculation_result,
+)
+from .speculation import stated as stated_accept_length
 from .timing import (
     GROUP_KEYS,
+    BaselineRead,
     IterationTiming,
     KernelClasses,
     StatsResult,
@@ -30,12 +41,13 @@ from .timing import (
     TraceMeasures,
     aggregate,
     compare,
-    load_baseline,
     measure,
     measure_file,
+    read_baseline,
 )
 from .timing.device import DeviceReducer, DeviceWork, device_work
 from .timing.measure import trace_start
+from .timing.once import counted_once, same_files
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
     import pandas
@@ -70,8 +82,12 @@ class Options:
     max_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        if self.algorithm is not None and self.algorithm not in ALGORITHMS:
-            raise UsageError(f"unknown algorithm {self.algorithm!r}; expected one of {', '.join(sorted(ALGORITHMS))}")
+        if self.algorithm is not None:
+            name = algorithm_name(self.algorithm) if isinstance(self.algorithm, str) else None
+            if name is None:
+                raise UsageError(f"unknown algorithm {self.algorithm!r}; expected one of "
+                                 f"{', '.join(sorted(ALGORITHMS))} (any case; SGLang's names such as EAGLE3 too)")
+            object.__setattr__(self, "algorithm", name)
         if self.num_steps is not None and (not isinstance(self.num_steps, int) or self.num_steps < 1):
             raise UsageError(f"num_steps must be a whole number from 1, not {self.num_steps!r}")
         if self.max_bytes is not None and (not isinstance(self.max_bytes, int) or self.max_bytes < 1):
@@ -222,7 +238,7 @@ class Trace:
             if kernels is not None and not self._kernel_names:
                 self._kernel_names, self._work = True, None  # read the kernels' names now
             self._measures[kernels] = measure(self._read, self._index, self._attribution, self._warnings,
-                                              kernels=kernels, work=self._device())
+                                              kernels=kernels, work=self._device(), then=measure_speculation)
         return self._measures[kernels]
 
     def steps(self) -> Steps:
@@ -240,11 +256,23 @@ class Trace:
                     patches_wanted=False)[1].ambiguous
 
     def stats(self, by: Sequence[str] = (), *, kernels: bool = False, kernel_categories: Sequence[str] = (),
-              baseline: str | StatsResult | None = None) -> StatsResult:
+              baseline: str | StatsResult | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+              accept_length: float | None = None) -> StatsResult:
         """Per-stage statistics of this trace, as `spanfix stats` gives them (see stats())."""
         classes = _classes(kernels, kernel_categories)
-        result = aggregate([self.measures(classes)], _by(by), kernel_categories=classes.names if classes else ())
-        return _compared(result, baseline, self._options, by)
+        measures = [self.measures(classes)]
+        result = aggregate(measures, _by(by), kernel_categories=classes.names if classes else ())
+        read = _baseline_read(baseline, self._options)  # read and measured once, for both comparisons
+        result = _compared(result, read)
+        result.speculation = _speculation(measures, accept_figures(spec_metrics, accept_length), read)
+        return result
+
+    def speculation(self, *, spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
+                    baseline: str | os.PathLike[str] | StatsResult | None = None) -> SpeculationResult:
+        """Does speculation pay? The model view, the accept length and its source, time per token and,
+        against a plain-decode baseline, the estimated speedup and break-even (see stats())."""
+        return _speculation([self.measures()], accept_figures(spec_metrics, accept_length),
+                            _baseline_read(baseline, self._options))
 
     def relabel_plan(self, *, verify_only: bool = False) -> RelabelResult:
         """What relabel would rename, and why; nothing is written."""
@@ -331,14 +359,43 @@ def _classes(kernels: bool, categories: Sequence[str]) -> KernelClasses | None:
     return KernelClasses.with_overrides(tuple(categories)) if kernels or categories else None
 
 
-def _compared(result: StatsResult, baseline: str | StatsResult | None, options: Options,
-              by: Sequence[str]) -> StatsResult:
+def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
+                   accept_length: float | None = None) -> list[AcceptFigure]:
+    """The accept lengths given from outside the traces: --spec-metrics files (TraceError for one that
+    holds none) and --accept-length (UsageError unless it is at least 1)."""
+    figures = [read_spec_metrics(os.fspath(path)) for path in spec_metrics]
+    if accept_length is not None:
+        if isinstance(accept_length, bool) or not isinstance(accept_length, (int, float)) or not accept_length >= 1:
+            raise UsageError(f"accept_length must be a number of at least 1 (tokens per request per iteration, "
+                             f"the bonus token included), not {accept_length!r}")
+        figures.append(stated_accept_length(accept_length))
+    return figures
+
+
+def plain_baseline(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> PlainDecode | None:
+    """A plain-decode baseline from a trace, a saved stats result or a StatsResult (TraceError if unusable)."""
+    read = _baseline_read(baseline, options)
+    return None if read is None else plain_of(read)
+
+
+def _baseline_read(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> BaselineRead | None:
+    """The baseline read and measured once: timing's comparison and the speculation's plain DECODE steps
+    both come from it (TraceError when it is neither a trace nor a saved result)."""
     if baseline is None:
-        return result
+        return None
     if isinstance(baseline, StatsResult):
-        from .timing.baseline import baseline_from_json
-        return compare(result, baseline_from_json(baseline.to_json(), result.by, "<StatsResult>"))
-    return compare(result, load_baseline(str(baseline), options.relabel_options(), _by(by)))
+        return BaselineRead("<StatsResult>", document=baseline.to_json())
+    return read_baseline(os.fspath(baseline), options.relabel_options(), then=measure_speculation)
+
+
+def _speculation(measures: list[TraceMeasures], figures: list[AcceptFigure],
+                 read: BaselineRead | None) -> SpeculationResult:
+    speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
+    return speculation_result(measures, figures, plain_of(read) if read is not None and speculative else None)
+
+
+def _compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:
+    return result if read is None else compare(result, read.timing(result.by))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -354,7 +411,7 @@ def measure_path(source: str, options: Options, classes: KernelClasses | None,
     """One input measured, or why it could not be (returned, so that it crosses from a worker process).
     device: read its launches and kernels for the device view; None: when device time needs them."""
     try:
-        return measure_file(source, options.relabel_options(), kernels=classes, device=device)
+        return measure_file(source, options.relabel_options(), kernels=classes, device=device, then=measure_speculation)
     except SpanfixError as exc:
         return exc
     except MemoryError:
@@ -363,29 +420,36 @@ def measure_path(source: str, options: Options, classes: KernelClasses | None,
 
 @dataclass
 class Measured:
-    """Several inputs measured: the usable ones' measures, and one line per input that was not."""
+    """Several inputs measured: the usable ones' measures, one line per input that was not, and one per
+    input counted once with another (the same file twice, or the same capture: warnings)."""
 
     measures: list[TraceMeasures] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    repeated: list[str] = field(default_factory=list)
 
 
 def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, classes: KernelClasses | None,
                 each: Each | None = None, device: bool | None = None) -> Measured:
+    """Every input measured once: a file given twice (under any spelling) is read once, and a trace
+    and its relabelled copy (or any copy) count once, the first given (timing/once.py)."""
     found = Measured()
-    jobs = [(os.fspath(source), options, classes, device) for source in sources]
+    unique, found.repeated = same_files([os.fspath(source) for source in sources])
+    jobs = [(source, options, classes, device) for source in unique]
     for _, outcome in (each or _one_by_one)(measure_path, jobs):
         if isinstance(outcome, SpanfixError):
             found.errors.append(str(outcome))
         else:
             found.measures.append(outcome)
+    found.measures, copies = counted_once(found.measures)
+    found.repeated += copies
     return found
 
 
 def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
           by: Sequence[str] = (), kernels: bool = False, kernel_categories: Sequence[str] = (),
           baseline: str | os.PathLike[str] | StatsResult | None = None, errors: str = "raise",
-          device: bool | None = None, each: Each | None = None, executor: Any = None,
-          **option_fields: Any) -> StatsResult:
+          device: bool | None = None, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+          accept_length: float | None = None, executor: Any = None, **option_fields: Any) -> StatsResult:
     """Per-stage timing of one or several traces in one table, as `spanfix stats` prints it.
 
     by: further grouping keys (file, rank, name, mode-name, bs, toks). kernels: the kernels of each
@@ -394,12 +458,28 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     (TraceError for the first unusable input) or "collect" (StatsResult.errors lists them).
     device: True reads every launch and kernel for the device view (busy time, the decode iterations
     on the device clock); the default does when device time needs them anyway (a span without a GPU
-    annotation, as in SGLang's own captures), and otherwise says so in the warnings. executor: run
-    each input as a task of a concurrent.futures executor or a Dask distributed.Client (whose workers
-    read the inputs themselves); the result is the same as here."""
+    annotation, as in SGLang's own captures), and otherwise says so in the warnings.
+    spec_metrics: files of what SGLang writes about acceptance (server log, bench_serving JSONL,
+    /server_info JSON); accept_length: the accept length, stated. StatsResult.speculation then has the
+    model view, the accept length and its source, time per token and (with a plain-decode baseline)
+    the estimated speedup and break-even. executor: run each input as a task of a concurrent.futures
+    executor or a Dask distributed.Client (whose workers read the inputs themselves); the result is
+    the same as here."""
     if errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
     options = _options(options, option_fields)
+    figures: list[AcceptFigure] = []
+    for path in spec_metrics:  # before any trace is read: a wrong file fails in a second
+        try:
+            figures += accept_figures([path])
+        except TraceError as exc:
+            if errors == "raise":
+                raise
+            figures_errors = [str(exc)]
+            break
+    else:
+        figures_errors = []
+    figures += accept_figures((), accept_length)
     by = _by(by)
     classes = _classes(kernels, kernel_categories)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
@@ -407,14 +487,17 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     if measured.errors and errors == "raise":
         raise TraceError(measured.errors[0])
     result = aggregate(measured.measures, by, kernel_categories=classes.names if classes else ())
-    result.errors = measured.errors
+    result.errors = [*figures_errors, *measured.errors]
+    result.warnings[:0] = measured.repeated
+    read = None
     try:
-        result = _compared(result, None if baseline is None else baseline if isinstance(baseline, StatsResult)
-                           else os.fspath(baseline), options, by)
+        read = _baseline_read(baseline, options)
+        result = _compared(result, read)
     except TraceError as exc:
         if errors == "raise":
             raise
         result.errors.append(f"baseline {exc}")
+    result.speculation = _speculation(measured.measures, figures, read)
     return result
 
 
@@ -465,16 +548,23 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
           budgets: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
           max_regression: float = DEFAULT_MAX_REGRESSION, allow_ambiguous: bool = False,
           require_new_names: bool = False, allow_empty: bool = False, min_count: int = DEFAULT_MIN_COUNT,
-          each: Each | None = None, executor: Any = None, **option_fields: Any) -> CheckReport:
-    """The CI gate of `spanfix check`: every rule held or broken, with its figure. Budgets are
-    strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError. max_regression:
-    how much a mean may grow over the baseline, in percent; min_count: spans each side needs before
-    a change is judged. executor: as for stats()."""
+          allow_skipped: bool = False, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+          accept_length: float | None = None, executor: Any = None, **option_fields: Any) -> CheckReport:
+    """The CI gate of `spanfix check`: every rule held, broken or skipped (not judged, with why),
+    with its figure. Budgets are strings in the check grammar ("VERIFY.p90<=12ms"); a bad one
+    raises UsageError. max_regression: how much a mean may grow over the baseline, in percent;
+    min_count: spans each side needs before a change is judged; allow_skipped: a skipped rule does
+    not fail the report (CheckReport.passed). spec_metrics, accept_length: the accept length from
+    outside the traces, for the speculation budgets (with a plain-decode baseline for
+    speculation.speedup). executor: as for stats()."""
     from .gate import run_check
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
+    accept_figures((), accept_length)  # a bad stated accept length is a usage error now
     check_options = CheckOptions(parsed, None if baseline is None else os.fspath(baseline), max_regression,
-                                 allow_ambiguous, require_new_names, allow_empty, min_count)
+                                 allow_ambiguous, require_new_names, allow_empty, min_count, allow_skipped,
+                                 spec_metrics=tuple(os.fspath(path) for path in spec_metrics),
+                                 accept_length=accept_length)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else [os.fspath(s) for s in sources]
     return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options,
                      each=_each(each, executor) or _one_by_one)
@@ -487,7 +577,8 @@ def inspect(source: Source, options: Options | None = None, **option_fields: Any
 
 def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None,
                 *, baseline: str | os.PathLike[str] | None = None, kernel_categories: Sequence[str] = (),
-                command: str = "", each: Each | None = None, executor: Any = None, **option_fields: Any) -> Report:
+                command: str = "", each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+                accept_length: float | None = None, executor: Any = None, **option_fields: Any) -> Report:
     """The HTML report of `spanfix report`: Report.html is one self-contained page (write it with
     Report.write(path)); Report.result the StatsResult it shows (equal to stats(device=True,
     kernels=True)); Report.errors one line per input it could not use (with none usable, html is
@@ -497,9 +588,11 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
     options = _options(options, option_fields)
     paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
     return build_report(paths, options, baseline=None if baseline is None else os.fspath(baseline),
-                        kernel_categories=kernel_categories, command=command, each=_each(each, executor))
+                        kernel_categories=kernel_categories, command=command, each=_each(each, executor),
+                        spec_metrics=[os.fspath(path) for path in spec_metrics], accept_length=accept_length)
 
 
-__all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Each", "Iteration",
-           "Iterations", "Measured", "Options", "Step", "Steps", "Table", "Trace", "check", "expand", "html_report",
-           "inspect", "measure_all", "measure_path", "open", "parse_budget", "relabel", "relabelled_path", "stats"]
+__all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "Each",
+           "Iteration", "Iterations", "Measured", "Options", "SpeculationResult", "Step", "Steps", "Table", "Trace",
+           "accept_figures", "check", "expand", "html_report", "inspect", "measure_all", "measure_path", "open",
+           "parse_budget", "plain_baseline", "relabel", "relabelled_path", "stats"]

@@ -13,7 +13,14 @@ from ..render.escape import printable
 from ..sources import is_folder, is_url, join, local_path
 from . import EXIT_BAD_INPUT
 from .inputs import expanded
-from .options import api_options, attribution_options, jobs_option, scheduler_option
+from .options import (
+    api_options,
+    attribution_options,
+    existing_baseline,
+    jobs_option,
+    scheduler_option,
+    speculation_options,
+)
 from .progress import file_progress
 from .streams import say
 
@@ -23,16 +30,17 @@ from .streams import say
 @click.option("-o", "--output", default="report.html", show_default=True, metavar="FILE",
               help="Where to write the HTML file: a file, a folder (report.html in it; a path ending in / is "
                    "created), or - for standard output.")
-@click.option("--baseline", metavar="OTHER",
+@click.option("--baseline", metavar="OTHER", callback=existing_baseline,
               help="A trace (its distributions are overlaid) or a saved `spanfix stats --format json` result "
                    "(its means and percentiles) to compare with.")
 @click.option("--kernel-category", "kernel_categories", multiple=True, metavar="NAME=REGEX",
               help="Add a kernel category, or replace one, matched on the lower-cased kernel name before "
                    "SGLang's own classes (repeatable).")
+@speculation_options
 @jobs_option
 @scheduler_option
 @attribution_options
-def report(inputs, output, baseline, kernel_categories, jobs, scheduler, **attribution):
+def report(inputs, output, baseline, kernel_categories, spec_metrics, accept_length, jobs, scheduler, **attribution):
     """One self-contained HTML file of what `stats` measures, to look at and to share.
 
     It opens from disk, offline, and makes no network request: its charting library
@@ -56,7 +64,8 @@ def report(inputs, output, baseline, kernel_categories, jobs, scheduler, **attri
     with file_progress(inputs, machine_output=False) as progress:
         try:
             built = api.html_report(inputs, options, baseline=baseline, kernel_categories=kernel_categories,
-                                    command=command, each=progress.each(jobs, scheduler))
+                                    command=command, each=progress.each(jobs, scheduler), spec_metrics=spec_metrics,
+                                    accept_length=accept_length)
         except CategoryError as exc:
             raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
         built.errors[:0] = [line for _, line in unmatched]

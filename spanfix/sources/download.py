@@ -216,6 +216,28 @@ def read_side_json(url: str, limit: int = SIDE_FILE_BYTES) -> tuple[object, str 
     return isolated(url, _side_here, url, limit)
 
 
+def read_bytes(url: str, limit: int) -> bytes:
+    """At most limit bytes of a small object from its start (a log, a JSON file given beside the
+    traces); TraceError for a missing or unreadable one, one line."""
+    from . import require
+    from .isolated import isolated
+
+    require(url)
+    return isolated(url, _bytes_here, url, limit)
+
+
+def _bytes_here(url: str, limit: int) -> bytes:
+    from .store import failure, opened
+
+    try:
+        with opened(url, min(limit, CHUNK)) as (stream, _):
+            return stream.read(limit)
+    except IsADirectoryError:
+        raise TraceError(f"{url}: is a folder (a prefix of other objects), not a file") from None
+    except Exception as exc:  # noqa: BLE001
+        raise TraceError(f"{url}: cannot fetch: {failure(exc)}") from None
+
+
 def _side_here(url: str, limit: int) -> tuple[object, str | None]:
     import msgspec
 
