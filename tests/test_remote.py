@@ -187,6 +187,20 @@ def test_report_and_baseline_from_the_store(s3, local):
     same_but_names(remote, here, "s3://traces/run/", local)
 
 
+def test_spec_metrics_from_the_store(s3, local):
+    log = "\n".join(f"[2026-08-20 10:11:{n:02d}] Decode batch [{n}], #running-req: 4, #token: 9120, token usage: "
+                    f"0.05, accept len: {2 + n / 10:.2f}, accept rate: 0.55, cuda graph: True" for n in range(6))
+    store().pipe("out/logs/server.log", log.encode())
+    (local.parent / "server.log").write_text(log)
+    remote = run("stats", *s3_names(), "--spec-metrics", "s3://out/logs/server.log", "--format", "json", "-j", "1")
+    here = run("stats", *local_names(local), "--spec-metrics", str(local.parent / "server.log"), "--format", "json",
+               "-j", "1")
+    same_but_names(remote.stdout.replace("s3://out/logs/", f"{local.parent}/"), here.stdout, "s3://traces/run/", local)
+    assert json.loads(remote.stdout)["speculation"]["accept_length"] is not None
+    result = run("stats", *s3_names(), "--spec-metrics", "s3://out/logs/missing.log", code=2)
+    assert "spanfix: error: s3://out/logs/missing.log: cannot fetch: no such object" in result.stderr
+
+
 def test_progress_counts_the_bytes_fetched_and_a_large_object_is_mapped_not_held(s3):
     class Recorder(progress.Reporter):
         def __init__(self):
@@ -302,6 +316,7 @@ def test_http_reads_in_range_requests_and_a_server_that_stops_mid_read(web, loca
     needs("fsspec", "aiohttp")
     web.files["/run/run-TP-0.trace.json.gz"] = Served(FILES["run-TP-0.trace.json.gz"])
     web.files["/run/run-TP-1.trace.json"] = Served(FILES["run-TP-1.trace.json"])
+    web.files["/run/server_args.json"] = Served(SERVER_ARGS)
     remote = run("stats", web.url("run/run-TP-0.trace.json.gz"), web.url("run/run-TP-1.trace.json"),
                  "--format", "json", "-j", "1").stdout
     here = run("stats", str(local / "run-TP-0.trace.json.gz"), str(local / "run-TP-1.trace.json"),
