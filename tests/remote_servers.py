@@ -134,7 +134,8 @@ class Served:
 
 
 class RangeServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
+    daemon_threads = False
+    block_on_close = True  # server_close() joins every handler: no thread of the server outlives it
     allow_reuse_address = True
 
     def __init__(self):
@@ -148,13 +149,19 @@ class RangeServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
         return f"http://{LOCAL}:{self.server_address[1]}/{path.lstrip('/')}"
 
     def stop(self) -> None:
-        if not self.stopped.is_set():
-            self.stopped.set()
-            threading.Thread(target=self.shutdown, daemon=True).start()
-        self.server_close()
+        """Stop serving (called from a handler too, by a response that stops half-way)."""
         for served in self.files.values():
             if served.hold is not None:
                 served.hold.set()
+        if not self.stopped.is_set():
+            self.stopped.set()
+            threading.Thread(target=self.shutdown).start()
+
+    def close(self) -> None:
+        """Stopped, and every thread of it ended."""
+        self.stop()
+        self.thread.join(30)
+        self.server_close()
 
 
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
@@ -220,17 +227,74 @@ class _RangeHandler(http.server.BaseHTTPRequestHandler):
 # Dask
 
 
-def start_cluster(memory_limit: str = "2GiB"):
-    """Two worker processes of one thread each (the machine has two cores, shared), no dashboard.
-    A task whose worker dies is not retried (allowed-failures 0), so that the test of a worker killed
-    mid-task sees what a user sees once Dask stops retrying."""
-    import dask
-    from distributed import LocalCluster
+@dataclass
+class Cluster:
+    """`dask scheduler` and `dask worker` processes, as an existing cluster is: nothing of Dask runs in
+    the test process (its threads would stay, and spanfix's reader forks only where none runs)."""
 
-    dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.worker.daemon": False,
-                     "distributed.admin.tick.limit": "60s"})
-    return LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=f"{LOCAL}:0",
-                        host=LOCAL, silence_logs=40, memory_limit=memory_limit)
+    scheduler_address: str
+    http: str
+    processes: list[subprocess.Popen]
+
+    def workers(self) -> int:
+        with urllib.request.urlopen(f"{self.http}/json/counts.json", timeout=5) as answer:
+            return json.load(answer)["workers"]
+
+    def wait_for_workers(self, count: int, seconds: float = 90.0) -> None:
+        deadline = time.monotonic() + seconds
+        while self.workers() < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the cluster has {self.workers()} of {count} workers")
+            time.sleep(0.2)
+
+    def client(self, script: str) -> str:
+        """The output of a script run by a Client of this cluster in a process of its own (`client`)."""
+        code = (f"from distributed import Client\nwith Client({self.scheduler_address!r}) as client:\n"
+                + "".join(f"    {line}\n" for line in script.splitlines()))
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              timeout=120).stdout
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
+
+
+def start_cluster(workers: int = 2, memory_limit: str = "2GiB", log: Path | None = None,
+                  worker_code: str | None = None) -> Cluster:
+    """A scheduler and `workers` worker processes of one thread each, each under a nanny that restarts
+    it when it dies, all on 127.0.0.1. A task whose worker dies is not retried (allowed-failures 0), so
+    that the test of a worker killed mid-task sees what a user sees once Dask stops retrying.
+    worker_code: a Python prelude for each worker (to make one that cannot import spanfix)."""
+    port, http = free_port(), free_port()
+    sink = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - the processes write to it
+    env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+    processes = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", LOCAL, "--port", str(port),
+                                   "--dashboard-address", f"{LOCAL}:{http}"], stdout=sink, stderr=sink, env=env)]
+    cluster = Cluster(f"tcp://{LOCAL}:{port}", f"http://{LOCAL}:{http}", processes)
+    try:
+        wait_for(f"{cluster.http}/json/counts.json")
+        for _ in range(workers):
+            argv = ["worker", cluster.scheduler_address, "--nthreads", "1", "--host", LOCAL,
+                    "--dashboard-address", f"{LOCAL}:0", "--memory-limit", memory_limit]
+            if worker_code is None:
+                command = [sys.executable, "-m", "dask", *argv]
+            else:
+                prelude = (f"{worker_code}\nimport sys\nfrom dask.__main__ import main\n"
+                           f"sys.argv = ['dask', *{[*argv, '--no-nanny']!r}]\nmain()")
+                command = [sys.executable, "-c", prelude]
+            processes.append(subprocess.Popen(command, stdout=sink, stderr=sink, env=env))
+        cluster.wait_for_workers(workers)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
 
 
 def environment(values: dict[str, str]):

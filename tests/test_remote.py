@@ -110,9 +110,32 @@ def same_but_names(remote: bytes | str, here: bytes | str, remote_prefix: str, l
     assert remote.replace(remote_prefix, f"{local}/") == here
 
 
-def store():
-    import fsspec
-    return fsspec.filesystem("s3")
+class Store:
+    """The test's own look at the S3 server, through boto3 (which runs no thread of its own), as the
+    test user: cat, pipe, ls and rm of "bucket/key"."""
+
+    def __init__(self):
+        import boto3
+        self._s3 = boto3.session.Session().client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL_S3"])
+
+    def cat(self, name: str) -> bytes:
+        bucket, key = name.split("/", 1)
+        return self._s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+
+    def pipe(self, name: str, data: bytes) -> None:
+        bucket, key = name.split("/", 1)
+        self._s3.put_object(Bucket=bucket, Key=key, Body=data)
+
+    def ls(self, bucket: str) -> list[str]:
+        return [item["Key"] for item in self._s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+
+    def rm(self, name: str) -> None:
+        bucket, key = name.split("/", 1)
+        self._s3.delete_object(Bucket=bucket, Key=key)
+
+
+def store() -> Store:
+    return Store()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -309,26 +332,27 @@ def web():
     try:
         yield server
     finally:
-        server.stop()
+        server.close()
 
 
 def test_http_reads_in_range_requests_and_a_server_that_stops_mid_read(web, local, tmp_path):
+    """spanfix runs in processes of its own here: the server's threads are in this one."""
     needs("fsspec", "aiohttp")
     web.files["/run/run-TP-0.trace.json.gz"] = Served(FILES["run-TP-0.trace.json.gz"])
     web.files["/run/run-TP-1.trace.json"] = Served(FILES["run-TP-1.trace.json"])
     web.files["/run/server_args.json"] = Served(SERVER_ARGS)
-    remote = run("stats", web.url("run/run-TP-0.trace.json.gz"), web.url("run/run-TP-1.trace.json"),
+    remote = cli("stats", web.url("run/run-TP-0.trace.json.gz"), web.url("run/run-TP-1.trace.json"),
                  "--format", "json", "-j", "1").stdout
     here = run("stats", str(local / "run-TP-0.trace.json.gz"), str(local / "run-TP-1.trace.json"),
                "--format", "json", "-j", "1").stdout
     same_but_names(remote, here, web.url("run/"), local)
     # a web server is read-only: writing there is refused before anything is read
-    result = run("relabel", web.url("run/run-TP-1.trace.json"), code=2)
+    result = cli("relabel", web.url("run/run-TP-1.trace.json"), code=2)
     assert result.stderr.strip().startswith(f"spanfix: error: {web.url('run/run-TP-1.trace.relabeled.json')}: "
                                             "spanfix cannot write to http:// URLs")
     # the server stops half-way through its answer, and serves nothing more
     web.files["/run/run-TP-1.trace.json"].stop_after = len(FILES["run-TP-1.trace.json"]) // 2
-    result = run("relabel", web.url("run/run-TP-1.trace.json"), str(local / "run-TP-2.trace.json"),
+    result = cli("relabel", web.url("run/run-TP-1.trace.json"), str(local / "run-TP-2.trace.json"),
                  "-o", f"{tmp_path}/", "-j", "1", code=2)
     lines = [line for line in result.stderr.splitlines() if line.startswith("spanfix: error:")]
     assert len(lines) == 1 and lines[0].startswith(f"spanfix: error: {web.url('run/run-TP-1.trace.json')}: "
@@ -336,7 +360,7 @@ def test_http_reads_in_range_requests_and_a_server_that_stops_mid_read(web, loca
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run-TP-2.trace.relabeled.json"]
     # a server that is not there at all
     gone = f"http://127.0.0.1:{free_port()}/run-TP-1.trace.json"
-    result = run("stats", gone, code=2)
+    result = cli("stats", gone, code=2)
     assert result.stderr.startswith(f"spanfix: error: {gone}: cannot fetch: cannot reach the server (")
 
 
@@ -377,11 +401,22 @@ def test_scheduler_without_dask_names_the_extra(monkeypatch):
 # --scheduler: a Dask LocalCluster of two worker processes, which read the URLs themselves
 
 
+def cli(*args: str, code: int = 0, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """spanfix in a process of its own: a Dask client's threads must not stay in the test process."""
+    done = subprocess.run([sys.executable, "-m", "spanfix", *args], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, **(env or {})}, check=False)
+    assert done.returncode == code, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+    return done
+
+
 @pytest.fixture(scope="module")
-def cluster(s3):
+def cluster(s3, tmp_path_factory):
     needs("distributed")
-    with start_cluster() as local_cluster:
-        yield local_cluster
+    started = start_cluster(log=tmp_path_factory.mktemp("dask") / "log")
+    try:
+        yield started
+    finally:
+        started.stop()
 
 
 def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3):
@@ -389,35 +424,31 @@ def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3):
     pattern = "s3://traces/run/*-TP-*"
     for command in (["stats", "--by", "rank", "--device", "--format", "json"], ["check", "--format", "json"],
                     ["inspect", "--json"], ["relabel", "--dry-run", "--json"]):
-        on_cluster = run(*command, pattern, "--scheduler", address).stdout
-        assert on_cluster == run(*command, pattern, "-j", "2").stdout, command
+        on_cluster = cli(*command, pattern, "--scheduler", address).stdout
+        assert on_cluster == cli(*command, pattern, "-j", "2").stdout, command
     # SPANFIX_SCHEDULER does what --scheduler does
-    with environment({"SPANFIX_SCHEDULER": address}):
-        assert run("stats", pattern, "--format", "json").stdout == run("stats", pattern, "--format", "json",
-                                                                        "-j", "1").stdout
+    assert cli("stats", pattern, "--format", "json", env={"SPANFIX_SCHEDULER": address}).stdout == \
+        run("stats", pattern, "--format", "json", "-j", "1").stdout
     # the workers write the objects; the same bytes as a local run's
-    run("relabel", pattern, "-o", "s3://out/on-cluster/", "--scheduler", address)
-    run("relabel", pattern, "-o", "s3://out/here/", "-j", "2")
+    cli("relabel", pattern, "-o", "s3://out/on-cluster/", "--scheduler", address)
+    cli("relabel", pattern, "-o", "s3://out/here/", "-j", "2")
     fs = store()
     for name in sorted(NAMES):
         relabelled = spanfix.relabelled_path(name)
         assert fs.cat(f"out/on-cluster/{relabelled}") == fs.cat(f"out/here/{relabelled}")
     # the API takes a client, or any executor
-    from concurrent.futures import ThreadPoolExecutor
-
-    from distributed import Client
     names = s3_names()
-    here = spanfix.html_report(names, command="c").html
-    with Client(address) as client:
-        assert spanfix.html_report(names, command="c", executor=client).html == here
-    with ThreadPoolExecutor(2) as pool:
-        assert spanfix.stats(names, executor=pool).to_json() == spanfix.stats(names).to_json()
+    assert cluster.client(f"import spanfix\nnames = {names!r}\nprint(spanfix.html_report(names, command='c', "
+                          "executor=client).html == spanfix.html_report(names, command='c').html)") == "True\n"
+    pool = ("import spanfix\nfrom concurrent.futures import ProcessPoolExecutor\n"
+            f"names = {names!r}\nhere = spanfix.stats(names).to_json()\n"
+            "with ProcessPoolExecutor(2) as pool:\n    print(spanfix.stats(names, executor=pool).to_json() == here)")
+    assert subprocess.run([sys.executable, "-c", pool], capture_output=True, text=True, check=True,
+                          env=os.environ.copy()).stdout == "True\n"
 
 
 def test_a_worker_killed_mid_task_is_one_line_and_the_others_are_processed(cluster, s3, web):
     """The HTTP server holds one input's answer; the worker reading it is killed (SIGKILL) meanwhile."""
-    from distributed import Client
-
     held = Served(FILES["run-TP-1.trace.json"], hold=threading.Event())
     web.files["/held/run-TP-1.trace.json"] = held
     url = web.url("held/run-TP-1.trace.json")
@@ -426,11 +457,12 @@ def test_a_worker_killed_mid_task_is_one_line_and_the_others_are_processed(clust
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
     try:
         assert held.arrived.wait(60), "the held input was never asked for"
-        with Client(cluster.scheduler_address) as client:
-            running = [worker for worker, keys in client.processing().items()
-                       if any("run-TP-1.trace.json" in str(key) for key in keys)]
-            assert len(running) == 1
-            pid = client.run(os.getpid, workers=running)[running[0]]
+        pid = int(cluster.client(
+            "import os\n"
+            "running = [worker for worker, keys in client.processing().items()\n"
+            "           if any('run-TP-1.trace.json' in str(key) for key in keys)]\n"
+            "assert len(running) == 1, running\n"
+            "print(client.run(os.getpid, workers=running)[running[0]])"))
         os.kill(pid, signal.SIGKILL)
         stdout, stderr = process.communicate(timeout=120)
     finally:
@@ -442,47 +474,43 @@ def test_a_worker_killed_mid_task_is_one_line_and_the_others_are_processed(clust
         (f"spanfix: error: {url}: the Dask worker running it died (killed, or out of memory?), and the cluster gave "
          "it up (distributed.scheduler.allowed-failures)")]
     assert json.loads(stdout)["inputs"] == ["s3://traces/run/run-TP-2.trace.json"]
-    _wait_for_workers(cluster, 2)
+    cluster.wait_for_workers(2)  # its nanny started it again
 
 
-def _wait_for_workers(cluster, count: int) -> None:
-    deadline = time.monotonic() + 60
-    while len(cluster.scheduler_info.get("workers", {})) < count and time.monotonic() < deadline:
-        time.sleep(0.2)
-
-
-def test_an_unreachable_scheduler_is_one_line(cluster):
-    import dask
-
-    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
-        result = run("stats", str(ROOT / "fixtures/merged.trace.json"), "--scheduler", "tcp://127.0.0.1:9", code=2)
+def test_an_unreachable_scheduler_is_one_line():
+    needs("distributed")
+    result = cli("stats", str(ROOT / "fixtures/merged.trace.json"), "--scheduler", f"tcp://127.0.0.1:{free_port()}",
+                 code=2, env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"})
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("spanfix: error: --scheduler tcp://127.0.0.1:9: cannot connect "
-                                                   "to a Dask scheduler there")
+    assert len(lines) == 1 and lines[0].startswith("spanfix: error: --scheduler tcp://127.0.0.1:")
+    assert "cannot connect to a Dask scheduler there" in lines[0]
 
 
 def test_a_worker_without_spanfix_is_named_before_anything_is_sent(s3, tmp_path):
     """A worker that cannot import spanfix would drop every task sent to it without a word (it cannot
     unpickle them): spanfix asks each worker first."""
     needs("distributed")
-    from distributed import LocalCluster
-
-    with LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=40) as empty:
-        start = ("import sys; sys.modules['spanfix'] = None\n"  # what a worker without spanfix finds
-                 "from distributed.cli.dask_worker import main\n"
-                 f"sys.argv = ['dask-worker', {empty.scheduler_address!r}, '--nthreads', '1', '--no-nanny',"
-                 " '--host', '127.0.0.1', '--dashboard-address', '127.0.0.1:0']\nmain()")
-        worker = subprocess.Popen([sys.executable, "-c", start], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            deadline = time.monotonic() + 60
-            while not empty.scheduler_info.get("workers") and time.monotonic() < deadline:
-                time.sleep(0.2)
-            result = run("stats", *s3_names(), "--scheduler", empty.scheduler_address, code=2)
-        finally:
-            worker.terminate()
-            worker.wait(30)
+    # what a worker without spanfix finds
+    without = start_cluster(workers=1, worker_code="import sys; sys.modules['spanfix'] = None", log=tmp_path / "log")
+    try:
+        result = cli("stats", *s3_names(), "--scheduler", without.scheduler_address, code=2)
+    finally:
+        without.stop()
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("spanfix: error: the Dask worker tcp://127.0.0.1:")
     assert lines[0].endswith("cannot import spanfix (ModuleNotFoundError: import of spanfix halted; None in "
                              f"sys.modules); install spanfix {spanfix.__version__}, with the extras its inputs "
                              "need, on every worker")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_thread_is_left():
+    """Nothing of these servers and clients stays in the test process, thread or child: the reader's
+    tests after these read in two processes only where no other thread runs, and count children."""
+    yield
+    deadline = time.monotonic() + 30
+    while threading.active_count() > 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert threading.active_count() == 1, [thread.name for thread in threading.enumerate()]
+    with pytest.raises(ChildProcessError):  # and no process of theirs either
+        os.waitpid(-1, os.WNOHANG)
