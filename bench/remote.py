@@ -1,7 +1,7 @@
 """What URLs and --scheduler cost (docs/performance.md, URLs and --scheduler), on this machine.
 
 Starts moto's S3 server on 127.0.0.1 (as the tests do, tests/remote_servers.py) and a Dask
-LocalCluster of two worker processes of one thread, puts the bench trace (bench/run.py builds it)
+cluster of a scheduler and two worker processes of one thread, puts the bench trace (bench/run.py builds it)
 in a bucket, and times, interleaved (one run of each command per round, so that the machine's load
 falls on all alike):
 
@@ -85,35 +85,39 @@ def main() -> None:
     server = start_s3(["bench"], [], objects, log)
     del objects
     try:
-        with environment(server.env()), start_cluster(memory_limit="0") as cluster:
-            address = cluster.scheduler_address
-            fetch = ("import sys, fsspec\nfs, path = fsspec.core.url_to_fs(sys.argv[1])\n"
-                     "with fs.open(path, 'rb', block_size=2**23, cache_type='none') as f:\n    while f.read(2**23): pass")
-            cases = {
-                "fetch only (s3fs, 8 MiB reads), .json": [sys.executable, "-c", fetch, "s3://bench/t.json"],
-                "stats of a 33 kB fixture, local file": spanfix("stats", str(FIXTURE), "--format", "json"),
-                "stats of a 33 kB fixture, from S3": spanfix("stats", "s3://bench/fixture.json.gz", "--format", "json"),
-                "stats .json.gz, local file": spanfix("stats", str(packed), "--format", "json"),
-                "stats .json.gz, from S3": spanfix("stats", "s3://bench/t.json.gz", "--format", "json"),
-                "stats .json, local file": spanfix("stats", str(plain), "--format", "json"),
-                "stats .json, from S3": spanfix("stats", "s3://bench/t.json", "--format", "json"),
-                "relabel .json.gz, local file to local": spanfix("relabel", str(packed), "-o", f"{scratch}/r.json.gz"),
-                "relabel .json.gz, S3 to S3": spanfix("relabel", "s3://bench/t.json.gz", "-o", "s3://bench/r.json.gz"),
-                f"stats {args.files} x .json.gz local, -j 2": spanfix("stats", *sorted(map(str, local_many.iterdir())),
-                                                                      "-j", "2", "--format", "json"),
-                f"stats {args.files} x .json.gz S3, -j 2": spanfix("stats", "s3://bench/many/*", "-j", "2",
-                                                                   "--format", "json"),
-                f"stats {args.files} x .json.gz S3, --scheduler (2 workers)":
-                    spanfix("stats", "s3://bench/many/*", "--scheduler", address, "--format", "json"),
-            }
-            runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
-            loads = []
-            for round_number in range(args.rounds):
-                loads.append(os.getloadavg()[0])
-                for name, argv in cases.items():
-                    runs[name].append(run_once(argv))
-                    print(f"  round {round_number + 1}  {name:<52} {runs[name][-1][0]:7.2f} s "
-                          f"{runs[name][-1][1]:7.0f} MB", file=sys.stderr, flush=True)
+        with environment(server.env()):
+            cluster = start_cluster(memory_limit="0")
+            try:
+                address = cluster.scheduler_address
+                fetch = ("import sys, fsspec\nfs, path = fsspec.core.url_to_fs(sys.argv[1])\n"
+                         "with fs.open(path, 'rb', block_size=2**23, cache_type='none') as f:\n    while f.read(2**23): pass")
+                cases = {
+                    "fetch only (s3fs, 8 MiB reads), .json": [sys.executable, "-c", fetch, "s3://bench/t.json"],
+                    "stats of a 33 kB fixture, local file": spanfix("stats", str(FIXTURE), "--format", "json"),
+                    "stats of a 33 kB fixture, from S3": spanfix("stats", "s3://bench/fixture.json.gz", "--format", "json"),
+                    "stats .json.gz, local file": spanfix("stats", str(packed), "--format", "json"),
+                    "stats .json.gz, from S3": spanfix("stats", "s3://bench/t.json.gz", "--format", "json"),
+                    "stats .json, local file": spanfix("stats", str(plain), "--format", "json"),
+                    "stats .json, from S3": spanfix("stats", "s3://bench/t.json", "--format", "json"),
+                    "relabel .json.gz, local file to local": spanfix("relabel", str(packed), "-o", f"{scratch}/r.json.gz"),
+                    "relabel .json.gz, S3 to S3": spanfix("relabel", "s3://bench/t.json.gz", "-o", "s3://bench/r.json.gz"),
+                    f"stats {args.files} x .json.gz local, -j 2": spanfix("stats", *sorted(map(str, local_many.iterdir())),
+                                                                          "-j", "2", "--format", "json"),
+                    f"stats {args.files} x .json.gz S3, -j 2": spanfix("stats", "s3://bench/many/*", "-j", "2",
+                                                                       "--format", "json"),
+                    f"stats {args.files} x .json.gz S3, --scheduler (2 workers)":
+                        spanfix("stats", "s3://bench/many/*", "--scheduler", address, "--format", "json"),
+                }
+                runs: dict[str, list[tuple[float, float]]] = {name: [] for name in cases}
+                loads = []
+                for round_number in range(args.rounds):
+                    loads.append(os.getloadavg()[0])
+                    for name, argv in cases.items():
+                        runs[name].append(run_once(argv))
+                        print(f"  round {round_number + 1}  {name:<52} {runs[name][-1][0]:7.2f} s "
+                              f"{runs[name][-1][1]:7.0f} MB", file=sys.stderr, flush=True)
+            finally:
+                cluster.stop()
     finally:
         server.stop()
     results = {"size_mb": plain.stat().st_size / MB, "packed_mb": packed.stat().st_size / MB, "files": args.files,

@@ -6,7 +6,7 @@
   kind, answered 403 AccessDenied as S3 answers it);
 - an HTTP server with range requests (HEAD, GET, Range: bytes=a-b), for https://-style reads, which
   can also stop half-way through a response (and then stop serving), or hold a response until told;
-- a Dask LocalCluster of two worker processes.
+- a Dask cluster: `dask scheduler` and two `dask worker` processes (nothing of Dask in the test process).
 
 Each is started by a fixture and stopped after; nothing listens anywhere but on 127.0.0.1.
 """

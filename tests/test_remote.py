@@ -1,6 +1,6 @@
 """Traces where they live: URLs (s3://, http://, file://) and --scheduler (a Dask cluster), against real
 servers started on 127.0.0.1 by the fixtures (tests/remote_servers.py): moto's S3 server, an HTTP
-server with range requests, a Dask LocalCluster of two worker processes. No function is mocked; a
+server with range requests, a Dask scheduler with two worker processes. No function is mocked; a
 missing extra is shown by making its import fail, as it fails where the package is not installed.
 
 Skipped, with the reason, where the extras are missing (pip install -e '.[test-remote]'); .ci/run
@@ -398,7 +398,7 @@ def test_scheduler_without_dask_names_the_extra(monkeypatch):
 
 
 # ---------------------------------------------------------------------------------------------------
-# --scheduler: a Dask LocalCluster of two worker processes, which read the URLs themselves
+# --scheduler: a Dask scheduler and two worker processes, which read the URLs themselves
 
 
 def cli(*args: str, code: int = 0, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
