@@ -11,6 +11,7 @@ them into a report and an exit code. Rules:
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections import Counter
@@ -85,6 +86,8 @@ class Budget:
 
 
 def parse_budget(text: str) -> Budget:
+    if not isinstance(text, str):
+        raise BudgetError(f"a budget is a string, not {type(text).__name__}: {BUDGET_GRAMMAR}")
     match = _BUDGET.fullmatch(text)
     if match is None:
         raise BudgetError(f"{text!r}: expected {BUDGET_GRAMMAR}")
@@ -118,6 +121,8 @@ def parse_budget(text: str) -> Budget:
     if unit not in UNITS and unit != "%":
         raise BudgetError(f"{text!r}: unknown unit {match['unit']!r}; expected us, ms or s (or % for a share)")
     scale = UNITS.get(unit, 0.01)
+    if not math.isfinite(float(match["number"]) * scale):
+        raise BudgetError(f"{text!r}: {match['number']} is too large a number to compare with")
     budget = Budget(text, stage, clock, part, statistic, match["op"], float(match["number"]) * scale)
     if unit == "%" and statistic not in FRACTIONS:
         raise BudgetError(f"{text!r}: % goes with a share, not with {statistic}")
@@ -336,9 +341,13 @@ def regression_outcomes(stats: StatsResult, max_regression: float, min_count: in
                      for part in GATED_PARTS if part in it.parts]
     outcomes = []
     for subject, mean, change in compared:
-        if change is None or change.change_pct is None:
+        if change is None:
             continue  # nothing to compare with
         rule = f"{subject} within +{max_regression:g}% of baseline"
+        if change.change_pct is None:  # shown, never dropped: a rule that could not be judged says so
+            outcomes.append(Outcome(rule, REGRESSION, True, None, f"{format_us(mean)} vs {format_us(0.0)}",
+                                    "not judged: the baseline's mean is 0, so no change in percent"))
+            continue
         figure = f"{format_us(mean)} vs {format_us(change.baseline_mean_us)} ({change.change_pct:+.1f}%)"
         small = [f"{count} here" for count in (change.count,) if count is not None and count < min_count]
         small += [f"{count} in the baseline" for count in (change.baseline_count,)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -12,7 +13,7 @@ from ..render.escape import dumps
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .options import api_options, attribution_options, jobs_option
 from .progress import file_progress
-from .streams import say, write_out
+from .streams import say_command, write_out
 
 
 def _budgets(ctx, param, values):
@@ -70,6 +71,9 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
     """
     if max_regression is not None and not baseline:
         raise click.UsageError("--max-regression needs --baseline")
+    if max_regression is not None and not math.isfinite(max_regression):
+        raise click.BadParameter(f"{max_regression} is not a finite number", param_hint="--max-regression")
+    api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline))  # `>> t.json` would write into the trace
     with file_progress(list(inputs), machine_output=output_format != "text") as progress:
         report = api.check(inputs, api_options(**attribution), budgets=budgets, baseline=baseline,
                            max_regression=api.DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
@@ -79,7 +83,7 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
             progress.say_line(f"spanfix: error: {error}")
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(report):
-            say(line)
+            say_command(line)
     if output_format == "json":
         write_out(dumps(report.to_json()) + b"\n")
     else:

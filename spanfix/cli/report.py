@@ -48,6 +48,7 @@ def report(inputs, output, baseline, kernel_categories, jobs, **attribution):
     """
     options = api_options(**attribution)
     output = _output(output)
+    api.refuse_overwrite(output, api.reads(inputs, baseline))  # before any work: the trace stays a trace
     command = shlex.join(["spanfix", *sys.argv[1:]]) if sys.argv else "spanfix report"
     with file_progress(list(inputs), machine_output=False) as progress:
         try:

@@ -60,6 +60,7 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
       spanfix stats traces/*.json.gz --format json > stats.json  # a baseline
     """
     options = api_options(**attribution)
+    api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline))  # `>> t.json` would write into the trace
     with file_progress(list(inputs), machine_output=output_format != "table") as progress:
         try:
             result = api.stats(inputs, options, by=keys(by), kernels=kernels, kernel_categories=kernel_categories,

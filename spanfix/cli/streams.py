@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from rich.console import Console, RenderableType
 
 from ..limits import memory_budget
-from ..render.escape import printable
+from ..render.escape import ci_reads_commands, ci_safe, printable
 from ..stdout import standard_output, stdout_failure
 
 STDIN = "-"  # as an input; as an output (-o -), standard output
@@ -39,9 +39,19 @@ def ensure_standard_descriptors() -> None:
 _PIECE = 2**20
 
 
+def for_the_log(text: str) -> str:
+    """Every line spanfix prints passes here: in CI that reads commands from the log (GitHub Actions,
+    Azure Pipelines), no line may start one, whatever a trace or a file name holds (render.escape.ci_safe;
+    JSON stays the same JSON). spanfix's own ::error:: annotations go out by say_command."""
+    return ci_safe(text) if ci_reads_commands() else text
+
+
 def write_out(data: bytes | str) -> None:
     """A command's output on standard output, all at once. OutputError when it cannot be written."""
     stream = standard_output()
+    if ci_reads_commands():
+        text = data if isinstance(data, str) else bytes(data).decode("utf-8", "surrogateescape")
+        data = for_the_log(text) if isinstance(data, str) else for_the_log(text).encode("utf-8", "surrogateescape")
     if isinstance(data, str):
         data = data.encode(getattr(sys.stdout, "encoding", None) or "utf-8", "backslashreplace")
     view = memoryview(data)
@@ -58,12 +68,18 @@ def write_out(data: bytes | str) -> None:
 def say(line: str) -> None:
     """One line for the person on standard error (an error, a notice): its data made printable, so
     that it stays one line. Best effort: a closed or full standard error is no reason to fail."""
-    _to_stderr(printable(line, 4000) + "\n")
+    _to_stderr(for_the_log(printable(line, 4000)) + "\n")
 
 
 def say_rendered(text: str) -> None:
     """Text rendered by rich for standard error (its escapes are the renderer's own)."""
-    _to_stderr(text)
+    _to_stderr(for_the_log(text))
+
+
+def say_command(line: str) -> None:
+    """A workflow command of spanfix's own (`::error ...`) on standard error, as it is: its data was
+    escaped for the format by the renderer (render.check.github_annotations)."""
+    _to_stderr(line + "\n")
 
 
 def _to_stderr(text: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from ..gate import CheckReport, Outcome
-from .escape import code_span, markdown_text, shown, whole_reason
+from .escape import code_span, log_commands_neutral, markdown_text, shown, whole_reason
 from .stats import grouped_warnings, markdown_table
 
 
@@ -86,5 +86,6 @@ def github_annotations(report: CheckReport) -> list[str]:
 
 def _escape(message: str) -> str:
     # GitHub's own escaping for command data: a raw newline would end the command. shown() has
-    # already shown every control character as an escape; "%" is what GitHub itself decodes.
-    return shown(message).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # already shown every control character as an escape; "%" is what GitHub itself decodes; and a
+    # "##[" in the data would be a second command inside this one.
+    return log_commands_neutral(shown(message)).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")

@@ -27,7 +27,7 @@ from .distributions import BINS_PER_DECADE, CDF_POINTS, CDF_TAIL, LINEAR_BINS, _
 from .formatting import format_change, format_count, format_share, format_time, table_unit
 from .header import _header, _title
 from .kernel_tables import TOP_KERNELS, _kernels
-from .rank_comparison import _ranks, rank_groups
+from .rank_comparison import TIMELINE_RANKS, _ranks, drawn_ranks, rank_groups
 from .stats_tables import _iteration_tables, _stage_tables
 from .timeline import _timeline
 
@@ -47,6 +47,8 @@ def build_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, ver
     stages = [row["stage"] for row in document["stages"]]
     colors = colors_for(stages)
     ranks = rank_groups(measures)
+    drawn = drawn_ranks(measures, ranks)
+    slowest = drawn_ranks(measures, ranks, TIMELINE_RANKS)
     return {
         "version": version,
         "command": command,
@@ -56,7 +58,7 @@ def build_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, ver
         "stages": _stage_tables(document),
         "iterations": _iteration_tables(document),
         "distributions": _distributions(measures, document, baseline_measures, baseline_document),
-        "timeline": _timeline(measures, ranks),
-        "ranks": _ranks(measures, ranks),
+        "timeline": _timeline(measures, ranks, slowest),
+        "ranks": _ranks(measures, ranks, drawn),
         "kernels": _kernels(document),
     }
