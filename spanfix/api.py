@@ -19,8 +19,7 @@ from .errors import SpanfixError, TraceError, UsageError, out_of_memory
 from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, CheckOptions, CheckReport, parse_budget
 from .index import TraceIndex, indexed_name
 from .inspection import InspectReport, report_of
-# Also for the command line, which reaches the library through this module only.
-from .overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401
+from .overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401 (the CLI's too)
 from .patterns import UserPattern
 from .reader import Trace as _Read
 from .reader import locate_step_names, read_trace
