@@ -24,6 +24,17 @@ from .patterns import UserPattern
 from .reader import Trace as _Read
 from .reader import locate_step_names, read_trace
 from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
+from .speculation import (
+    AcceptFigure,
+    PlainDecode,
+    SpeculationResult,
+    load_plain,
+    measure_speculation,
+    plain_from_json,
+    read_spec_metrics,
+    speculation_result,
+)
+from .speculation import stated as stated_accept_length
 from .timing import (
     GROUP_KEYS,
     IterationTiming,
@@ -291,7 +302,7 @@ class Trace:
             if kernels is not None and not self._kernel_names:
                 self._kernel_names, self._work = True, None  # read the kernels' names now
             self._measures[kernels] = measure(self._read, self._index, self._attribution, self._warnings,
-                                              kernels=kernels, work=self._device())
+                                              kernels=kernels, work=self._device(), then=measure_speculation)
         return self._measures[kernels]
 
     def steps(self) -> Steps:
@@ -309,12 +320,22 @@ class Trace:
                     patches_wanted=False)[1].ambiguous
 
     def stats(self, by: Sequence[str] = (), *, kernels: bool = False, kernel_categories: Sequence[str] = (),
-              baseline: str | StatsResult | None = None) -> StatsResult:
+              baseline: str | StatsResult | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+              accept_length: float | None = None) -> StatsResult:
         """Per-stage statistics of this trace, as `spanfix stats` gives them (see stats())."""
         _flag(kernels, "kernels")
         classes = _classes(kernels, kernel_categories)
-        result = aggregate([self.measures(classes)], _by(by), kernel_categories=classes.names if classes else ())
-        return _compared(result, baseline, self._options, by)
+        measures = [self.measures(classes)]
+        result = aggregate(measures, _by(by), kernel_categories=classes.names if classes else ())
+        result = _compared(result, baseline, self._options, by)
+        result.speculation = _speculation(measures, self._options, spec_metrics, accept_length, baseline)
+        return result
+
+    def speculation(self, *, spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
+                    baseline: str | os.PathLike[str] | StatsResult | None = None) -> SpeculationResult:
+        """Does speculation pay? The model view, the accept length and its source, time per token and,
+        against a plain-decode baseline, the estimated speedup and break-even (see stats())."""
+        return _speculation([self.measures()], self._options, spec_metrics, accept_length, baseline)
 
     def relabel_plan(self, *, verify_only: bool = False) -> RelabelResult:
         """What relabel would rename, and why; nothing is written."""
@@ -427,6 +448,36 @@ def _classes(kernels: bool, categories: Sequence[str]) -> KernelClasses | None:
     return KernelClasses.with_overrides(tuple(categories)) if kernels or categories else None
 
 
+def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
+                   accept_length: float | None = None) -> list[AcceptFigure]:
+    """The accept lengths given from outside the traces: --spec-metrics files (TraceError for one that
+    holds none) and --accept-length (UsageError unless it is at least 1)."""
+    figures = [read_spec_metrics(path) for path in _paths(spec_metrics, "spec_metrics")] if spec_metrics else []
+    if accept_length is not None:
+        if isinstance(accept_length, bool) or not isinstance(accept_length, (int, float)) or not accept_length >= 1:
+            raise UsageError(f"accept_length must be a number of at least 1 (tokens per request per iteration, "
+                             f"the bonus token included), not {accept_length!r}")
+        figures.append(stated_accept_length(accept_length))
+    return figures
+
+
+def plain_baseline(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> PlainDecode | None:
+    """A plain-decode baseline from a trace, a saved stats result or a StatsResult (TraceError if unusable)."""
+    if baseline is None:
+        return None
+    if isinstance(baseline, StatsResult):
+        return plain_from_json(baseline.to_json(), "<StatsResult>")
+    return load_plain(_path(baseline, "baseline"), options.relabel_options())
+
+
+def _speculation(measures: list[TraceMeasures], options: Options, spec_metrics: Sequence[str | os.PathLike[str]],
+                 accept_length: float | None, baseline: str | os.PathLike[str] | StatsResult | None,
+                 figures: list[AcceptFigure] | None = None) -> SpeculationResult:
+    figures = accept_figures(spec_metrics, accept_length) if figures is None else figures
+    speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
+    return speculation_result(measures, figures, plain_baseline(baseline, options) if speculative else None)
+
+
 def _compared(result: StatsResult, baseline: str | StatsResult | None, options: Options,
               by: Sequence[str]) -> StatsResult:
     if baseline is None:
@@ -450,7 +501,7 @@ def measure_path(source: str, options: Options, classes: KernelClasses | None,
     """One input measured, or why it could not be (returned, so that it crosses from a worker process).
     device: read its launches and kernels for the device view; None: when device time needs them."""
     try:
-        return measure_file(source, options.relabel_options(), kernels=classes, device=device)
+        return measure_file(source, options.relabel_options(), kernels=classes, device=device, then=measure_speculation)
     except SpanfixError as exc:
         return exc
     except MemoryError:
@@ -480,7 +531,8 @@ def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, cla
 def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
           by: Sequence[str] = (), kernels: bool = False, kernel_categories: Sequence[str] = (),
           baseline: str | os.PathLike[str] | StatsResult | None = None, errors: str = "raise",
-          device: bool | None = None, each: Each | None = None, **option_fields: Any) -> StatsResult:
+          device: bool | None = None, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+          accept_length: float | None = None, **option_fields: Any) -> StatsResult:
     """Per-stage timing of one or several traces in one table, as `spanfix stats` prints it.
 
     by: further grouping keys (file, rank, name, mode-name, bs, toks). kernels: the kernels of each
@@ -489,7 +541,11 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     (TraceError for the first unusable input) or "collect" (StatsResult.errors lists them).
     device: True reads every launch and kernel for the device view (busy time, the decode iterations
     on the device clock); the default does when device time needs them anyway (a span without a GPU
-    annotation, as in SGLang's own captures), and otherwise says so in the warnings."""
+    annotation, as in SGLang's own captures), and otherwise says so in the warnings.
+    spec_metrics: files of what SGLang writes about acceptance (server log, bench_serving JSONL,
+    /server_info JSON); accept_length: the accept length, stated. StatsResult.speculation then has the
+    model view, the accept length and its source, time per token and (with a plain-decode baseline)
+    the estimated speedup and break-even."""
     if not isinstance(errors, str) or errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
     _flag(kernels, "kernels")
@@ -497,6 +553,18 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     if baseline is not None and not isinstance(baseline, StatsResult):
         baseline = _path(baseline, "baseline")
     options = _options(options, option_fields)
+    figures: list[AcceptFigure] = []
+    for path in _paths(spec_metrics, "spec_metrics") if spec_metrics else ():  # before any trace is read
+        try:
+            figures += accept_figures([path])
+        except TraceError as exc:
+            if errors == "raise":
+                raise
+            figures_errors = [str(exc)]
+            break
+    else:
+        figures_errors = []
+    figures += accept_figures((), accept_length)
     by = _by(by)
     classes = _classes(kernels, kernel_categories)
     paths = _paths(sources)
@@ -504,14 +572,23 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     if measured.errors and errors == "raise":
         raise TraceError(measured.errors[0])
     result = aggregate(measured.measures, by, kernel_categories=classes.names if classes else ())
-    result.errors = measured.errors
+    result.errors = [*figures_errors, *measured.errors]
+    compared_baseline = None if baseline is None else baseline if isinstance(baseline, StatsResult) \
+        else os.fspath(baseline)
     try:
-        result = _compared(result, None if baseline is None else baseline if isinstance(baseline, StatsResult)
-                           else os.fspath(baseline), options, by)
+        result = _compared(result, compared_baseline, options, by)
     except TraceError as exc:
         if errors == "raise":
             raise
         result.errors.append(f"baseline {exc}")
+        compared_baseline = None  # said once
+    try:
+        result.speculation = _speculation(measured.measures, options, (), None, compared_baseline, figures)
+    except TraceError as exc:
+        if errors == "raise":
+            raise
+        result.errors.append(f"baseline {exc}")
+        result.speculation = _speculation(measured.measures, options, (), None, None, figures)
     return result
 
 
@@ -544,11 +621,13 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
           budgets: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
           max_regression: float = DEFAULT_MAX_REGRESSION, allow_ambiguous: bool = False,
           require_new_names: bool = False, allow_empty: bool = False, min_count: int = DEFAULT_MIN_COUNT,
-          each: Each | None = None, **option_fields: Any) -> CheckReport:
+          each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+          accept_length: float | None = None, **option_fields: Any) -> CheckReport:
     """The CI gate of `spanfix check`: every rule held or broken, with its figure. Budgets are
     strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError. max_regression:
     how much a mean may grow over the baseline, in percent; min_count: spans each side needs before
-    a change is judged."""
+    a change is judged. spec_metrics, accept_length: the accept length from outside the traces, for
+    the speculation budgets (with a plain-decode baseline for speculation.speedup)."""
     from .gate import run_check
     if not _strings(budgets):
         raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
@@ -561,8 +640,10 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
         _flag(locals()[flag], flag)
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
+    accept_figures((), accept_length)  # a bad stated accept length is a usage error now
     check_options = CheckOptions(parsed, None if baseline is None else _path(baseline, "baseline"), max_regression,
-                                 allow_ambiguous, require_new_names, allow_empty, min_count)
+                                 allow_ambiguous, require_new_names, allow_empty, min_count,
+                                 tuple(_paths(spec_metrics, "spec_metrics")) if spec_metrics else (), accept_length)
     return run_check(_paths(sources), options.relabel_options(), check_options, each=each or _one_by_one)
 
 
@@ -573,7 +654,8 @@ def inspect(source: Source, options: Options | None = None, **option_fields: Any
 
 def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None,
                 *, baseline: str | os.PathLike[str] | None = None, kernel_categories: Sequence[str] = (),
-                command: str = "", each: Each | None = None, **option_fields: Any) -> Report:
+                command: str = "", each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+                accept_length: float | None = None, **option_fields: Any) -> Report:
     """The HTML report of `spanfix report`: Report.html is one self-contained page (write it with
     Report.write(path)); Report.result the StatsResult it shows (equal to stats(device=True,
     kernels=True)); Report.errors one line per input it could not use (with none usable, html is
@@ -584,9 +666,12 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
     _classes(False, kernel_categories)  # the same checks as stats()
     options = _options(options, option_fields)
     return build_report(_paths(sources), options, baseline=None if baseline is None else _path(baseline, "baseline"),
-                        kernel_categories=kernel_categories, command=command, each=each)
+                        kernel_categories=kernel_categories, command=command, each=each,
+                        spec_metrics=_paths(spec_metrics, "spec_metrics") if spec_metrics else [],
+                        accept_length=accept_length)
 
 
-__all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Each", "Iteration",
-           "Iterations", "Measured", "Options", "Step", "Steps", "Table", "Trace", "check", "html_report", "inspect",
-           "measure_all", "measure_path", "open", "parse_budget", "relabel", "relabelled_path", "stats"]
+__all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "Each",
+           "Iteration", "Iterations", "Measured", "Options", "SpeculationResult", "Step", "Steps", "Table", "Trace",
+           "accept_figures", "check", "html_report", "inspect", "measure_all", "measure_path", "open", "parse_budget",
+           "plain_baseline", "relabel", "relabelled_path", "stats"]

@@ -24,6 +24,8 @@ from .index import TraceIndex
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage, parse_step_name
 from .reader import Trace, TraceError
 from .relabelling import RelabelOptions, plan
+from .speculation import budgets as speculation_budgets
+from .speculation import measure_speculation
 from .timing import (
     AMBIGUOUS_STAGE,
     CLOCKS,
@@ -64,17 +66,18 @@ BUDGET_GRAMMAR = ("STAGE[.CLOCK].STAT OP VALUE[UNIT] or iteration[.CLOCK][.PART]
                   "VERIFY.p90<=12ms, VERIFY.gpu.mean<800us, DRAFT.share<=0.35, DRAFT.gpu.busy_share>=50%, "
                   "iteration.mean<=40ms, iteration.gpu.draft.share<=0.3, iteration.gpu.idle.share<=0.2 "
                   f"(CLOCK: {'|'.join(CLOCKS)}; STAT: {'|'.join(STAGE_STATISTICS)}; PART: {'|'.join(DEVICE_PARTS)}; "
-                  f"OP: {'|'.join(OPERATORS)}; UNIT: us|ms|s for times, % for shares)")
+                  f"OP: {'|'.join(OPERATORS)}; UNIT: us|ms|s for times, % for shares); or "
+                  + speculation_budgets.GRAMMAR)
 
-_BUDGET = re.compile(r"\s*(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){1,3})"
+_BUDGET = re.compile(r"\s*(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){1,4})"
                      r"\s*(?P<op><=|>=|==|<|>)\s*(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*")
 
 
 @dataclass(frozen=True, slots=True)
 class Budget:
     text: str  # as the user wrote it: the rule's name
-    stage: str  # a stage word (upper case), "ambiguous" or "iteration"
-    clock: str  # cpu or gpu
+    stage: str  # a stage word (upper case), "ambiguous", "iteration", or "model"/"speculation" (speculation/budgets.py)
+    clock: str  # cpu or gpu; "" for a speculation budget's default (the device where it was measured)
     part: str | None  # iteration parts: draft, verify, draft_extend, ambiguous, other, idle
     statistic: str  # count, total, mean, p50, p90, p99, max, share, busy, busy_share
     op: str
@@ -82,7 +85,7 @@ class Budget:
 
     @property
     def is_time(self) -> bool:
-        return self.statistic not in ("count", *FRACTIONS)
+        return self.statistic not in ("count", *FRACTIONS, *speculation_budgets.RATIOS)
 
 
 def parse_budget(text: str) -> Budget:
@@ -92,6 +95,8 @@ def parse_budget(text: str) -> Budget:
     if match is None:
         raise BudgetError(f"{text!r}: expected {BUDGET_GRAMMAR}")
     words = match["path"].split(".")
+    if speculation_budgets.is_speculation_budget(words[0]):  # model.* and speculation.*: their own grammar
+        return speculation_budgets.parse(text, match["path"], match["op"], match["number"], match["unit"])
     stage, statistic, middle = words[0], words[-1].lower(), [word.lower() for word in words[1:-1]]
     unit = match["unit"].lower()
     clock, part = CPU, None
@@ -177,11 +182,15 @@ class CheckOptions:
     require_new_names: bool = False
     allow_empty: bool = False  # an input with no step spans passes (by default a gate on nothing breaks)
     min_count: int = DEFAULT_MIN_COUNT  # spans (or iterations) each side needs before a regression is judged
+    spec_metrics: tuple[str, ...] = ()  # files of what SGLang wrote about acceptance (speculation budgets)
+    accept_length: float | None = None  # the accept length, stated
 
     @property
     def needs_device(self) -> bool:
-        """Does a budget speak of the device view (busy time, the iteration on the device clock)?"""
+        """Does a budget speak of the device view (busy time, the iteration on the device clock, the
+        model view or speedup on the device, where it is the default)?"""
         return any(b.clock == GPU and (b.stage == ITERATION or b.statistic in ("busy", "busy_share"))
+                   or speculation_budgets.needs_device(b)
                    for b in self.budgets)
 
 
@@ -192,7 +201,8 @@ def check_file(source: str, options: RelabelOptions, check: CheckOptions
     device = True if check.needs_device else None  # else only when device time needs the kernels
     try:
         trace, index, attribution, warnings = load(source, options, device=device)
-        measured = measure(trace, index, attribution, warnings, device=device, advise_device=False)
+        measured = measure(trace, index, attribution, warnings, device=device, advise_device=False,
+                           then=measure_speculation)
         return measured, trust_outcomes(trace, index, attribution, options, check, measured.trace_start_us)
     except TraceError as exc:
         return exc
@@ -211,9 +221,17 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
               each: Each = _one_by_one) -> CheckReport:
     """each(check_file, jobs) yields (input, outcome) in input order: the CLI passes one that runs
     the files in parallel."""
+    from .api import accept_figures
+    from .speculation import load_plain, speculation_result
+
     measures: list[TraceMeasures] = []
     outcomes: list[Outcome] = []
     errors: list[str] = []
+    try:  # before any trace is read: a wrong file fails in a second
+        figures = accept_figures(check.spec_metrics, check.accept_length)
+    except TraceError as exc:
+        figures = []
+        errors.append(str(exc))
     for _, result in each(check_file, [(source, options, check) for source in sources]):
         if isinstance(result, TraceError):
             errors.append(str(result))
@@ -228,6 +246,14 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
         except TraceError as exc:
             errors.append(f"baseline {exc}")
         outcomes += regression_outcomes(stats, check.max_regression, check.min_count)
+    plain = None
+    if check.baseline and any(getattr(m.speculation, "speculative", False) for m in measures) \
+            and any(b.stage in speculation_budgets.FAMILIES for b in check.budgets):
+        try:
+            plain = load_plain(check.baseline, options)
+        except TraceError:
+            pass  # said once, by the regression baseline above
+    stats.speculation = speculation_result(measures, figures, plain)
     outcomes += [budget_outcome(budget, stats) for budget in check.budgets]
     return CheckReport(outcomes, stats, errors)
 
@@ -285,11 +311,16 @@ def _first_of(count: int, first: str) -> str:
 
 
 def budget_outcome(budget: Budget, stats: StatsResult) -> Outcome:
-    value, missing = measured(budget, stats)
+    speculative = budget.stage in speculation_budgets.FAMILIES
+    if speculative:
+        value, missing = speculation_budgets.measured(budget, stats.speculation)
+    else:
+        value, missing = measured(budget, stats)
     if value is None:
         return Outcome(budget.text, BUDGET, False, None, "not measured", missing)
     held = OPERATORS[budget.op](value, budget.limit)
-    return Outcome(budget.text, BUDGET, held, value, _figure(budget, value))
+    figure = speculation_budgets.figure(budget, value, stats.speculation) if speculative else _figure(budget, value)
+    return Outcome(budget.text, BUDGET, held, value, figure)
 
 
 def measured(budget: Budget, stats: StatsResult) -> tuple[float | None, str]:

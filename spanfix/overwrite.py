@@ -70,10 +70,13 @@ class Reads:
         return None if found is None else self.files.get(found)
 
 
-def reads(inputs: Iterable[str], baseline: str | None = None) -> Reads:
+def reads(inputs: Iterable[str], baseline: str | None = None, spec_metrics: Iterable[str] = ()) -> Reads:
+    """Every file a command reads: its inputs, its baseline, the --spec-metrics files it takes."""
     found = Reads()
     for source in inputs:
         found.add(source)
+    for source in spec_metrics:
+        found.add(source, "--spec-metrics file")
     return found.add(baseline, "baseline")
 
 

@@ -78,13 +78,24 @@ def test_report_never_writes_over_an_input_or_its_baseline(tmp_path, monkeypatch
     opened = os.open(target, os.O_RDONLY)
     names["/proc/self/fd"] = f"/proc/self/fd/{opened}"
     measured = []
-    monkeypatch.setattr(spanfix.api, "measure_all", lambda *a, **k: measured.append(a))  # no work at all
+    monkeypatch.setattr("spanfix.api.measure_all", lambda *a, **k: measured.append(a))  # no work at all
     try:
         result = run("report", source, "--baseline", base, "-o", names[spelling])
     finally:
         os.close(opened)
     one_line_error(result, f"is the {what}", "never writes over what it reads")
     assert target.read_bytes() == before and measured == []
+
+
+def test_a_spec_metrics_file_is_never_written_over(tmp_path):
+    source, log = trace(tmp_path), tmp_path / "server.log"
+    log.write_text("[2026-08-20 10:11:12 TP0] Decode batch, #running-req: 32, accept len: 3.21, accept rate: 0.55\n")
+    before = log.read_bytes()
+    one_line_error(run("report", source, "--spec-metrics", log, "-o", log), "is the --spec-metrics file")
+    with open(log, "ab") as out:
+        done = spawn([*SPANFIX, "stats", "--spec-metrics", str(log), str(source)], stdout=out, stderr=subprocess.PIPE,
+                     timeout=120)
+    assert done.returncode == 2 and b"is the --spec-metrics file" in done.stderr and log.read_bytes() == before
 
 
 def test_report_of_an_input_named_like_its_default_output(tmp_path, monkeypatch):
@@ -467,6 +478,10 @@ WRONG = [
     ("stats", lambda: spanfix.stats(FIX, kernel_categories="x=a")), ("stats", lambda: spanfix.stats(FIX, errors=None)),
     ("stats", lambda: spanfix.stats(FIX, baseline=5)), ("stats", lambda: spanfix.stats(FIX, device="yes")),
     ("stats", lambda: spanfix.stats([FIX, 5])), ("stats", lambda: spanfix.stats(b"path")),
+    ("stats", lambda: spanfix.stats(FIX, spec_metrics=5)), ("stats", lambda: spanfix.stats(FIX, accept_length="x")),
+    ("check", lambda: spanfix.check(FIX, spec_metrics=[5])),
+    ("html_report", lambda: spanfix.html_report(FIX, spec_metrics=5)),
+    ("Trace.speculation", lambda: spanfix.open(FIX).speculation(spec_metrics=5)),
     ("check", lambda: spanfix.check(FIX, budgets="VERIFY.p90<=1ms")), ("check", lambda: spanfix.check(FIX, budgets=[5])),
     ("check", lambda: spanfix.check(FIX, max_regression="x")), ("check", lambda: spanfix.check(FIX, max_regression=-1)),
     ("check", lambda: spanfix.check(FIX, max_regression=float("nan"))), ("check", lambda: spanfix.check(FIX, min_count="a")),

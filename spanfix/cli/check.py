@@ -11,7 +11,7 @@ from ..errors import BudgetError
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
 from ..render.escape import dumps
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
-from .options import api_options, attribution_options, jobs_option
+from .options import api_options, attribution_options, jobs_option, speculation_options
 from .progress import file_progress
 from .streams import say_command, write_out
 
@@ -30,7 +30,8 @@ def _budgets(ctx, param, values):
 @click.option("--budget", "budgets", multiple=True, callback=_budgets, metavar="EXPR",
               help="A rule on the stats of all inputs together, e.g. VERIFY.p90<=12ms, VERIFY.gpu.mean<800us, "
                    "DRAFT.share<=35%, DRAFT.gpu.busy_share>=0.5, iteration.mean<=40ms, "
-                   "iteration.gpu.draft.share<=0.3, iteration.gpu.idle.share<=0.2 (repeatable).")
+                   "iteration.gpu.draft.share<=0.3, iteration.gpu.idle.share<=0.2, model.gpu.draft.share<=0.2, "
+                   "speculation.accept_length>=2.5, speculation.speedup>=1.3 (repeatable).")
 @click.option("--baseline", metavar="FILE",
               help="A trace or a saved `spanfix stats --format json` result; every stage's mean is compared with it.")
 @click.option("--max-regression", type=click.FloatRange(min=0), default=None, metavar="PCT",
@@ -45,10 +46,11 @@ def _budgets(ctx, param, values):
               help="Fail when a span still carries an old name (guards traces from newer SGLang).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "markdown", "junit"]), default="text",
               show_default=True, help="text for people, json for machines, markdown for a job summary, junit XML.")
+@speculation_options
 @jobs_option
 @attribution_options
 def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empty, min_count, require_new_names,
-          output_format, jobs,
+          output_format, spec_metrics, accept_length, jobs,
           **attribution):
     """Gate CI on captured traces: exit 1 when one cannot be trusted or its timing broke a rule.
 
@@ -56,7 +58,10 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
     when old names remain (with --require-new-names), when a --budget is broken, or when a
     stage's mean (or the decode iteration's, whole or by part) grew over the --baseline by more
     than --max-regression percent. Budgets read STAGE[.CLOCK].STAT OP VALUE[UNIT] or
-    iteration[.CLOCK][.PART].STAT OP VALUE[UNIT]; the clock is cpu (host) unless it says gpu. On GitHub
+    iteration[.CLOCK][.PART].STAT OP VALUE[UNIT]; the clock is cpu (host) unless it says gpu.
+    The draft model's whole cost: model[.CLOCK][.iteration].PART.STAT (model.gpu.draft.share
+    <=0.2); speculation.accept_length, speculation[.CLOCK].speedup, .break_even (speedup
+    against a plain-decode --baseline). On GitHub
     Actions, broken rules are also written as ::error:: annotations (on standard error).
 
     \b
@@ -73,12 +78,13 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
         raise click.UsageError("--max-regression needs --baseline")
     if max_regression is not None and not math.isfinite(max_regression):
         raise click.BadParameter(f"{max_regression} is not a finite number", param_hint="--max-regression")
-    api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline))  # `>> t.json` would write into the trace
+    api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
     with file_progress(list(inputs), machine_output=output_format != "text") as progress:
         report = api.check(inputs, api_options(**attribution), budgets=budgets, baseline=baseline,
                            max_regression=api.DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
                            allow_ambiguous=allow_ambiguous, require_new_names=require_new_names,
-                           allow_empty=allow_empty, min_count=min_count, each=progress.each(jobs))
+                           allow_empty=allow_empty, min_count=min_count, each=progress.each(jobs),
+                           spec_metrics=spec_metrics, accept_length=accept_length)
         for error in report.errors:
             progress.say_line(f"spanfix: error: {error}")
     if os.environ.get("GITHUB_ACTIONS") == "true":

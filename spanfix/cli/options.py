@@ -45,6 +45,16 @@ def keys(values: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(key for value in values for key in value))
 
 
+def speculation_options(command: Callable) -> Callable:
+    """--spec-metrics and --accept-length: the accept length from outside the trace."""
+    command = click.option("--accept-length", type=click.FloatRange(min=1), default=None, metavar="L",
+                           help="The accept length (tokens per request per decode iteration, the bonus token "
+                                "included), stated: used before any other source.")(command)
+    return click.option("--spec-metrics", "spec_metrics", multiple=True, metavar="FILE",
+                        help="What SGLang wrote about acceptance: its server log ('Decode batch ... accept len:'), "
+                             "a bench_serving result (.jsonl) or a /server_info JSON (repeatable).")(command)
+
+
 jobs_option = click.option("-j", "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1,
                            show_default="cores", help="Files processed in parallel, one process each.")
 

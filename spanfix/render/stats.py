@@ -24,11 +24,12 @@ from ..timing.kernels import short_kernel_name
 from ..timing.numbers import TIME_UNITS, time_unit
 from ..timing.table import category_rows, kernel_rows
 from .escape import Markdown, code_span, csv_row, markdown_text, rich_text, shown
+from .speculation import iteration_note, speculation_csv_rows, speculation_markdown, speculation_tables, stage_note
 
 BAR_WIDTH = 8
 TOP_KERNELS = 10
 TEXT_COLUMNS = frozenset({"file", "rank", "stage", "name", "mode-name", "source", "part", "kernel", "category",
-                          "group"})  # left-aligned; figures go right
+                          "group", "figure"})  # left-aligned; figures go right
 CLOCK_TITLES = {"cpu": "host time (CPU spans)", "gpu": "device time (GPU annotations, or launched kernels)"}
 _SOURCE_TITLES = {"annotation": "device time (GPU annotations)", "kernels": "device time (launched kernels)"}
 # When a stage table is too wide for the terminal, once its bars are gone and its paths shortened:
@@ -198,13 +199,18 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
     wider, its bars go first, then its paths are shortened (the folder all inputs share, then the
     middle); a figure is never cut."""
     tables = []
+    notes_after: dict[int, str | None] = {}  # the speculation's notes under the tables they are about
     for clock in _clocks(result):
         unit, header, rows = stage_cells(result, clock, bars)
+        notes_after[len(tables)] = stage_note(result, clock)
         tables.append((f"{clock_title(result, clock)}, times in {unit}", header, rows, LEAVE_OUT))
     if result.iterations:
         both = {it.clock for it in result.iterations} == set(CLOCKS)
+        notes_after[len(tables)] = iteration_note(result)
         tables.append((f"decode iterations: where the time goes{', host and device' if both else ''}",
                        *iteration_cells(result, bars)))
+    speculation = speculation_tables(result)
+    tables += speculation
     if result.kernels:
         for parts, title in CATEGORY_TABLES:
             header, rows = category_cells(result, parts)
@@ -213,12 +219,16 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
             tables.append((f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
                            *kernel_cells(result, group, top)))
     parts: list = []
-    for title, header, rows, *leave_out in tables:
-        header, rows, left_out = fitted(header, rows, width, *leave_out)
-        parts.append(_rich(title, header, rows))
+    for position, (title, header, rows, *leave_out) in enumerate(tables):
+        header, rows, left_out = fitted(header, rows, width, *[out for out in leave_out if not isinstance(out, list)])
+        parts.append(_rich(title, header, rows) if header else rich_text(title))
         if left_out:
             parts.append(Text(f"({', '.join(left_out)}: left out to fit {width} columns; --format csv has them all)",
                               style="dim"))
+        if notes_after.get(position):
+            parts.append(Text(f"note: {notes_after[position]}", style="dim"))
+        for line in next((out for out in leave_out if isinstance(out, list)), []):  # a speculation table's notes
+            parts.append(Text(line, style="dim"))
     if not result.rows:
         parts.append(Text("no step spans"))
     if result.baseline:
@@ -346,9 +356,15 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
         unit, header, rows = stage_cells(result, clock)
         title = clock_title(result, clock)
         sections += [f"### {title[0].upper()}{title[1:]}, times in {unit}", "", markdown_table(header, rows), ""]
+    for clock in _clocks(result):
+        note = stage_note(result, clock)
+        sections += [f"> note: {markdown_text(note)}", ""] if note else []
     if result.iterations:
         sections += ["### Decode iterations: where the time goes, host and device", "",
                      markdown_table(*iteration_cells(result)), ""]
+        note = iteration_note(result)
+        sections += [f"> note: {markdown_text(note)}", ""] if note else []
+    sections += speculation_markdown(result, markdown_table)
     if result.kernels:
         for parts, title in CATEGORY_TABLES:
             header, rows = category_cells(result, parts)
@@ -389,6 +405,8 @@ def stats_csv(result: StatsResult) -> str:
         change = data["baseline"] or {}
         cells = [data[key] for key in (*result.by, *columns)]
         cells += [change.get(key) for key in ("mean_us", "change_us", "change_pct")][:len(baseline)]
+        writer.writerow(csv_row(cells))
+    for cells in speculation_csv_rows(result, [*result.by, *columns, *baseline]):
         writer.writerow(csv_row(cells))
     return out.getvalue()
 

@@ -52,14 +52,20 @@ class Report:
 
 
 def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, baseline: str | None = None,
-                 kernel_categories: Sequence[str] = (), command: str = "", each=None) -> Report:
+                 kernel_categories: Sequence[str] = (), command: str = "", each=None, spec_metrics: Sequence[str] = (),
+                 accept_length: float | None = None) -> Report:
     """Measure the inputs (and the baseline) and build the page. Inputs that cannot be used are listed in
     Report.errors (and on the page); with none usable, Report.html is empty. options: spanfix.Options;
     each: how to run the inputs (spanfix.api.Each; the CLI passes one that uses processes)."""
-    from ..api import Options, measure_all
+    from ..api import Options, _speculation, accept_figures, measure_all
 
     options = options or Options()
-    read = reads([os.fspath(source) for source in sources], None if baseline is None else os.fspath(baseline))
+    read = reads([os.fspath(source) for source in sources], None if baseline is None else os.fspath(baseline),
+                 [os.fspath(path) for path in spec_metrics])
+    try:  # before any trace is read
+        figures = accept_figures(spec_metrics, accept_length)
+    except TraceError as exc:
+        return Report(b"", None, [str(exc)], reads=read)
     classes = KernelClasses.with_overrides(tuple(kernel_categories))
     # The device view is always read (the kernels section needs it): the figures are those of
     # `stats --device` (equal to plain stats wherever plain stats has them).
@@ -81,6 +87,10 @@ def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, bas
             errors.append(f"baseline {exc}")
         except MemoryError:
             errors.append(f"baseline {out_of_memory(os.fspath(baseline))}")
+    try:
+        result.speculation = _speculation(measured.measures, options, (), None, baseline, figures)
+    except TraceError:
+        result.speculation = _speculation(measured.measures, options, (), None, None, figures)
     payload = render_payload(measured.measures, result, command=command, baseline_measures=baseline_measures,
                              baseline_document=baseline_document, errors=errors)
     return Report(render_html(payload), result, errors, payload, read)

@@ -105,14 +105,16 @@ class _Process:
     members: list[_Member] = field(default_factory=list)
 
 
-def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | None = None) -> list[Iteration]:
-    """Every decode iteration with its parts, on the host clock and, given the device work, the device's."""
+def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | None = None,
+                      members: dict[Span, str] | None = None) -> list[Iteration]:
+    """Every decode iteration with its parts, on the host clock and, given the device work, the device's.
+    members: work_spans(index, stages), when the caller has it already."""
     processes: dict[Hashable, _Process] = defaultdict(_Process)
     for (pid, _), spans in index.spans.items():
         for span in spans:
             if span.kind == "iteration":
                 processes[pid].runs.append((span.start, span.end))
-    for span, kind in _members(index, stages).items():
+    for span, kind in (_members(index, stages) if members is None else members).items():
         processes[span.track[0]].members.append(_Member(span.start, span.end, kind, span.track))
 
     launching: dict[Hashable, _Launching] = defaultdict(_Launching)
@@ -141,6 +143,13 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
                 _on_device(iteration, placed, work, launching[pid].between(start, end))
             found.append(iteration)
     return found
+
+
+def work_spans(index: TraceIndex, stages: list[str]) -> dict[Span, str]:
+    """The spans whose time is an iteration part's, outermost only, each with its kind: "draft" and
+    "draft_extend" (stage spans), "draft work" (draft frames, draft steps and workers' spans),
+    "verify", "ambiguous". Anywhere in the trace, iterations or not."""
+    return _members(index, stages)
 
 
 def _members(index: TraceIndex, stages: list[str]) -> dict[Span, str]:

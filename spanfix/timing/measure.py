@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
 from .. import progress
@@ -16,7 +16,7 @@ from ..reader import Trace, TraceError
 from ..relabelling import RelabelOptions, analyse
 from ..relabelling import load as load_trace
 from .device import DeviceReducer, DeviceWork, device_work, lacks_gpu_annotations, needs_kernels
-from .iterations import Iteration, decode_iterations
+from .iterations import Iteration, decode_iterations, work_spans
 from .kernels import KernelClasses, KernelTable
 
 AMBIGUOUS_STAGE = "ambiguous"
@@ -85,6 +85,9 @@ class TraceMeasures:
     algorithm_reasons: list[str] = field(default_factory=list)
     decided_by: dict[str, int] = field(default_factory=dict)  # evidence -> step spans it decided
     ambiguous_reasons: dict[str, int] = field(default_factory=dict)  # why -> step spans left ambiguous
+    # What a `then` of measure() made of the same read (spanfix.speculation's figures); timing does not
+    # know what it is, and never imports it.
+    speculation: object | None = None
 
 
 def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, device: bool | None = True,
@@ -102,15 +105,22 @@ NO_DEVICE_VIEW = ("the device view (busy time, decode iterations on the device c
                   "step and stage span has a GPU annotation, so no kernel was read; pass --device to read them")
 
 
+# Called with what measure() read and made, to measure more of the same read (see measure's `then`).
+Then = Callable[[Trace, TraceIndex, Attribution, DeviceWork, "TraceMeasures", list[str], dict], None]
+
+
 def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
             kernels: KernelClasses | None = None, work: DeviceWork | None = None,
-            device: bool | None = True, advise_device: bool = True) -> TraceMeasures:
+            device: bool | None = True, advise_device: bool = True, then: Then | None = None) -> TraceMeasures:
     """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each.
 
     device: read the launches and kernels for the device view (busy time, iterations on the device
     clock); None: only when device time needs them anyway (see device.needs_kernels), which leaves a
     trace whose every span has a GPU annotation as fast to measure as its host spans; advise_device:
-    then say so, and how to get it (check reads it whenever a budget needs it: no news there)."""
+    then say so, and how to get it (check reads it whenever a budget needs it: no news there);
+    then: called last with the trace, index, attribution, device work, the measures, the step stages
+    and the iterations' work spans (iterations.work_spans), for figures made from the same read (the
+    speculation figures: timing does not import them)."""
     notes = []
     progress.phase("measuring")
     if work is None:
@@ -134,16 +144,20 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
             raise PatternTooSlow(f"{trace.source}: {exc}") from None
     steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), origin, table)
              for step, verdict, stage in zip(index.steps, attribution.verdicts, stages)]
+    members = work_spans(index, stages)
     iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, origin, table)
-                  for iteration in decode_iterations(index, stages, work)]
+                  for iteration in decode_iterations(index, stages, work, members)]
     notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings(), *notes)]
     if not index.steps:
         notes.append(f"{trace.source}: no step spans")
     ambiguous = Counter(verdict.detail for verdict in attribution.verdicts if verdict.role == AMBIGUOUS)
     ambiguous.update(f"GPU annotation: {orphan.why}" for orphan in index.gpu_orphans)
-    return TraceMeasures(trace.source, steps, iterations, notes, table, origin,
-                         attribution.algorithm.label, list(attribution.algorithm.reasons),
-                         dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()))
+    measured = TraceMeasures(trace.source, steps, iterations, notes, table, origin,
+                             attribution.algorithm.label, list(attribution.algorithm.reasons),
+                             dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()))
+    if then is not None:
+        then(trace, index, attribution, work, measured, stages, members)
+    return measured
 
 
 def trace_start(trace: Trace, index: TraceIndex, work: DeviceWork) -> float:
@@ -218,9 +232,9 @@ def _mode_name(name: str) -> str:
 
 
 def measure_file(source: str, options: RelabelOptions, *, kernels: KernelClasses | None = None,
-                 device: bool | None = None) -> TraceMeasures:
+                 device: bool | None = None, then: Then | None = None) -> TraceMeasures:
     return measure(*load(source, options, kernel_names=kernels is not None, device=device), kernels=kernels,
-                   device=device)
+                   device=device, then=then)
 
 
 def measure_files(sources: Iterable[str], options: RelabelOptions, *, kernels: KernelClasses | None = None,

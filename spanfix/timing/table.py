@@ -84,6 +84,8 @@ class StatsResult:
     kernels: list[KernelGroup] | None = None  # when kernels were asked for
     kernel_categories: tuple[str, ...] = ()
     errors: list[str] = field(default_factory=list)  # inputs that could not be used, one line each
+    # spanfix.speculation's figures of the same inputs (anything with to_json()); timing does not know them.
+    speculation: object | None = None
 
     @property
     def scope(self) -> tuple[str, ...]:
@@ -131,6 +133,7 @@ class StatsResult:
                                        "baseline": change_json(it.part_baselines.get(part))} for part in it.parts],
                             "baseline": change_json(it.baseline)} for it in self.iterations],
             "kernels": None if self.kernels is None else self._kernels_json(),
+            "speculation": None if self.speculation is None else self.speculation.to_json(),
             "warnings": self.warnings,
         }
 

@@ -176,7 +176,7 @@
         plural(hd.inputs.length, "input", "inputs") + (hd.ranks.length ? ", ranks " + hd.ranks.join(", ") : "") + "."));
     var nav = h("nav", {"class": "toc"});
     [["summary", "Summary"], ["stages", "Stages"], ["distributions", "Distributions"], ["timeline", "Iterations"],
-     ["ranks", "Ranks"], ["kernels", "Kernels"]].forEach(function (l) {
+     ["speculation", "Speculation"], ["ranks", "Ranks"], ["kernels", "Kernels"]].forEach(function (l) {
       nav.appendChild(h("a", {href: "#" + l[0], text: l[1]}));
     });
     top.appendChild(nav);
@@ -259,10 +259,15 @@
     data.iterations.forEach(function (t) {
       card("decode iteration, " + CLOCK_NAME[t.clock] + " mean", fmtUs(cellOf(t, t.rows[0], "mean_us").v));
     });
-    data.stages.forEach(function (t) {
-      if (!t.rows.length) return;
-      card("largest share, " + CLOCK_NAME[t.clock], t.rows[0][0].t + " " + cellOf(t, t.rows[0], "share").t);
-    });
+    var spec = data.speculation;
+    if (spec && spec.speculative) {
+      spec.cards.forEach(function (c) { card(c[0], c[1]); });  // figures of the speculation table below
+    } else {
+      data.stages.forEach(function (t) {
+        if (!t.rows.length) return;
+        card("largest share of step-span time, " + CLOCK_NAME[t.clock], t.rows[0][0].t + " " + cellOf(t, t.rows[0], "share").t);
+      });
+    }
     if (data.ranks.slowest) card("slowest " + (data.ranks.key === "rank" ? "rank" : "input"), data.ranks.slowest.label);
     if (data.header.ambiguous.spans) card("ambiguous spans", data.header.ambiguous.spans.toLocaleString("en-US"));
     return cards;
@@ -425,6 +430,42 @@
     return gaps[Math.floor(gaps.length / 2)];
   }
 
+  /* 4b. Speculation --------------------------------------------------------------------------------- */
+
+  function speculation(root) {
+    var spec = data.speculation;
+    var s = section(root, "speculation", "Speculation: does it pay?",
+      "The draft model's whole cost (every draft pass, CUDA-graph replays included, whether or not a step span " +
+      "surrounds it), the accept length and where it came from, time per token, and against a plain-decode " +
+      "baseline the estimated speedup (accept length × plain decode step / speculative iteration) and the " +
+      "break-even accept length (speculative iteration / plain decode step). docs/stats.md defines each figure.");
+    if (!spec) { s.appendChild(h("p", {text: "No speculation figures."})); return; }
+    if (!spec.speculative) { s.appendChild(h("p", {text: spec.line})); return; }
+    spec.tables.forEach(function (t) {
+      s.appendChild(h("h3", {text: t.title}));
+      s.appendChild(table(t, false));
+    });
+    var notes = h("ul", {"class": "warnings"});
+    spec.notes.forEach(function (n) { notes.appendChild(h("li", {text: n})); });
+    s.appendChild(notes);
+    var known = spec.series.filter(function (sr) { return sr.known > 0; });
+    if (!known.length) {
+      s.appendChild(h("p", {"class": "note", text: "No decode iteration whose accept length the trace tells (the " +
+        "notes say why): no chart of it over time."}));
+      return;
+    }
+    var traces = known.map(function (sr) {
+      return {type: "scatter", mode: "lines+markers", name: esc(sr.label), x: sr.x, y: sr.y, connectgaps: false,
+        marker: {size: 5}, line: {width: 1.5},
+        hovertemplate: "<b>" + esc(sr.label) + "</b><br>%{x:,.3f} ms: accept length %{y:.2f}<extra></extra>"};
+    });
+    chart(s, "speculation-accept", traces, layout({
+      title: {text: "Accept length per decode iteration (trace annotations; gaps: unknown)", x: 0, xanchor: "left",
+              font: {size: 14}},
+      xaxis: axis("capture time (ms from the trace's first event)"),
+      yaxis: axis("tokens per request per iteration", {rangemode: "tozero"}), hovermode: "closest"}), 360);
+  }
+
   /* 5. Ranks ---------------------------------------------------------------------------------------- */
 
   function ranks(root) {
@@ -535,6 +576,7 @@
     stages(root);
     distributions(root);
     timeline(root);
+    speculation(root);
     ranks(root);
     kernels(root);
     footer(root);
