@@ -238,23 +238,29 @@ def _read_all(stream: BinaryIO, source: str, limit: Limit | int) -> Buffer:
         if info is not None and not is_standard_input(source):  # a pipe on standard input is the caller's own pipeline
             _wait_for_a_writer(stream, source, info)
         data = bytearray()
+    looked = False
     while chunk := stream.read(_CHUNK):
-        if len(data) < _SNIFF_BYTES:
-            refuse_what_cannot_start_a_trace(source, bytes(data[:_SNIFF_BYTES]) + chunk[:_SNIFF_BYTES])
         data += chunk
         if len(data) > max_bytes:
             raise limit.refusal(source, "larger than")
+        if not looked and len(data) >= SNIFF_AFTER:
+            looked = True
+            refuse_what_cannot_start_a_trace(source, bytes(data[:_SNIFF_BYTES]))
     return data
 
 
+# Past this much of a stream, or for a gzip file that may inflate past it, its first bytes are
+# looked at: what cannot start a trace is refused there and then, not read to --max-bytes (by
+# default half the memory: /dev/zero was read to 12 GB). A smaller limit stops it first, and says so.
+SNIFF_AFTER = 16 * 2**20
 _SNIFF_BYTES = 4096
 _CAN_START = (GZIP_MAGIC, UTF8_BOM, b"{", b"[")
 
 
 def refuse_what_cannot_start_a_trace(source: str, head: bytes) -> None:
     """A stream (a pipe, a device such as /dev/zero) or a gzip file's content whose first bytes
-    already show it is no trace is refused at once: read to the end, or to --max-bytes, it could
-    cost gigabytes first. The message is container_form's, for the same reason."""
+    already show it is no trace is refused: read to the end, or to --max-bytes, it could cost
+    gigabytes first. The message is container_form's, for the same reason."""
     start = _LEADING_WS.match(head).end()
     if start < len(head) and not head[start:].startswith(_CAN_START):
         raise TraceError(f"{source}: not a trace: expected a JSON object or array, found "
@@ -303,10 +309,12 @@ def gunzip(source: str, raw: bytes | bytearray, *, max_bytes: int) -> bytes | by
 def _gunzip(source: str, raw: bytes | bytearray, limit: Limit) -> bytes | bytearray:
     max_bytes = limit.bytes
     # A bomb of zeros (or of anything that is no JSON) is known by its first kilobytes: looked at
-    # with an inflater of their own before the member is inflated to the limit.
-    with contextlib.suppress(zlib.error, _inflate_lib.error):
-        refuse_what_cannot_start_a_trace(source, _inflate_lib.decompressobj(wbits=31).decompress(
-            memoryview(raw)[:2**16], _SNIFF_BYTES) or b" ")
+    # with an inflater of their own before the member is inflated to a limit beyond SNIFF_AFTER (a
+    # smaller limit stops it first, and says so). Damaged data is for the inflation below to name.
+    if max_bytes > SNIFF_AFTER:
+        with contextlib.suppress(zlib.error, _inflate_lib.error):
+            head = _inflate_lib.decompressobj(wbits=31).decompress(memoryview(raw)[:2**16], _SNIFF_BYTES)
+            refuse_what_cannot_start_a_trace(source, head or b" ")
     out = bytearray()
     pending = raw
     while pending:
