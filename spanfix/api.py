@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, overload
 
-from .algorithms import ALGORITHMS
+from .algorithms import ALGORITHMS, algorithm_name
 from .attribute import Attribution, DraftRules
 from .errors import SpanfixError, TraceError, UsageError, out_of_memory
 from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, CheckOptions, CheckReport, parse_budget
@@ -28,15 +28,15 @@ from .speculation import (
     AcceptFigure,
     PlainDecode,
     SpeculationResult,
-    load_plain,
     measure_speculation,
-    plain_from_json,
+    plain_of,
     read_spec_metrics,
     speculation_result,
 )
 from .speculation import stated as stated_accept_length
 from .timing import (
     GROUP_KEYS,
+    BaselineRead,
     IterationTiming,
     KernelClasses,
     StatsResult,
@@ -44,12 +44,13 @@ from .timing import (
     TraceMeasures,
     aggregate,
     compare,
-    load_baseline,
     measure,
     measure_file,
+    read_baseline,
 )
 from .timing.device import DeviceReducer, DeviceWork, device_work
 from .timing.measure import trace_start
+from .timing.once import counted_once, same_files
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
     import pandas
@@ -84,10 +85,12 @@ class Options:
     max_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        if self.algorithm is not None and not isinstance(self.algorithm, str):
-            raise UsageError(f"algorithm must be a string, not {type(self.algorithm).__name__}")
-        if self.algorithm is not None and self.algorithm not in ALGORITHMS:
-            raise UsageError(f"unknown algorithm {self.algorithm!r}; expected one of {', '.join(sorted(ALGORITHMS))}")
+        if self.algorithm is not None:
+            name = algorithm_name(self.algorithm) if isinstance(self.algorithm, str) else None
+            if name is None:
+                raise UsageError(f"unknown algorithm {self.algorithm!r}; expected one of "
+                                 f"{', '.join(sorted(ALGORITHMS))} (any case; SGLang's names such as EAGLE3 too)")
+            object.__setattr__(self, "algorithm", name)
         if self.num_steps is not None and (not _whole(self.num_steps) or self.num_steps < 1):
             raise UsageError(f"num_steps must be a whole number from 1, not {self.num_steps!r}")
         if self.max_bytes is not None and (not _whole(self.max_bytes) or self.max_bytes < 1):
@@ -327,15 +330,17 @@ class Trace:
         classes = _classes(kernels, kernel_categories)
         measures = [self.measures(classes)]
         result = aggregate(measures, _by(by), kernel_categories=classes.names if classes else ())
-        result = _compared(result, baseline, self._options, by)
-        result.speculation = _speculation(measures, self._options, spec_metrics, accept_length, baseline)
+        read = _baseline_read(baseline, self._options)  # read and measured once, for both comparisons
+        result = _compared(result, read)
+        result.speculation = _speculation(measures, accept_figures(spec_metrics, accept_length), read)
         return result
 
     def speculation(self, *, spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
                     baseline: str | os.PathLike[str] | StatsResult | None = None) -> SpeculationResult:
         """Does speculation pay? The model view, the accept length and its source, time per token and,
         against a plain-decode baseline, the estimated speedup and break-even (see stats())."""
-        return _speculation([self.measures()], self._options, spec_metrics, accept_length, baseline)
+        return _speculation([self.measures()], accept_figures(spec_metrics, accept_length),
+                            _baseline_read(baseline, self._options))
 
     def relabel_plan(self, *, verify_only: bool = False) -> RelabelResult:
         """What relabel would rename, and why; nothing is written."""
@@ -463,29 +468,28 @@ def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
 
 def plain_baseline(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> PlainDecode | None:
     """A plain-decode baseline from a trace, a saved stats result or a StatsResult (TraceError if unusable)."""
+    read = _baseline_read(baseline, options)
+    return None if read is None else plain_of(read)
+
+
+def _baseline_read(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> BaselineRead | None:
+    """The baseline read and measured once: timing's comparison and the speculation's plain DECODE steps
+    both come from it (TraceError when it is neither a trace nor a saved result)."""
     if baseline is None:
         return None
     if isinstance(baseline, StatsResult):
-        return plain_from_json(baseline.to_json(), "<StatsResult>")
-    return load_plain(_path(baseline, "baseline"), options.relabel_options())
+        return BaselineRead("<StatsResult>", document=baseline.to_json())
+    return read_baseline(_path(baseline, "baseline"), options.relabel_options(), then=measure_speculation)
 
 
-def _speculation(measures: list[TraceMeasures], options: Options, spec_metrics: Sequence[str | os.PathLike[str]],
-                 accept_length: float | None, baseline: str | os.PathLike[str] | StatsResult | None,
-                 figures: list[AcceptFigure] | None = None) -> SpeculationResult:
-    figures = accept_figures(spec_metrics, accept_length) if figures is None else figures
+def _speculation(measures: list[TraceMeasures], figures: list[AcceptFigure],
+                 read: BaselineRead | None) -> SpeculationResult:
     speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
-    return speculation_result(measures, figures, plain_baseline(baseline, options) if speculative else None)
+    return speculation_result(measures, figures, plain_of(read) if read is not None and speculative else None)
 
 
-def _compared(result: StatsResult, baseline: str | StatsResult | None, options: Options,
-              by: Sequence[str]) -> StatsResult:
-    if baseline is None:
-        return result
-    if isinstance(baseline, StatsResult):
-        from .timing.baseline import baseline_from_json
-        return compare(result, baseline_from_json(baseline.to_json(), result.by, "<StatsResult>"))
-    return compare(result, load_baseline(_path(baseline, "baseline"), options.relabel_options(), _by(by)))
+def _compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:
+    return result if read is None else compare(result, read.timing(result.by))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -510,21 +514,28 @@ def measure_path(source: str, options: Options, classes: KernelClasses | None,
 
 @dataclass
 class Measured:
-    """Several inputs measured: the usable ones' measures, and one line per input that was not."""
+    """Several inputs measured: the usable ones' measures, one line per input that was not, and one per
+    input counted once with another (the same file twice, or the same capture: warnings)."""
 
     measures: list[TraceMeasures] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    repeated: list[str] = field(default_factory=list)
 
 
 def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, classes: KernelClasses | None,
                 each: Each | None = None, device: bool | None = None) -> Measured:
+    """Every input measured once: a file given twice (under any spelling) is read once, and a trace
+    and its relabelled copy (or any copy) count once, the first given (timing/once.py)."""
     found = Measured()
-    jobs = [(os.fspath(source), options, classes, device) for source in sources]
+    unique, found.repeated = same_files([os.fspath(source) for source in sources])
+    jobs = [(source, options, classes, device) for source in unique]
     for _, outcome in (each or _one_by_one)(measure_path, jobs):
         if isinstance(outcome, SpanfixError):
             found.errors.append(str(outcome))
         else:
             found.measures.append(outcome)
+    found.measures, copies = counted_once(found.measures)
+    found.repeated += copies
     return found
 
 
@@ -573,22 +584,16 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
         raise TraceError(measured.errors[0])
     result = aggregate(measured.measures, by, kernel_categories=classes.names if classes else ())
     result.errors = [*figures_errors, *measured.errors]
-    compared_baseline = None if baseline is None else baseline if isinstance(baseline, StatsResult) \
-        else os.fspath(baseline)
+    result.warnings[:0] = measured.repeated
+    read = None
     try:
-        result = _compared(result, compared_baseline, options, by)
+        read = _baseline_read(baseline, options)
+        result = _compared(result, read)
     except TraceError as exc:
         if errors == "raise":
             raise
         result.errors.append(f"baseline {exc}")
-        compared_baseline = None  # said once
-    try:
-        result.speculation = _speculation(measured.measures, options, (), None, compared_baseline, figures)
-    except TraceError as exc:
-        if errors == "raise":
-            raise
-        result.errors.append(f"baseline {exc}")
-        result.speculation = _speculation(measured.measures, options, (), None, None, figures)
+    result.speculation = _speculation(measured.measures, figures, read)
     return result
 
 
@@ -621,13 +626,15 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
           budgets: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
           max_regression: float = DEFAULT_MAX_REGRESSION, allow_ambiguous: bool = False,
           require_new_names: bool = False, allow_empty: bool = False, min_count: int = DEFAULT_MIN_COUNT,
-          each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+          allow_skipped: bool = False, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
           accept_length: float | None = None, **option_fields: Any) -> CheckReport:
-    """The CI gate of `spanfix check`: every rule held or broken, with its figure. Budgets are
-    strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError. max_regression:
-    how much a mean may grow over the baseline, in percent; min_count: spans each side needs before
-    a change is judged. spec_metrics, accept_length: the accept length from outside the traces, for
-    the speculation budgets (with a plain-decode baseline for speculation.speedup)."""
+    """The CI gate of `spanfix check`: every rule held, broken or skipped (not judged, with why),
+    with its figure. Budgets are strings in the check grammar ("VERIFY.p90<=12ms"); a bad one
+    raises UsageError. max_regression: how much a mean may grow over the baseline, in percent;
+    min_count: spans each side needs before a change is judged; allow_skipped: a skipped rule does
+    not fail the report (CheckReport.passed). spec_metrics, accept_length: the accept length from
+    outside the traces, for the speculation budgets (with a plain-decode baseline for
+    speculation.speedup)."""
     from .gate import run_check
     if not _strings(budgets):
         raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
@@ -636,14 +643,15 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
         raise UsageError(f"max_regression must be a finite number from 0, not {max_regression!r}")
     if not _whole(min_count) or min_count < 1:
         raise UsageError(f"min_count must be a whole number from 1, not {min_count!r}")
-    for flag in ("allow_ambiguous", "require_new_names", "allow_empty"):
+    for flag in ("allow_ambiguous", "require_new_names", "allow_empty", "allow_skipped"):
         _flag(locals()[flag], flag)
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
     accept_figures((), accept_length)  # a bad stated accept length is a usage error now
     check_options = CheckOptions(parsed, None if baseline is None else _path(baseline, "baseline"), max_regression,
-                                 allow_ambiguous, require_new_names, allow_empty, min_count,
-                                 tuple(_paths(spec_metrics, "spec_metrics")) if spec_metrics else (), accept_length)
+                                 allow_ambiguous, require_new_names, allow_empty, min_count, allow_skipped,
+                                 spec_metrics=tuple(_paths(spec_metrics, "spec_metrics")) if spec_metrics else (),
+                                 accept_length=accept_length)
     return run_check(_paths(sources), options.relabel_options(), check_options, each=each or _one_by_one)
 
 

@@ -8,13 +8,16 @@ thread/process metadata, call stack, stage span, mode, order within a scheduler 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from .algorithms import (
     ALGORITHMS,
+    DRAFT_SETTINGS,
     EAGLE_V2_WORKER,
     SPECULATIVE,
     WITH_DRAFT_MODEL,
@@ -106,7 +109,7 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
     for step, (iteration, in_stage, stack) in zip(index.steps, contexts):
         opinions = list(_opinions(step, stack, in_stage, iteration, guess, draft_tracks, user_tracks,
                                   draft_pids, iterations, orders))
-        verdicts.append(_decide(step, iteration, opinions, guess))
+        verdicts.append(_decide(step, iteration, opinions, guess, iterations, orders))
     unmatched = [f"{flag} {getattr(rule, 'pattern', rule)!r} matched no track of this trace (inspect lists its "
                  "tracks and their names)" for flag, rule in rules.every() if (flag, rule) not in matched]
     return Attribution(verdicts, guess, draft_tracks, unmatched)
@@ -154,7 +157,7 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
                      stated: str | None, server_args: dict | None, num_steps: int | None = None) -> AlgorithmGuess:
     guess = AlgorithmGuess()
     if stated:
-        guess.narrow({stated}, f"--algorithm {stated}")
+        guess.narrow({stated}, f"--algorithm {stated}", stated=True)
         guess.stated = True
     if server_args:
         named, problem = algorithms_from_server_args(server_args)
@@ -163,7 +166,9 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
         if named:
             guess.stated = True
             guess.narrow(named, f"server_args.json: speculative_algorithm={server_args.get('speculative_algorithm')}"
-                         + (" with multi-layer EAGLE" if named == {"mtp"} else ""))
+                         + (" with multi-layer EAGLE" if named == {"mtp"} else ""), stated=True)
+        guess.settings = {key: server_args[key] for key in DRAFT_SETTINGS
+                          if isinstance(server_args.get(key), (int, float, str, bool))}
         steps = server_args.get("speculative_num_steps")
         guess.num_steps = steps if isinstance(steps, int) and not isinstance(steps, bool) else None
     if num_steps is not None:
@@ -340,7 +345,9 @@ def _iteration_order(step: StepSpan, iteration: Span | None, guess: AlgorithmGue
     return None
 
 
-def _decide(step: StepSpan, iteration: Span | None, opinions: list[tuple[str, str]], guess: AlgorithmGuess) -> Verdict:
+def _decide(step: StepSpan, iteration: Span | None, opinions: list[tuple[str, str]], guess: AlgorithmGuess,
+            iterations: dict[Span, list[StepSpan]] | None = None, orders: dict[Span, _IterationSteps] | None = None
+            ) -> Verdict:
     mode = step.step.mode
     if mode in NEW_STAGES:
         return Verdict(ALREADY_NEW, "already new naming")
@@ -351,7 +358,7 @@ def _decide(step: StepSpan, iteration: Span | None, opinions: list[tuple[str, st
         # changes: they only speak where direct evidence is silent, so a second run decides alike.
         opinions = [(role, evidence) for role, evidence in opinions if evidence in DIRECT]
     if not opinions:
-        return Verdict(AMBIGUOUS, detail=_missing(step, iteration, guess))
+        return Verdict(AMBIGUOUS, detail=_missing(step, iteration, guess, iterations or {}, orders or {}))
     roles = {role for role, _ in opinions}
     sides = {DRAFT if role == WORKER else role for role in roles}
     if len(sides) > 1:
@@ -364,16 +371,25 @@ def _decide(step: StepSpan, iteration: Span | None, opinions: list[tuple[str, st
     return Verdict(role, evidence)
 
 
-def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess) -> str:
-    """What was missing, then what would decide it, so that the reader knows what to do next."""
+def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess,
+             iterations: dict[Span, list[StepSpan]], orders: dict[Span, _IterationSteps]) -> str:
+    """What was missing, then what would decide it, so that the reader knows what to do next: only
+    what would decide this span (naming the algorithm helps only where one of those still possible
+    would say who ran it)."""
     mode = step.step.mode
     lacking = ["no draft-named track, call stack or stage span"]
     deciders = []
-    if len(guess.candidates) > 1 and not guess.stated:
+    if len(guess.candidates) > 1 and not guess.stated and not guess.conflicts \
+            and _named_algorithm_decides(step, iteration, guess, iterations, orders):
         lacking.append(f"algorithm {guess.label}")
         deciders.append("--algorithm NAME or server_args.json beside the trace")
+    later = []
     if iteration is None:
         lacking.append("no scheduler.run_batch iteration")
+        if mode in _EXTEND_LIKE or (mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is not False) \
+                or (mode == "DRAFT_EXTEND_V2" and "mtp" in guess.candidates):
+            later.append("a capture from SGLang with scheduler.run_batch spans (mid-2026 on), whose order "
+                         "within an iteration decides it")
     if mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is None:
         lacking.append("cannot tell whether the draft also runs TARGET_VERIFY (DFLASH/DSpark)")
     if mode == "DRAFT_EXTEND_V2" and "mtp" in guess.candidates:
@@ -383,9 +399,29 @@ def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess) -> s
             deciders.append("--num-steps N or server_args.json (speculative_num_steps) beside the trace")
         elif guess.num_steps <= 1:
             lacking.append("with one draft step, the MTP worker's graph span and an eager step look alike")
-    deciders += ["a capture with python stacks (with_stack=True)",
+    deciders += [*later, "a capture with python stacks (with_stack=True)",
                  "--draft-thread/--draft-process/--draft-pid/--draft-tid when the draft worker has a track of its own"]
     return f"{mode}: " + ", ".join(lacking) + "; would decide it: " + "; or ".join(deciders)
+
+
+def _named_algorithm_decides(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess,
+                             iterations: dict[Span, list[StepSpan]], orders: dict[Span, _IterationSteps]) -> bool:
+    """Would the mode or the order within the iteration decide the span, were the algorithm any one of
+    those still possible?"""
+    if _mode_would_decide(step.step.mode, guess.candidates, guess.num_steps):
+        return True
+    if iteration is None:
+        return False
+    return any(_iteration_order(step, iteration, AlgorithmGuess(frozenset({name}), num_steps=guess.num_steps,
+                                                                stated=True), iterations, orders)
+               for name in sorted(guess.candidates))
+
+
+@functools.lru_cache(maxsize=2**10)  # asked per ambiguous span, of a handful of modes and candidate sets
+def _mode_would_decide(mode: str, candidates: frozenset[str], num_steps: int | None) -> bool:
+    probe = SimpleNamespace(step=SimpleNamespace(mode=mode))
+    return any(_mode(probe, AlgorithmGuess(frozenset({name}), num_steps=num_steps, stated=True))  # type: ignore[arg-type]
+               for name in sorted(candidates))
 
 
 __all__ = ["ALGORITHMS", "Attribution", "DraftRules", "Verdict", "attribute"]

@@ -8,6 +8,8 @@ microseconds with three decimals."""
 
 import json
 import math
+import re
+import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import replace
 
@@ -411,21 +413,26 @@ def test_json_speculation_section(tmp_path):
 def test_readme_budgets_fail_when_the_draft_gets_slower_in_a_graph_capture(tmp_path):
     from conftest import ROOT
     readme = (ROOT / "README.md").read_text()
-    workflow = readme.split("name: Gate")[1].split("--baseline")[0]
-    budgets = [part.split("'")[1] for part in workflow.split("--budget ")[1:]]
-    assert any(budget.startswith("model.gpu.draft.share") for budget in budgets)
+    gate_step = readme.split("name: Gate")[1].split("      - ")[0]
+    command = gate_step.split("spanfix check ")[1].split('"${against[@]}"')[0]  # the check line, continued
+    budgets = [part.split("'")[1] for part in command.split("--budget ")[1:]]
+    assert any(budget.startswith("model.gpu.draft.share") for budget in budgets), budgets
     spec = _spec("eagle", True, gpu_annotations=False)
 
-    def gate(trace, name):
-        path = _write(tmp_path, trace, name)
-        return spanfix.check(str(path), budgets=budgets)
+    def gate(path, gated=budgets):
+        return spanfix.check(str(path), budgets=gated)
 
-    held = gate(synth.generate(spec), "fast-TP-0.trace.json")
+    fast, slow = (_write(tmp_path, synth.generate(replace(spec, draft_scale=scale)), f"{name}-TP-0.trace.json")
+                  for scale, name in ((1.0, "fast"), (2.5, "slow")))
+    held = gate(fast)
     assert held.passed, [(o.rule, o.figure) for o in held.outcomes if not o.held]
-    slower = gate(synth.generate(replace(spec, draft_scale=2.5)), "slow-TP-0.trace.json")
-    broken = {o.rule for o in slower.outcomes if not o.held}
-    assert any(rule.startswith("model.gpu.draft.share") for rule in broken)
-    assert not any(rule.startswith("DRAFT.") for rule in broken)  # the stage row never sees the replays
+    slower = gate(slow)
+    broken = {o.rule for o in slower.outcomes if o.status == "broken"}
+    assert any(rule.startswith("model.gpu.draft.share") for rule in broken), broken
+    assert not slower.skipped  # every README budget judged: broken, not merely not measured
+    # The stage row never sees the replays: the budget the README used to show holds on the slower draft.
+    stage_row = gate(slow, ["DRAFT.share<=35%"])
+    assert stage_row.passed, [(o.rule, o.figure) for o in stage_row.outcomes]
 
 
 def test_speculation_budgets(tmp_path):
@@ -447,6 +454,97 @@ def test_speculation_budgets(tmp_path):
                 "model.drafts.share<=0.1", "speculation.speedups>=1", "speculation.accept_length>=2ms"):
         with pytest.raises(spanfix.UsageError):
             spanfix.parse_budget(bad)
+
+
+def test_speculation_budgets_the_inputs_cannot_measure_are_skipped_in_every_format(tmp_path):
+    """No plain-decode baseline, no accept length, no speculation: skipped with why, failing the check
+    unless --allow-skipped, in text, JSON, markdown, JUnit and GitHub annotations."""
+    path = _write(tmp_path, synth.generate(replace(_spec("eagle", True), detailed=False)))
+    budgets = ["--budget", "speculation.speedup>=1.3", "--budget", "speculation.accept_length>=2.5"]
+    text = CliRunner().invoke(main, ["check", str(path), *budgets], env={"GITHUB_ACTIONS": "true"})
+    assert text.exit_code == 1, text.output
+    assert re.search(r"skipped +speculation\.speedup>=1\.3 +not measured \(gpu\)", text.stdout), text.stdout
+    assert "no plain-decode baseline: give --baseline" in text.stdout
+    assert "no accept length: the trace does not tell it" in text.stdout
+    assert "::error title=spanfix check::speculation.speedup>=1.3: skipped" in text.stderr
+    document = json.loads(CliRunner().invoke(main, ["check", str(path), *budgets, "--format", "json"]).stdout)
+    rules = {rule["rule"]: rule for rule in document["rules"] if rule["kind"] == "budget"}
+    assert {rule["status"] for rule in rules.values()} == {"skipped"} and document["passed"] is False
+    assert rules["speculation.speedup>=1.3"]["value"] is None
+    markdown = CliRunner().invoke(main, ["check", str(path), *budgets, "--format", "markdown"]).stdout
+    assert "| ⏭️ skipped | `speculation.accept_length>=2.5` |" in markdown
+    junit = ET.fromstring(CliRunner().invoke(main, ["check", str(path), *budgets, "--format", "junit"]).stdout)
+    cases = {case.get("name"): case for case in junit.iter("testcase")}
+    assert cases["speculation.speedup>=1.3"].find("skipped") is not None
+    allowed = CliRunner().invoke(main, ["check", str(path), *budgets, "--allow-skipped"], env={"GITHUB_ACTIONS": "true"})
+    assert allowed.exit_code == 0 and "::warning title=spanfix check::speculation.speedup>=1.3" in allowed.stderr
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(_spec("eagle", True))), "plain-TP-0.trace.json")
+    nothing = spanfix.check(str(plain), budgets=["model.draft.share<=0.2", "speculation.break_even<=2"])
+    assert [o.detail for o in nothing.skipped] == ["no speculative decoding in the inputs (no VERIFY step)"] * 2
+    assert not nothing.passed
+
+
+@pytest.mark.parametrize("bad", ["speculation.accept_length>=0.5", "model.gpu.draft.share<=35",
+                                 "model.draft.share<=120%", "speculation.time_per_token<=300",
+                                 "speculation.speedup>=1.3x", "model.iteration.draft.mean<=2"])
+def test_speculation_budgets_that_cannot_mean_what_they_say_are_usage_errors(bad):
+    with pytest.raises(spanfix.UsageError):
+        spanfix.parse_budget(bad)
+
+
+def test_a_plain_decode_baseline_serves_the_speedup_not_regressions(tmp_path):
+    spec = _spec("eagle", True)
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    report = spanfix.check(str(path), baseline=str(plain), budgets=["speculation.break_even<=100"])
+    assert report.passed, [(o.rule, o.status, o.detail) for o in report.outcomes]
+    assert not [o for o in report.outcomes if o.kind == "regression"]
+    assert any("runs without speculative decoding" in note for note in report.stats.notes)
+    # A speculative baseline is compared as ever; one without decode iterations says so, not that it
+    # was saved without the device view.
+    saved = spanfix.stats(str(path), device=True).to_json()
+    saved["iterations"] = []
+    (tmp_path / "saved.json").write_text(json.dumps(saved))
+    again = spanfix.check(str(path), baseline=str(tmp_path / "saved.json"), allow_skipped=True)
+    regressions = {o.rule: o for o in again.outcomes if o.kind == "regression"}
+    assert regressions["VERIFY.gpu.mean within +10% of baseline"].status == "skipped"  # too few spans
+    whole = regressions["iteration.gpu.mean within +10% of baseline"]
+    assert whole.status == "skipped" and whole.detail == "not judged: the baseline has no decode iterations"
+
+
+def test_a_baseline_is_read_and_measured_once(tmp_path, monkeypatch):
+    """stats, Trace.stats, check and report compare with a baseline twice (timing's means, the
+    speculation's plain DECODE steps): both come from one read and one measuring of it."""
+    import spanfix.timing.baseline as baseline_module
+    from spanfix import relabelling
+
+    spec = _spec("eagle", True)
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    saved = tmp_path / "plain.json"
+    saved.write_text(json.dumps(spanfix.stats(str(plain), device=True).to_json()))
+    reads: list[str] = []
+    read_trace, saved_result = relabelling.read_trace, baseline_module._saved_result  # every read of a trace
+    monkeypatch.setattr(relabelling, "read_trace", lambda source, *a, **k: (
+        reads.append(str(source)) if str(source) != str(path) else None) or read_trace(source, *a, **k))
+    monkeypatch.setattr(baseline_module, "_saved_result",
+                        lambda source: reads.append(f"saved {source}") or saved_result(source))
+    for other in (plain, saved):
+        other_path = str(other)
+        calls = {
+            "stats": lambda b=other_path: spanfix.stats(str(path), baseline=b),
+            "Trace.stats": lambda b=other_path: spanfix.open(str(path)).stats(baseline=b),
+            "check": lambda b=other_path: spanfix.check(str(path), baseline=b, budgets=["speculation.break_even<=100"]),
+            "report": lambda b=other_path: spanfix.html_report(str(path), baseline=b).result,
+        }
+        for name, call in calls.items():
+            reads.clear()
+            result = call()
+            stats = result.stats if name == "check" else result
+            expected = [str(other)] + ([f"saved {other}"] if other == saved else [])  # a trace first, then JSON
+            assert reads == expected, (name, reads)
+            assert stats.speculation.baseline is not None and stats.speculation.overall.break_even["gpu"]
+            assert name == "check" or stats.baseline == str(other)
 
 
 def test_the_api_gives_the_same_figures(tmp_path):
@@ -504,6 +602,46 @@ def test_the_reports_cards_are_figures_of_its_speculation_table(tmp_path):
     assert series["y"] == [None if it.accept_length is None else round(it.accept_length, 3)
                            for it in sorted(result.iterations, key=lambda it: it.start_from_trace_us)]
     assert any("leave out" in table.get("note", "") for table in report.payload["stages"])
+    assert report.payload["header"]["plain_baseline"] is True  # the header says what this baseline is for
+    assert spanfix.html_report(str(path), baseline=str(path)).payload["header"]["plain_baseline"] is False
+    # The note under the iteration tables quotes the card's draft share: the same figure.
+    assert section["cards"][0][1] in report.payload["iterations"][-1]["note"]
+
+
+@pytest.mark.parametrize("algorithm,graph", [("eagle", True), ("eagle", False), ("mtp", True), ("mtp", False),
+                                             ("frozen-kv", True), ("dflash", False)])
+def test_the_speculation_table_and_the_stage_and_iteration_tables_agree(tmp_path, algorithm, graph):
+    """Where they describe the same thing, the speculation table and the stage and iteration tables
+    print the same figures: the iteration's draft model is its draft and draft_extend parts, its
+    target verify the verify part, on both clocks; on the host the draft model's time is the draft
+    step rows' plus what it counts outside them."""
+    from spanfix.cli.streams import render
+    from spanfix.render.speculation import iteration_note, speculation_cells
+    from spanfix.render.stats import stats_table
+
+    path = _write(tmp_path, synth.generate(_spec(algorithm, graph, gpu_annotations=False)))
+    result = spanfix.stats(str(path), device=True)
+    spec = result.speculation
+    for clock in ("cpu", "gpu"):
+        breakdown, model = result.iteration(clock), spec.iteration_model[clock]
+        assert breakdown.summary.count == spec.iteration_counts[clock]
+        drafted = breakdown.parts["draft"] + breakdown.parts["draft_extend"]
+        assert model.parts["draft"] == pytest.approx(drafted, abs=1e-6)
+        assert model.parts["verify"] == pytest.approx(breakdown.parts["verify"], abs=1e-6)
+        assert model.share("draft") == pytest.approx(breakdown.part_share("draft") + breakdown.part_share("draft_extend"))
+    host = spec.model["cpu"]
+    rows = sum(row.summary.total_us for row in result.rows
+               if row.clock == "cpu" and result.stage_of(row) in ("DRAFT", "DRAFT_LOOP", "DRAFT_EXTEND_V2"))
+    assert host.draft_in_steps_us + host.draft_outside_steps_us == pytest.approx(host.parts["draft"], abs=1e-6)
+    assert host.draft_in_steps_us == pytest.approx(rows, abs=1e-6)
+    # As printed: the iteration note's shares are the speculation table's cells.
+    _, cells = speculation_cells(spec)
+    [draft_row] = [row for row in cells if row[0] == "  draft model"]
+    note = iteration_note(result)
+    for cell in draft_row[1:]:
+        assert cell.split("(")[1].rstrip(")") in note, (cell, note)
+    screen = render(stats_table(result, width=200), width=200)
+    assert all(cell in screen for cell in draft_row[1:]) and f"note: {note}" in " ".join(screen.split())
 
 
 def test_overlapping_streams_split_the_model_view_equally_and_add_up(tmp_path):

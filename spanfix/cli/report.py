@@ -11,7 +11,7 @@ from ..errors import CategoryError, OutputError, ReaderGone
 from ..progress import human_size
 from ..render.escape import printable
 from . import EXIT_BAD_INPUT
-from .options import api_options, attribution_options, jobs_option, speculation_options
+from .options import api_options, attribution_options, existing_baseline, jobs_option, speculation_options
 from .progress import file_progress
 from .streams import say
 
@@ -21,7 +21,7 @@ from .streams import say
 @click.option("-o", "--output", default="report.html", show_default=True, metavar="FILE",
               help="Where to write the HTML file: a file, a folder (report.html in it; a path ending in / is "
                    "created), or - for standard output.")
-@click.option("--baseline", metavar="OTHER",
+@click.option("--baseline", metavar="OTHER", callback=existing_baseline,
               help="A trace (its distributions are overlaid) or a saved `spanfix stats --format json` result "
                    "(its means and percentiles) to compare with.")
 @click.option("--kernel-category", "kernel_categories", multiple=True, metavar="NAME=REGEX",

@@ -7,11 +7,11 @@ import click
 from .. import api
 from ..errors import CategoryError
 from ..render.escape import dumps
-from ..render.stats import stats_csv, stats_markdown, stats_table
+from ..render.stats import stats_csv, stats_markdown, stats_messages, stats_table
 from . import EXIT_BAD_INPUT
-from .options import Keys, api_options, attribution_options, jobs_option, keys, speculation_options
+from .options import Keys, api_options, attribution_options, existing_baseline, jobs_option, keys, speculation_options
 from .progress import file_progress
-from .streams import render, terminal_width, write_out
+from .streams import render, say_wrapped, terminal_width, write_out
 
 
 @click.command()
@@ -33,9 +33,10 @@ from .streams import render, terminal_width, write_out
                    "SGLang's own classes (repeatable).")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Kernels listed per group in tables (JSON and CSV list all).")
-@click.option("--baseline", metavar="OTHER",
-              help="A trace, or a saved `spanfix stats --format json` result, to compare the mean of every row "
-                   "with; a capture without speculation also gives the speedup.")
+@click.option("--baseline", metavar="OTHER", callback=existing_baseline,
+              help="A trace, or a saved `spanfix stats --format json` result, to compare the mean of every row with "
+                   "(rows match on every --by key; a baseline of another kind of run is named); a capture "
+                   "without speculation also gives the speedup.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
               show_default=True, help="table for people; json (docs/json.md), csv, markdown for CI summaries.")
 @speculation_options
@@ -89,5 +90,7 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
             width = terminal_width(sys.stdout)
             write_out(render(stats_table(result, bars=width is not None, top=top, width=width),
                              width=width or 200))
+    for line in stats_messages(result):  # in every format: standard output holds the figures alone
+        say_wrapped(line)
     if result.errors:
         sys.exit(EXIT_BAD_INPUT)

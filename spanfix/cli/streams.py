@@ -8,6 +8,7 @@ import contextlib
 import io
 import os
 import sys
+import textwrap
 from collections.abc import Iterator
 
 from rich.console import Console, RenderableType
@@ -79,6 +80,17 @@ def say_rendered(text: str) -> None:
 def say_command(line: str) -> None:
     """A workflow command of spanfix's own (`::error ...`) on standard error, as it is: its data was
     escaped for the format by the renderer (render.check.github_annotations)."""
+    _to_stderr(line + "\n")
+
+
+def say_wrapped(line: str, indent: int = 2) -> None:
+    """A rendered line for a person on standard error: on a terminal, wrapped between words at its
+    width (the rest indented), so that the terminal does not break a word at its edge; in a file or
+    a pipe, one line, as said."""
+    width = terminal_width(sys.stderr)
+    if width is not None and len(line) > width:
+        line = "\n".join(textwrap.wrap(line, width, subsequent_indent=" " * indent, break_long_words=False,
+                                       break_on_hyphens=False)) or line
     _to_stderr(line + "\n")
 
 

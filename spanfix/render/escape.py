@@ -53,6 +53,13 @@ def shown(text: object) -> str:
     return printable(text, SHOWN)
 
 
+def clip(text: object) -> str:
+    """Trace text (a name, a path) to put inside one of spanfix's own messages: cut when longer than
+    SHOWN, so that the message around it can be shown whole (whole_reason) and keep its hint."""
+    text = str(text)
+    return text if len(text) <= SHOWN else f"{text[:SHOWN]}... ({len(text) - SHOWN} more characters)"
+
+
 def whole_reason(text: object) -> str:
     """printable, whole: why spanfix left a span alone or a rule broke is its own text, ending in what
     would decide it, and is not cut as trace data is (only a runaway one, quoting data, stops here)."""
@@ -73,10 +80,11 @@ class Markdown(str):
     """Text that is markdown already (the renderer's own, never data): left as it is."""
 
 
-def markdown_text(text: object) -> str:
+def markdown_text(text: object, *, whole: bool = False) -> str:
+    """text escaped for markdown; whole: one of spanfix's own messages (whole_reason), not cut as data is."""
     if isinstance(text, Markdown):
         return text
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", shown(text))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", whole_reason(text) if whole else shown(text))
 
 
 def code_span(text: object) -> Markdown:

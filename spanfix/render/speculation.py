@@ -187,8 +187,9 @@ def speculation_markdown(result: StatsResult, markdown_table) -> list[str]:
     by_bs = by_bs_cells(spec)
     if by_bs is not None:
         sections += [markdown_table(*by_bs), ""]
-    sections += [f"> {markdown_text(note)}" for note in speculation_notes(spec)]
-    return [*sections, ""]
+    for note in speculation_notes(spec):  # a quote each: lines of one quote run together when rendered
+        sections += [f"> {markdown_text(note, whole=True)}", ""]
+    return sections
 
 
 def speculation_csv_rows(result: StatsResult, columns: list[str]) -> list[list]:

@@ -23,7 +23,6 @@ from .. import __version__
 from ..errors import TraceError, UsageError, out_of_memory
 from ..overwrite import Reads, reads, refuse_overwrite
 from ..timing import KernelClasses, StatsResult, TraceMeasures, aggregate, compare
-from ..timing.baseline import baseline_from_json, read_baseline
 from .html import render_html
 from .model import build_payload
 
@@ -57,43 +56,38 @@ def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, bas
     """Measure the inputs (and the baseline) and build the page. Inputs that cannot be used are listed in
     Report.errors (and on the page); with none usable, Report.html is empty. options: spanfix.Options;
     each: how to run the inputs (spanfix.api.Each; the CLI passes one that uses processes)."""
-    from ..api import Options, _speculation, accept_figures, measure_all
+    from ..api import Options, _baseline_read, _speculation, accept_figures, measure_all
 
     options = options or Options()
-    read = reads([os.fspath(source) for source in sources], None if baseline is None else os.fspath(baseline),
-                 [os.fspath(path) for path in spec_metrics])
+    files_read = reads([os.fspath(source) for source in sources], None if baseline is None else os.fspath(baseline),
+                       [os.fspath(path) for path in spec_metrics])
     try:  # before any trace is read
         figures = accept_figures(spec_metrics, accept_length)
     except TraceError as exc:
-        return Report(b"", None, [str(exc)], reads=read)
+        return Report(b"", None, [str(exc)], reads=files_read)
     classes = KernelClasses.with_overrides(tuple(kernel_categories))
     # The device view is always read (the kernels section needs it): the figures are those of
     # `stats --device` (equal to plain stats wherever plain stats has them).
     measured = measure_all([os.fspath(source) for source in sources], options, classes, each, True)
     errors = list(measured.errors)
     if not measured.measures:
-        return Report(b"", None, errors, reads=read)
-    baseline_measures = baseline_document = None
+        return Report(b"", None, errors, reads=files_read)
+    baseline_measures = baseline_document = read = None
     result = aggregate(measured.measures, (), kernel_categories=classes.names)
+    result.warnings[:0] = measured.repeated
     if baseline is not None:
-        try:  # read once: a trace (measured with its device view) or a saved `stats --format json` result
-            found = read_baseline(os.fspath(baseline), options.relabel_options(), device=True)
-            if isinstance(found, TraceMeasures):
-                baseline_measures, document = found, aggregate([found], ()).to_json()
-            else:
-                baseline_document = document = found
-            result = compare(result, baseline_from_json(document, result.by, os.fspath(baseline)))
+        try:  # read and measured once (as stats measures a baseline trace), for every comparison below
+            read = _baseline_read(os.fspath(baseline), options)
+            result = compare(result, read.timing(result.by))
+            baseline_measures, baseline_document = read.measures, read.document
         except TraceError as exc:
             errors.append(f"baseline {exc}")
         except MemoryError:
             errors.append(f"baseline {out_of_memory(os.fspath(baseline))}")
-    try:
-        result.speculation = _speculation(measured.measures, options, (), None, baseline, figures)
-    except TraceError:
-        result.speculation = _speculation(measured.measures, options, (), None, None, figures)
+    result.speculation = _speculation(measured.measures, figures, read)
     payload = render_payload(measured.measures, result, command=command, baseline_measures=baseline_measures,
                              baseline_document=baseline_document, errors=errors)
-    return Report(render_html(payload), result, errors, payload, read)
+    return Report(render_html(payload), result, errors, payload, files_read)
 
 
 def render_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, command: str = "",

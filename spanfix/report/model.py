@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..render.speculation import stage_note
+from ..render.speculation import iteration_note, stage_note
 from ..timing import StatsResult, TraceMeasures
 from .colors import PART_COLORS, _category_colors, colors_for
 from .distributions import BINS_PER_DECADE, CDF_POINTS, CDF_TAIL, LINEAR_BINS, _bins, _distributions, cdf, histogram
@@ -56,6 +56,10 @@ def build_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, ver
         note = stage_note(result, found["clock"])
         if note:
             found["note"] = note[0].upper() + note[1:] + "."
+    iterations = _iteration_tables(document)
+    note = iteration_note(result)  # the draft model's share of the iteration, under the last of its tables
+    if iterations and note:
+        iterations[-1]["note"] = note[0].upper() + note[1:] + "."
     return {
         "version": version,
         "command": command,
@@ -63,7 +67,7 @@ def build_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, ver
         "colors": {"stage": colors, "part": PART_COLORS, "category": _category_colors(result.kernel_categories)},
         "header": _header(measures, document, errors),
         "stages": tables,
-        "iterations": _iteration_tables(document),
+        "iterations": iterations,
         "distributions": _distributions(measures, document, baseline_measures, baseline_document),
         "timeline": _timeline(measures, ranks, slowest),
         "ranks": _ranks(measures, ranks, drawn),

@@ -5,21 +5,25 @@ as a trace (measured like the inputs) or as its saved `spanfix stats --format js
 from __future__ import annotations
 
 from ..relabelling import RelabelOptions
-from ..timing import CLOCKS
-from ..timing.baseline import read_baseline
-from .measure import SpeculationMeasures, decode_means
+from ..timing import CLOCKS, BaselineRead, read_baseline
+from .measure import SpeculationMeasures, decode_means, measure_speculation
 from .result import PlainDecode
 
 
 def load_plain(source: str, options: RelabelOptions) -> PlainDecode:
-    """The baseline's plain DECODE steps. Raises TraceError when it is neither a trace nor a saved result.
-    Read as the stats' baseline is, once (timing.baseline.read_baseline), and validated alike."""
-    measured = read_baseline(source, options)
-    if isinstance(measured, dict):
-        return plain_from_json(measured, source)
-    found = measured.speculation
-    assert isinstance(found, SpeculationMeasures)
-    return PlainDecode(source, decode_means([found]), found.algorithm, found.plain, found.cuda_graph)
+    """The baseline's plain DECODE steps. Raises TraceError when it is neither a trace nor a saved result."""
+    return plain_of(read_baseline(source, options, then=measure_speculation))
+
+
+def plain_of(read: BaselineRead) -> PlainDecode:
+    """The plain DECODE steps of a baseline read once (timing.read_baseline, measured with
+    measure_speculation as its `then`), whose timing means come from the same read."""
+    if read.measures is None:
+        return plain_from_json(read.document or {}, read.source)
+    found = read.measures.speculation
+    if not isinstance(found, SpeculationMeasures):
+        raise TypeError("the baseline was measured without measure_speculation as its then")
+    return PlainDecode(read.source, decode_means([found]), found.algorithm, found.plain, found.cuda_graph)
 
 
 def plain_from_json(document: dict, source: str) -> PlainDecode:

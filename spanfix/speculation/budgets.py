@@ -1,67 +1,66 @@
-"""check's budgets on the speculation figures (gate.py hands them over by their first word):
+"""check's budgets on the speculation figures: two families registered in spanfix/budgets.py, which
+gives them its grammar's checks (units, ranges, ASCII), the held/broken/skipped statuses and every
+output format.
 
     model[.CLOCK][.iteration].PART.STAT OP VALUE[UNIT]
         PART: draft | verify | ambiguous | other | idle (the device only)
-        STAT: share | total | mean (mean: per decode iteration, with .iteration)
-        the whole inputs by default; .iteration: the decode iterations
-    speculation.accept_length OP VALUE
-    speculation[.CLOCK].speedup | break_even OP VALUE
-    speculation[.CLOCK].time_per_token OP VALUE[UNIT]
+        STAT: share (a fraction) | total | mean (times; mean: per decode iteration, with .iteration)
+        the whole inputs by default; .iteration: the decode iterations added up
+    speculation.accept_length OP NUMBER          (tokens per request per iteration: at least 1)
+    speculation[.CLOCK].speedup | break_even OP NUMBER
+    speculation[.CLOCK].time_per_token OP VALUE UNIT
 
-CLOCK is cpu or gpu; without one, the device clock where the device view exists, else the host.
-A figure the inputs do not give (no decode iteration, no accept length, no plain-decode baseline)
-is not measured, and says why."""
+CLOCK is cpu or gpu; without one, the device clock where the inputs have the device view, else the
+host's (the figure then says which). A figure the inputs do not give (no speculation, no decode
+iteration, no accept length, no plain-decode baseline, no device view) has no value and a why: the
+rule is skipped, never held.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from ..budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, pop_clock, register
 from ..errors import BudgetError
-from ..timing import CLOCKS, CPU, GPU, format_us
+from ..timing import CPU, GPU, StatsResult
 from .model import DEVICE_MODEL_PARTS
 from .result import SpeculationResult
 
-if TYPE_CHECKING:
-    from ..gate import Budget
-
 MODEL, SPECULATION, ITERATION = "model", "speculation", "iteration"
-FAMILIES = (MODEL, SPECULATION)
+MODEL_ITERATION = f"{MODEL}.{ITERATION}"  # the subject of a budget on the decode iterations' model view
 MODEL_STATISTICS = ("share", "total", "mean")
 SPECULATION_STATISTICS = ("accept_length", "speedup", "break_even", "time_per_token")
-UNITS = {"": 1.0, "us": 1.0, "ms": 1_000.0, "s": 1_000_000.0}
-GRAMMAR = ("model[.CLOCK][.iteration].PART.STAT OP VALUE[UNIT] (PART: " + "|".join(DEVICE_MODEL_PARTS)
-           + "; STAT: share|total|mean, mean with .iteration) or speculation[.CLOCK].STAT OP VALUE[UNIT] (STAT: "
-           + "|".join(SPECULATION_STATISTICS) + "), e.g. model.gpu.draft.share<=0.2, speculation.accept_length>=2.5, "
-           "speculation.speedup>=1.3, speculation.break_even<=2")
+# What kind of figure each statistic is: it decides the unit a budget must, may or must not give.
+KINDS = {"share": FRACTION, "total": TIME, "mean": TIME, "time_per_token": TIME, "accept_length": NUMBER,
+         "speedup": NUMBER, "break_even": NUMBER}
+# The range a limit may take: an accept length counts the bonus token (at least 1); ratios of times
+# are never negative.
+LOWEST = {"accept_length": 1.0, "speedup": 0.0, "break_even": 0.0}
 
 
-# A gate.Budget of these families reads: stage "model" or "speculation"; clock "" for the default (the
-# device where it was measured, else the host); part a model part, "iteration:PART" for the decode
-# iteration view, None for speculation figures.
-TIMES = frozenset({"total", "mean", "time_per_token"})
-RATIOS = frozenset({"accept_length", "speedup", "break_even"})  # plain numbers, never a unit
+def _result(stats: StatsResult) -> SpeculationResult | None:
+    found = stats.speculation
+    return found if isinstance(found, SpeculationResult) else None
 
 
-def is_speculation_budget(first_word: str) -> bool:
-    return first_word.lower() in FAMILIES
+def _chosen(budget: Budget, result: SpeculationResult) -> tuple[str, str | None]:
+    """The clock a budget reads, and the one to say (None: the budget named it)."""
+    clock = budget.clock or result.default_clock()
+    return clock, None if budget.clock else clock
 
 
-def needs_device(budget: Budget) -> bool:
-    """Does the budget read the device view (its clock is the device's, or the default)?"""
-    return budget.stage in FAMILIES and budget.clock != CPU and budget.statistic != "accept_length"
+NOT_SPECULATIVE = "no speculative decoding in the inputs (no VERIFY step)"
 
 
-def _budget(*fields) -> Budget:
-    from ..gate import Budget  # gate hands these budgets over: imported when one is parsed
-    return Budget(*fields)
+class ModelFamily:
+    """The draft model's whole cost: every draft pass wherever the trace marks it (model.py)."""
 
+    name = MODEL
+    grammar = ("model[.CLOCK][.iteration].PART.STAT OP VALUE[UNIT] (PART: " + "|".join(DEVICE_MODEL_PARTS)
+               + "; STAT: " + "|".join(MODEL_STATISTICS) + ")")
+    examples = ("model.gpu.draft.share<=0.2", "model.iteration.draft.mean<=2ms")
 
-def parse(text: str, path: str, op: str, number: str, unit: str) -> Budget:
-    words = [word.lower() for word in path.split(".")]
-    family, statistic, middle = words[0], words[-1], words[1:-1]
-    clock = middle.pop(0) if middle and middle[0] in CLOCKS else ""
-    part = None
-    if family == MODEL:
+    def parse(self, text: str, words: list[str]) -> Spec:
+        statistic, middle = words[-1].lower(), [word.lower() for word in words[1:-1]]
+        clock = pop_clock(middle)
         iteration = bool(middle) and middle[0] == ITERATION
         if iteration:
             middle.pop(0)
@@ -71,6 +70,8 @@ def parse(text: str, path: str, op: str, number: str, unit: str) -> Budget:
         part = middle.pop(0)
         if part not in DEVICE_MODEL_PARTS:
             raise BudgetError(f"{text!r}: the model view's parts are {', '.join(DEVICE_MODEL_PARTS)}, not {part!r}")
+        if middle:
+            raise BudgetError(f"{text!r}: expected {self.grammar}; {middle[0]!r} is not understood there")
         if part == "idle" and clock == CPU:
             raise BudgetError(f"{text!r}: idle is the device's: write model.gpu.idle.{statistic}")
         if statistic not in MODEL_STATISTICS:
@@ -78,81 +79,90 @@ def parse(text: str, path: str, op: str, number: str, unit: str) -> Budget:
                               f"{', '.join(MODEL_STATISTICS)}")
         if statistic == "mean" and not iteration:
             raise BudgetError(f"{text!r}: mean is per decode iteration: write model.iteration.{part}.mean")
-        part = f"{ITERATION}:{part}" if iteration else part
-    else:
+        return Spec(MODEL_ITERATION if iteration else MODEL, GPU if part == "idle" else clock, part, statistic,
+                    KINDS[statistic])
+
+    def figure(self, budget: Budget, stats: StatsResult) -> Figure:
+        result = _result(stats)
+        if result is None or not result.speculative:
+            return Figure(None, NOT_SPECULATIVE)
+        clock, chosen = _chosen(budget, result)
+        iteration = budget.stage == MODEL_ITERATION
+        found = (result.iteration_model if iteration else result.model).get(clock)
+        if found is None:
+            why = (f"no decode iterations on the {clock} clock" if iteration
+                   else "no device view (kernels) in the inputs" if clock == GPU else "no host figures")
+            return Figure(None, why, chosen)
+        part = budget.part or ""
+        if part not in found.parts:
+            return Figure(None, f"no {part} on the {clock} clock", chosen)
+        if budget.statistic == "share":
+            return Figure(found.share(part), "", chosen)
+        if budget.statistic == "total":
+            return Figure(found.parts[part], "", chosen)
+        return Figure(found.parts[part] / result.iteration_counts[clock], "", chosen)
+
+    def needs_device(self, budget: Budget) -> bool:
+        return budget.clock != CPU  # the device clock unless it says cpu: the device view has it
+
+
+class SpeculationFamily:
+    """Does speculation pay? The accept length, time per token, speedup and break-even (result.py)."""
+
+    name = SPECULATION
+    grammar = "speculation[.CLOCK].STAT OP VALUE[UNIT] (STAT: " + "|".join(SPECULATION_STATISTICS) + ")"
+    examples = ("speculation.accept_length>=2.5", "speculation.speedup>=1.3", "speculation.break_even<=2")
+
+    def parse(self, text: str, words: list[str]) -> Spec:
+        statistic, middle = words[-1].lower(), [word.lower() for word in words[1:-1]]
+        clock = pop_clock(middle)
+        if middle:
+            raise BudgetError(f"{text!r}: expected {self.grammar}; {middle[0]!r} is not understood there")
         if statistic not in SPECULATION_STATISTICS:
             raise BudgetError(f"{text!r}: {statistic!r} is not a speculation figure; expected one of "
                               f"{', '.join(SPECULATION_STATISTICS)}")
         if statistic == "accept_length" and clock:
             raise BudgetError(f"{text!r}: the accept length has no clock: write speculation.accept_length")
-    if middle:
-        raise BudgetError(f"{text!r}: expected {GRAMMAR}; {middle[0]!r} is not understood there")
-    unit = unit.lower()
-    if unit == "%":
-        if statistic != "share":
-            raise BudgetError(f"{text!r}: % goes with a share, not with {statistic}")
-        return _budget(text, family, clock, part, statistic, op, float(number) / 100)
-    if unit not in UNITS:
-        raise BudgetError(f"{text!r}: unknown unit {unit!r}; expected us, ms or s (or % for a share)")
-    if unit and statistic not in TIMES:
-        raise BudgetError(f"{text!r}: {statistic} takes a plain number")
-    return _budget(text, family, clock, part, statistic, op, float(number) * UNITS[unit])
+        return Spec(SPECULATION, clock, None, statistic, KINDS[statistic], LOWEST.get(statistic))
+
+    def figure(self, budget: Budget, stats: StatsResult) -> Figure:
+        result = _result(stats)
+        if result is None or not result.speculative:
+            return Figure(None, NOT_SPECULATIVE)
+        if budget.statistic == "accept_length":
+            if result.used is None:
+                return Figure(None, why_no_accept(result))
+            return Figure(result.used.value, "", source=result.used.source)
+        clock, chosen = _chosen(budget, result)
+        overall = result.overall
+        if overall is None:
+            return Figure(None, "no decode iterations", chosen)
+        if budget.statistic == "time_per_token":
+            value = overall.per_token_us.get(clock)
+            if value is not None:
+                return Figure(value, "", chosen)
+            return Figure(None, why_no_accept(result) if result.accept_length is None
+                          else f"no decode iterations on the {clock} clock", chosen)
+        value = (overall.speedup if budget.statistic == "speedup" else overall.break_even).get(clock)
+        if value is not None:
+            return Figure(value, "", chosen)
+        if result.baseline is None:
+            return Figure(None, "no plain-decode baseline: give --baseline a capture (or its saved stats JSON) "
+                                "without speculation", chosen)
+        if budget.statistic == "speedup" and result.accept_length is None:
+            return Figure(None, why_no_accept(result), chosen)
+        return Figure(None, "; ".join(result.notes) or f"no plain DECODE step at these batch sizes on the {clock} "
+                                                       "clock", chosen)
+
+    def needs_device(self, budget: Budget) -> bool:
+        return budget.clock != CPU and budget.statistic != "accept_length"
 
 
-def measured(budget: Budget, result: SpeculationResult | None) -> tuple[float | None, str]:
-    """The figure the budget speaks of, or None and why the inputs do not give it."""
-    if result is None or not result.speculative:
-        return None, "no speculative decoding in the inputs (no VERIFY step)"
-    clock = budget.clock or result.default_clock()
-    if budget.stage == MODEL:
-        iteration = (budget.part or "").startswith(f"{ITERATION}:")
-        part = (budget.part or "").split(":", 1)[-1]
-        found = (result.iteration_model if iteration else result.model).get(clock)
-        if found is None:
-            return None, (f"no decode iterations on the {clock} clock" if iteration
-                          else "no device view (kernels) in the inputs" if clock == GPU else "no host figures")
-        if part not in found.parts:
-            return None, f"no {part} on the {clock} clock"
-        if budget.statistic == "share":
-            return found.share(part), ""
-        if budget.statistic == "total":
-            return found.parts[part], ""
-        return found.parts[part] / result.iteration_counts[clock], ""
-    if budget.statistic == "accept_length":
-        if result.accept_length is None:
-            return None, _why_no_accept(result)
-        return result.accept_length, ""
-    overall = result.overall
-    if overall is None:
-        return None, "no decode iterations"
-    if budget.statistic == "time_per_token":
-        value = overall.per_token_us.get(clock)
-        return value, "" if value is not None else (_why_no_accept(result) if result.accept_length is None
-                                                    else f"no decode iterations on the {clock} clock")
-    value = (overall.speedup if budget.statistic == "speedup" else overall.break_even).get(clock)
-    if value is not None:
-        return value, ""
-    if result.baseline is None:
-        return None, "no plain-decode baseline: give --baseline a capture (or its saved stats JSON) without speculation"
-    if budget.statistic == "speedup" and result.accept_length is None:
-        return None, _why_no_accept(result)
-    return None, "; ".join(result.notes) or f"no plain DECODE step at these batch sizes on the {clock} clock"
-
-
-def _why_no_accept(result: SpeculationResult) -> str:
+def why_no_accept(result: SpeculationResult) -> str:
     reasons = ", ".join(f"{why} x{count}" for why, count in result.unknown.items())
     return ("no accept length: the trace does not tell it" + (f" ({reasons})" if reasons else "")
             + "; give --spec-metrics FILE (server log, bench_serving JSONL, /server_info) or --accept-length L")
 
 
-def figure(budget: Budget, value: float, result: SpeculationResult | None) -> str:
-    clock = budget.clock or (result.default_clock() if result is not None else CPU)
-    where = "" if budget.statistic == "accept_length" else f" ({'device' if clock == GPU else 'host'} clock)"
-    if budget.statistic == "share":
-        return f"{value:.1%}{where}"
-    if budget.statistic in TIMES:
-        return f"{format_us(value)}{where}"
-    if budget.statistic == "accept_length":
-        source = result.used.source if result is not None and result.used is not None else ""
-        return f"{value:.2f}" + (f" ({source})" if source else "")
-    return f"{value:.2f}{where}"
+register(ModelFamily())
+register(SpeculationFamily())

@@ -6,7 +6,6 @@ and every decode iteration's, whole and by part, on both clocks."""
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -15,66 +14,77 @@ import orjson
 
 from ..reader import TraceError, read_document_bytes
 from ..relabelling import RelabelOptions
-from .measure import TraceMeasures, load, measure
+from .measure import Then, TraceMeasures, load, measure
 from .numbers import us
-from .table import CLOCKS, CPU, SCOPE_KEYS, Change, StatsResult, aggregate, group_keys
+from .profile import RunProfile, differences
+from .table import CLOCKS, CPU, GPU, ITERATION_KEYS, Change, StatsResult, aggregate, group_keys
 
 
 @dataclass(frozen=True, slots=True)
 class Baseline:
     source: str
     means: dict[tuple, float]  # (match key, clock) -> mean_us of a stage row
-    iteration_means: dict[tuple, float]  # (match key of the scope, clock) -> mean_us of the decode iterations
-    part_means: dict[tuple, float]  # (match key of the scope, clock, part) -> mean_us of the part
+    iteration_means: dict[tuple, float]  # (match key of the iteration keys, clock) -> mean_us of the decode iterations
+    part_means: dict[tuple, float]  # (match key of the iteration keys, clock, part) -> mean_us of the part
     counts: dict[tuple, int] = field(default_factory=dict)  # the same keys -> spans or iterations measured
+    profile: RunProfile | None = None  # what kind of run it was (None: a result saved before profiles)
+
+    @property
+    def has_device_iterations(self) -> bool:
+        return any(clock == GPU for _, clock in self.iteration_means)
+
+    def has_clock(self, clock: str) -> bool:
+        return any(key[1] == clock for key in (*self.means, *self.iteration_means))
+
+    def subjects(self) -> dict[str, float]:
+        """Every mean of a baseline grouped by stage alone, named as check's regression rules name them
+        (`VERIFY.gpu.mean`, `iteration.cpu.draft.mean`)."""
+        found = {f"{key[0]}.{clock}.mean": mean for (key, clock), mean in self.means.items() if len(key) == 1}
+        found.update({f"iteration.{clock}.mean": mean for (key, clock), mean in self.iteration_means.items()
+                      if not key})
+        found.update({f"iteration.{clock}.{part}.mean": mean for (key, clock, part), mean in self.part_means.items()
+                      if not key and part in ("draft", "verify", "draft_extend")})
+        return found
 
 
-def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Baseline:
-    """A baseline from a trace (measured like the inputs) or from a saved `spanfix stats --format json`."""
-    by = group_keys(by)
-    found = read_baseline(source, options)
-    document = found if isinstance(found, dict) else aggregate([found], by).to_json()
-    return baseline_from_json(document, by, source)
+@dataclass(frozen=True, slots=True)
+class BaselineRead:
+    """A baseline read and measured once, for every comparison made with it (timing's means here, the
+    speculation's plain DECODE steps in speculation/baseline.py): a trace's measures, with what the
+    `then` of its measuring added, or a saved result's document."""
+
+    source: str
+    measures: TraceMeasures | None = None
+    document: dict | None = None
+
+    def timing(self, by: Iterable[str]) -> Baseline:
+        """The means to compare stats grouped by `by` with (TraceError: a saved result grouped otherwise)."""
+        by = group_keys(by)
+        document = aggregate([self.measures], by).to_json() if self.measures is not None else self.document
+        return baseline_from_json(document or {}, by, self.source)
 
 
-def read_baseline(source: str, options: RelabelOptions, *, device: bool | None = None) -> TraceMeasures | dict:
-    """The baseline, read once and within max_bytes as every input is (gzip inflation bounded, a
-    device such as /dev/zero refused by its first bytes): a trace's measures (device: as measure's;
-    with the speculation figures, for speculation/baseline.py), or a saved stats result, checked to
-    be one. TraceError when it is neither. The comparison of the stats and the plain-decode baseline
-    of the speculation figures both ask: the second is given what the first read (a pipe could not
-    be read twice, and a large baseline should not be)."""
-    global _LAST
-    key = (source, _identity(source), repr(options))
-    if _LAST is not None and _LAST[0] == key and (device is not True or _LAST[1] is True):
-        return _LAST[2]
-    from ..speculation.measure import measure_speculation  # speculation builds on timing: imported late
-
+def read_baseline(source: str, options: RelabelOptions, *, then: Then | None = None,
+                  device: bool | None = None) -> BaselineRead:
+    """A baseline trace measured like the inputs (then, device: as measure's), or a saved `spanfix stats
+    --format json` result, checked field by field to be one. Raises TraceError when it is neither.
+    Its bytes are read once, within max_bytes as every input's are (gzip inflation bounded, a device
+    such as /dev/zero refused by its first bytes), and looked at as a trace, then as a saved result."""
     document = read_document_bytes(source, max_bytes=options.max_bytes)
     try:
         trace, index, attribution, warnings = load(source, options, device=device, document=document)
-        found: TraceMeasures | dict = measure(trace, index, attribution, warnings, device=device,
-                                              then=measure_speculation)
+        return BaselineRead(source, measures=measure(trace, index, attribution, warnings, device=device, then=then))
     except TraceError:
         saved = _saved_result(document[0])
         if saved is None:
             raise
         validate_saved(saved, source)
-        found = saved
-    _LAST = (key, device, found)
-    return found
+        return BaselineRead(source, document=saved)
 
 
-_LAST: tuple[tuple, bool | None, TraceMeasures | dict] | None = None  # the last baseline read, and how
-
-
-def _identity(source: str) -> tuple | None:
-    """What the file is now: a changed baseline file is read again."""
-    try:
-        info = os.stat(source)
-    except (OSError, ValueError):
-        return None
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Baseline:
+    """A baseline from a trace (measured like the inputs) or from a saved `spanfix stats --format json`."""
+    return read_baseline(source, options).timing(by)
 
 
 def _saved_result(data: bytes | bytearray) -> dict | None:
@@ -91,7 +101,10 @@ def validate_saved(document: dict, source: str) -> None:
     by = document.get("by", ["stage"])
     if not isinstance(by, list) or not all(isinstance(key, str) for key in by):
         _not_saved(source, f"'by' is {_shown(by)}, not a list of grouping keys")
-    for number, row in enumerate(document["stages"]):
+    stages = document.get("stages")
+    if not isinstance(stages, list):
+        _not_saved(source, f"'stages' is {_shown(stages)}, not a list")
+    for number, row in enumerate(stages):
         _check_row(source, row, f"stages[{number}]", [*by, "clock"])
     iterations = document.get("iterations") or []
     if not isinstance(iterations, list):
@@ -136,7 +149,7 @@ def baseline_from_json(document: dict, by: tuple[str, ...], source: str) -> Base
     if saved_by != by:
         raise TraceError(f"{source}: the baseline is grouped by {'+'.join(saved_by)}, these stats by "
                          f"{'+'.join(by)}; ask for the same --by")
-    scope = tuple(key for key in by if key in SCOPE_KEYS)
+    scope = tuple(key for key in by if key in ITERATION_KEYS)
     try:
         means, counts = {}, {}
         for row in document["stages"]:
@@ -151,7 +164,7 @@ def baseline_from_json(document: dict, by: tuple[str, ...], source: str) -> Base
                 counts[(*key, part["part"])] = counts[key]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise TraceError(f"{source}: not a spanfix stats result (bad or missing {exc})") from None
-    return Baseline(source, means, iteration_means, part_means, counts)
+    return Baseline(source, means, iteration_means, part_means, counts, RunProfile.from_json(document.get("profile")))
 
 
 def _count(row: dict) -> int | None:
@@ -174,13 +187,14 @@ def compare(result: StatsResult, baseline: Baseline) -> StatsResult:
                                                   baseline.counts.get(key))))
     iterations = []
     for it in result.iterations:
-        key = _match_key(result.scope, it.keys), it.clock
+        key = _match_key(result.iteration_keys, it.keys), it.clock
         count = it.summary.count
         parts = {part: _change(it.part_mean(part), baseline.part_means.get((*key, part)), count,
                                baseline.counts.get((*key, part))) for part in it.parts}
         iterations.append(replace(it, baseline=_change(it.summary.mean_us, baseline.iteration_means.get(key), count,
                                                        baseline.counts.get(key)), part_baselines=parts))
-    return replace(result, rows=rows, iterations=iterations, baseline=baseline.source)
+    unlike = [] if baseline.profile is None else differences(result.profile, baseline.profile)
+    return replace(result, rows=rows, iterations=iterations, baseline=baseline.source, baseline_differences=unlike)
 
 
 def _change(mean_us: float, baseline_us: float | None, count: int | None = None,

@@ -9,17 +9,22 @@ from dataclasses import dataclass, field
 from .. import progress
 from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from ..index import StepSpan, TraceIndex, Track, is_number
-from ..naming import new_stage, relabel_step_name
+from ..naming import NO_STEP_SPANS, new_stage, relabel_step_name
 from ..patterns import PatternTooSlow
 from ..ranks import rank_from_file_name, rank_from_pid
 from ..reader import Trace, TraceError
 from ..relabelling import RelabelOptions, analyse
 from ..relabelling import load as load_trace
 from .device import DeviceReducer, DeviceWork, device_work, lacks_gpu_annotations, needs_kernels
-from .iterations import Iteration, decode_iterations, work_spans
+from .iterations import Iteration, decode_iterations, why_no_iterations, work_spans
 from .kernels import KernelClasses, KernelTable
+from .once import fingerprint
+from .profile import RunProfile, profile_of
 
 AMBIGUOUS_STAGE = "ambiguous"
+# Algorithms that draft before the verify and extend once after it: the steps' order delimits a decode
+# iteration where no scheduler.run_batch or stage span does (iterations.decode_iterations).
+ORDERED = frozenset({"eagle-v1", "eagle", "eagle3", "nextn", "standalone"})
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass sets each field by a call, and there are many rows
@@ -62,6 +67,7 @@ class IterationTiming:
     file: str
     rank: str | None
     pid: Hashable
+    bs: int | None  # its verify's batch size (None: the verifies of the iteration disagree, or give none)
     start_us: float  # host clock, as in the trace
     end_us: float
     start_from_trace_us: float
@@ -85,6 +91,10 @@ class TraceMeasures:
     algorithm_reasons: list[str] = field(default_factory=list)
     decided_by: dict[str, int] = field(default_factory=dict)  # evidence -> step spans it decided
     ambiguous_reasons: dict[str, int] = field(default_factory=dict)  # why -> step spans left ambiguous
+    fingerprint: str | None = None  # the same capture read twice has the same one (once.py)
+    profile: RunProfile = field(default_factory=RunProfile)  # what kind of run it is (profile.py)
+    no_iterations: str | None = None  # why it has no decode iteration, when it has none (iterations.py)
+    notes: list[str] = field(default_factory=list)  # information, not a problem (what was not computed, and how)
     # What a `then` of measure() made of the same read (spanfix.speculation's figures); timing does not
     # know what it is, and never imports it.
     speculation: object | None = None
@@ -101,8 +111,8 @@ def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, de
     return (trace, *analyse(trace, options))
 
 
-NO_DEVICE_VIEW = ("the device view (busy time, decode iterations on the device clock) was not computed: every "
-                  "step and stage span has a GPU annotation, so no kernel was read; pass --device to read them")
+NO_DEVICE_VIEW = ("busy time, the decode iterations and the model view on the device clock were not computed: "
+                  "every step and stage span has a GPU annotation, so no kernel was read (--device reads them)")
 
 
 # Called with what measure() read and made, to measure more of the same read (see measure's `then`).
@@ -117,7 +127,7 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     device: read the launches and kernels for the device view (busy time, iterations on the device
     clock); None: only when device time needs them anyway (see device.needs_kernels), which leaves a
     trace whose every span has a GPU annotation as fast to measure as its host spans; advise_device:
-    then say so, and how to get it (check reads it whenever a budget needs it: no news there);
+    then say so, and how to get it, in a note (check reads it whenever a budget needs it: no news there);
     then: called last with the trace, index, attribution, device work, the measures, the step stages
     and the iterations' work spans (iterations.work_spans), for figures made from the same read (the
     speculation figures: timing does not import them)."""
@@ -128,7 +138,7 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
             work = device_work(trace, names=kernels is not None)
         else:
             work = DeviceWork.nothing()
-            notes += [NO_DEVICE_VIEW] if advise_device else []
+            notes += [NO_DEVICE_VIEW] if advise_device and index.steps else []
     file_rank = rank_from_file_name(trace.source)
     origin = trace_start(trace, index, work)
 
@@ -144,17 +154,23 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
             raise PatternTooSlow(f"{trace.source}: {exc}") from None
     steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), origin, table)
              for step, verdict, stage in zip(index.steps, attribution.verdicts, stages)]
+    guess = attribution.algorithm
+    order = bool(guess.candidates) and guess.candidates <= ORDERED and not guess.conflicts
     members = work_spans(index, stages)
     iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, origin, table)
-                  for iteration in decode_iterations(index, stages, work, members)]
-    notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings(), *notes)]
+                  for iteration in decode_iterations(index, stages, work, members, order=order)]
+    said = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings())]
     if not index.steps:
-        notes.append(f"{trace.source}: no step spans")
+        said.append(f"{trace.source}: {NO_STEP_SPANS}")
     ambiguous = Counter(verdict.detail for verdict in attribution.verdicts if verdict.role == AMBIGUOUS)
     ambiguous.update(f"GPU annotation: {orphan.why}" for orphan in index.gpu_orphans)
-    measured = TraceMeasures(trace.source, steps, iterations, notes, table, origin,
-                             attribution.algorithm.label, list(attribution.algorithm.reasons),
-                             dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()))
+    measured = TraceMeasures(trace.source, steps, iterations, said, table, origin, guess.label, list(guess.reasons),
+                             dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()),
+                             fingerprint(index, len(trace.events)),
+                             profile_of(steps, iterations, guess.label, guess.candidates, guess.settings),
+                             None if iterations else why_no_iterations(index, stages, guess.fact("speculative"), order,
+                                                                       bool(guess.candidates & ORDERED)),
+                             [f"{trace.source}: {note}" for note in notes])
     if then is not None:
         then(trace, index, attribution, work, measured, stages, members)
     return measured
@@ -212,7 +228,8 @@ def _iteration_timing(source: str, rank: str | None, iteration: Iteration, origi
         table.iterations.append({part: [(items.start, items.stop) for items in ranges]
                                  for part, ranges in (iteration.items or {}).items()})
     device = iteration.device
-    return IterationTiming(source, rank, iteration.pid, iteration.start, iteration.end, iteration.start - origin,
+    return IterationTiming(source, rank, iteration.pid, iteration.bs, iteration.start, iteration.end,
+                           iteration.start - origin,
                            iteration.host_us, iteration.parts, iteration.device_us, iteration.device_parts,
                            None if device is None else device[0], None if device is None else device[1])
 

@@ -239,6 +239,15 @@
         text: "Step spans each kind of evidence decided (docs/design.md, \"Telling draft from target\", lists the kinds)."}))],
       ["Ambiguous", ambNode, amb.spans ? "bad" : null],
       ["Baseline", hd.baseline === null ? h("span", {text: "none"}) : h("code", {"class": "path", text: hd.baseline})],
+      hd.baseline_differences.length ? ["Baseline differs", (function () {
+        var list = h("ul", {"class": "warnings"});
+        hd.baseline_differences.forEach(function (d) { list.appendChild(h("li", {text: d})); });
+        return h("div", null, list, h("p", {"class": "note", text: hd.plain_baseline
+          ? "A capture without speculative decoding: it gives the speculation section its plain decode step " +
+            "(speedup, break-even); its means are not a regression of these (check compares none with it)."
+          : "Its means are of another kind of run: a change against it is not a regression of this one " +
+            "(check skips such rules)."}));
+      })(), "bad"] : null,
       errors ? ["Not used", errors, "bad"] : null,
       ["Warnings", warnings || h("span", {text: "none"})]
     ]));
@@ -480,6 +489,7 @@
       ", side by side. Box: p25 to p75, the line the median, the dashed line the mean; whiskers p1 to p99; ◇ the max."}));
     var skipped = leftOut(r.drawn, r.key);
     if (skipped) s.appendChild(skipped);
+    if (r.unranked) s.appendChild(h("p", {"class": "callout", text: "Slowest input: " + r.unranked + "."}));
     if (r.slowest) {
       s.appendChild(h("p", {"class": "callout"}, "Slowest " + (r.key === "rank" ? "rank" : "input") + ": ",
         h("strong", {text: r.slowest.label}), " — " + r.slowest.by + ": " + fmtUs(r.slowest.value_us) + ", against " +
