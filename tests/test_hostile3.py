@@ -172,9 +172,10 @@ IN_LINE = "##[error]forged"
 
 def forged_trace(folder: Path) -> Path:
     """A file named as a workflow command, a step name and a thread name holding them too, and a kernel."""
-    path = folder / f"{FORGED}.json"
+    path = folder / f"{FORGED}{IN_LINE}.json"  # quoted by errors, warnings (the odd dur), tables, annotations
     path.write_bytes(document([
         x(f"step[TARGET_VERIFY bs=1 {IN_LINE}]", 10, 5, pid=5, tid=3), x(VERIFY, 30, 50, tid=1), DRAFT_THREAD,
+        {"ph": "X", "name": "busy", "pid": 1, "tid": 1, "ts": [90], "dur": 5},
         {"ph": "M", "name": "thread_name", "pid": 5, "tid": 3, "args": {"name": f"\n{FORGED} {IN_LINE}"}},
         x("cudaLaunchKernel", 31, 1, cat="cuda_runtime", correlation=7),
         x(f"{FORGED}{IN_LINE}", 40, 5, pid=0, tid=7, cat="kernel", correlation=7)]))

@@ -69,18 +69,18 @@ def write_out(data: bytes | str) -> None:
 def say(line: str) -> None:
     """One line for the person on standard error (an error, a notice): its data made printable, so
     that it stays one line. Best effort: a closed or full standard error is no reason to fail."""
-    _to_stderr(for_the_log(printable(line, 4000)) + "\n")
+    _to_stderr(printable(line, 4000) + "\n")
 
 
 def say_rendered(text: str) -> None:
     """Text rendered by rich for standard error (its escapes are the renderer's own)."""
-    _to_stderr(for_the_log(text))
+    _to_stderr(text)
 
 
 def say_command(line: str) -> None:
     """A workflow command of spanfix's own (`::error ...`) on standard error, as it is: its data was
     escaped for the format by the renderer (render.check.github_annotations)."""
-    _to_stderr(line + "\n")
+    _to_stderr(line + "\n", command=True)
 
 
 def say_wrapped(line: str, indent: int = 2) -> None:
@@ -94,10 +94,13 @@ def say_wrapped(line: str, indent: int = 2) -> None:
     _to_stderr(line + "\n")
 
 
-def _to_stderr(text: str) -> None:
+def _to_stderr(text: str, *, command: bool = False) -> None:
+    """Everything spanfix prints on standard error goes through here, and in CI through for_the_log
+    (but for spanfix's own workflow commands)."""
     stream = sys.stderr
     if stream is None:
         return
+    text = text if command else for_the_log(text)
     try:
         stream.write(text)
         stream.flush()
