@@ -6,8 +6,9 @@ Everything public is in `spanfix.__all__`; the rest of the package is private an
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, overload
@@ -18,6 +19,8 @@ from .errors import SpanfixError, TraceError, UsageError, out_of_memory
 from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, CheckOptions, CheckReport, parse_budget
 from .index import TraceIndex, indexed_name
 from .inspection import InspectReport, report_of
+from .overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401 (the CLI's too)
+from .patterns import UserPattern
 from .reader import Trace as _Read
 from .reader import locate_step_names, read_trace
 from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
@@ -88,14 +91,14 @@ class Options:
                 raise UsageError(f"unknown algorithm {self.algorithm!r}; expected one of "
                                  f"{', '.join(sorted(ALGORITHMS))} (any case; SGLang's names such as EAGLE3 too)")
             object.__setattr__(self, "algorithm", name)
-        if self.num_steps is not None and (not isinstance(self.num_steps, int) or self.num_steps < 1):
+        if self.num_steps is not None and (not _whole(self.num_steps) or self.num_steps < 1):
             raise UsageError(f"num_steps must be a whole number from 1, not {self.num_steps!r}")
-        if self.max_bytes is not None and (not isinstance(self.max_bytes, int) or self.max_bytes < 1):
+        if self.max_bytes is not None and (not _whole(self.max_bytes) or self.max_bytes < 1):
             raise UsageError(f"max_bytes must be a whole number from 1, not {self.max_bytes!r}")
         for name in ("draft_threads", "draft_processes", "draft_pids", "draft_tids"):
             value = getattr(self, name)
-            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-                raise UsageError(f"{name} must be a sequence of strings")
+            if not _strings(value):
+                raise UsageError(f"{name} must be a sequence of strings, not {type(value).__name__}")
             object.__setattr__(self, name, tuple(value))
         _patterns(self.draft_threads, "draft_threads")  # a bad expression is a usage error now, not later
         _patterns(self.draft_processes, "draft_processes")
@@ -108,11 +111,50 @@ class Options:
                               max_bytes=self.max_bytes, **extra)
 
 
-def _patterns(values: tuple[str, ...], name: str) -> list[re.Pattern[str]]:
-    try:
-        return [re.compile(value, re.IGNORECASE) for value in values]
-    except re.error as exc:
-        raise UsageError(f"{name}: not a regular expression: {exc}") from None
+def _patterns(values: tuple[str, ...], name: str) -> list[UserPattern]:
+    """Run in time linear in each name (patterns.py): a name from a trace cannot make them backtrack."""
+    return [UserPattern(value, name) for value in values]
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _strings(value: object) -> bool:
+    """A sequence (or any iterable but a string or bytes) of strings only."""
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
+        return False
+    return all(isinstance(item, str) for item in (value if isinstance(value, Sequence) else list(value)))
+
+
+def _need(value: object, kind: type | tuple[type, ...], what: str, name: str) -> None:
+    """A wrong type is spanfix's own UsageError, naming the argument, not a TypeError from deep inside."""
+    wrong = not isinstance(value, kind) or (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple)
+                                                                                     else (kind,)))
+    if wrong:
+        raise UsageError(f"{name} must be {what}, not {type(value).__name__}")
+
+
+def _path(value: object, name: str) -> str:
+    _need(value, (str, os.PathLike), "a path (str or os.PathLike)", name)
+    path = os.fspath(value)  # type: ignore[arg-type]
+    if not isinstance(path, str):
+        raise UsageError(f"{name} must be a path as str, not bytes")
+    return path
+
+
+def _paths(sources: object, name: str = "sources") -> list[str]:
+    """One path or several, as str."""
+    if isinstance(sources, (str, os.PathLike)):
+        return [_path(sources, name)]
+    if isinstance(sources, (bytes, bytearray)) or not isinstance(sources, Iterable):
+        raise UsageError(f"{name} must be a path or several paths, not {type(sources).__name__}")
+    return [_path(source, name) for source in sources]
+
+
+def _flag(value: object, name: str, optional: bool = False) -> None:
+    if not (isinstance(value, bool) or (optional and value is None)):
+        raise UsageError(f"{name} must be True or False{' or None' if optional else ''}, not {value!r}")
 
 
 ALGORITHM_NAMES: tuple[str, ...] = tuple(sorted(ALGORITHMS))
@@ -184,14 +226,28 @@ class Trace:
     """One trace, read once: its attribution, measures and relabelling. Made by spanfix.open()."""
 
     def __init__(self, read: _Read, index: TraceIndex, attribution: Attribution, warnings: list[str],
-                 options: Options, work: DeviceWork | None, kernel_names: bool):
+                 options: Options, work: DeviceWork | None, kernel_names: bool, path: str | None = None,
+                 read_from: Reads | None = None):
         self._read, self._index, self._attribution = read, index, attribution
         self._warnings, self._options, self._work, self._kernel_names = warnings, options, work, kernel_names
         self._measures: dict[KernelClasses | None, TraceMeasures] = {}
+        # The file it was read from (None: bytes or a file object, which have no file to write beside),
+        # and what it was read from by identity: an output must never be that.
+        self._path = path
+        self._reads = read_from if read_from is not None else reads([path] if path else [])
+        self._closed = False
 
     def __repr__(self) -> str:
+        if self._closed:
+            return f"<spanfix.Trace {self.source!r}: closed>"
         return (f"<spanfix.Trace {self.source!r}: {len(self._index.steps)} step spans, "
                 f"algorithm {self.algorithm}>")
+
+    def __getattribute__(self, name: str) -> Any:
+        # Every public method and property of a closed trace refuses: its bytes are gone.
+        if not name.startswith("_") and name not in ("close", "source") and object.__getattribute__(self, "_closed"):
+            raise UsageError(f"{object.__getattribute__(self, '_source')}: this Trace is closed")
+        return object.__getattribute__(self, name)
 
     def __enter__(self) -> Trace:  # noqa: PYI034  (typing.Self needs Python 3.11)
         return self
@@ -200,13 +256,24 @@ class Trace:
         self.close()
 
     def close(self) -> None:
-        """Let go of the trace's bytes (a mapped file is unmapped when nothing else holds it)."""
+        """Let go of the trace's bytes (a mapped file is unmapped) and everything read from them;
+        any later use of the trace raises UsageError. Closing twice is harmless."""
+        if self._closed:
+            return
+        self._source = self._read.source
+        data = self._read.data
+        self._closed = True
         self._measures.clear()
-        self._work = None
+        self._read = self._index = self._attribution = self._work = None  # type: ignore[assignment]
+        close = getattr(data, "close", None)  # an mmap; bytes have nothing to close
+        del data
+        if close is not None:
+            with contextlib.suppress(BufferError, ValueError):  # a view still held elsewhere: freed with it
+                close()
 
     @property
     def source(self) -> str:
-        return self._read.source
+        return self._source if self._closed else self._read.source
 
     @property
     def events(self) -> int:
@@ -259,6 +326,7 @@ class Trace:
               baseline: str | StatsResult | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
               accept_length: float | None = None) -> StatsResult:
         """Per-stage statistics of this trace, as `spanfix stats` gives them (see stats())."""
+        _flag(kernels, "kernels")
         classes = _classes(kernels, kernel_categories)
         measures = [self.measures(classes)]
         result = aggregate(measures, _by(by), kernel_categories=classes.names if classes else ())
@@ -276,6 +344,7 @@ class Trace:
 
     def relabel_plan(self, *, verify_only: bool = False) -> RelabelResult:
         """What relabel would rename, and why; nothing is written."""
+        _flag(verify_only, "verify_only")
         options = self._options.relabel_options(verify_only=verify_only)
         result = plan(self._read, self._index, self._attribution, options, patches_wanted=False)[1]
         result.warnings.extend(self._warnings)
@@ -284,12 +353,20 @@ class Trace:
     def relabel(self, output: str | os.PathLike[str] | None = None, *, in_place: bool = False,
                 verify_only: bool = False, annotate: bool = False) -> RelabelResult:
         """Write the relabelled trace (default: beside the input, .relabeled before .json; "-" for
-        standard output), atomically; only in_place replaces the input. Raises OutputError."""
+        standard output), atomically; only in_place replaces the input. A trace opened from bytes or
+        a file object has no file of its own: give it an output (name= is only how messages call it).
+        Raises OutputError, or UsageError."""
+        for flag in ("in_place", "verify_only", "annotate"):
+            _flag(locals()[flag], flag)
+        target = None if output is None else _path(output, "output")
+        if self._path is None and (in_place or target is None):
+            raise UsageError(f"{self.source}: a trace opened from bytes or a file object has no file of its own "
+                             + ("to replace" if in_place else "to write beside") + ": give relabel() an output")
         if not self._read.step_slots and any(True for _ in self._index.steps):
             self._read.step_slots = locate_step_names(self.source, self._read.data, self._read.events, self._read.form)
         options = self._options.relabel_options(verify_only=verify_only, annotate=annotate)
-        return write_relabelled(self._read, self._index, self._attribution, self._warnings, options,
-                                None if output is None else str(output), in_place=in_place)
+        return write_relabelled(self._read, self._index, self._attribution, self._warnings, options, target,
+                                in_place=in_place, read=self._reads)
 
     def inspect(self) -> InspectReport:
         """What spanfix sees in the trace: tracks, algorithm and why, evidence, ambiguous spans."""
@@ -307,25 +384,37 @@ def open(source: Source, options: Options | None = None, *, device: bool = True,
     alone can pass False). kernel_names: keep the kernels' names too (Trace.stats(kernels=True)
     reads them later if not). name: how messages call a trace given as bytes or a file object.
     Raises TraceError (not a usable trace) or UsageError (bad options)."""
+    _flag(device, "device")
+    _flag(kernel_names, "kernel_names")
+    if name is not None:
+        _need(name, str, "a string", "name")
     options = _options(options, option_fields)
     relabel_options = options.relabel_options()
     reduce = DeviceReducer(kernel_names) if device else None
+    path = _path(source, "source") if isinstance(source, (str, os.PathLike)) else None
+    read_from = None
+    if path is None and hasattr(source, "fileno"):  # an open file: it is what a relabel must not replace
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            read_from = Reads().add(source.fileno(), name=_label(source, name))  # type: ignore[union-attr]
     try:
         read = _read_source(source, relabel_options, reduce, name)
         index, attribution, warnings = analyse(read, relabel_options)
         work = device_work(read, names=kernel_names) if device else None
     except MemoryError:
         raise out_of_memory(_label(source, name)) from None
-    return Trace(read, index, attribution, warnings, options, work, kernel_names)
+    return Trace(read, index, attribution, warnings, options, work, kernel_names, path, read_from or Reads())
 
 
 def _label(source: Source, name: str | None) -> str:
     if isinstance(source, (str, os.PathLike)):
         return os.fspath(source)
-    return name or getattr(source, "name", None) or "<trace>"
+    label = name or getattr(source, "name", None)
+    return label if isinstance(label, str) else "<trace>"
 
 
 def _options(options: Options | None, fields: dict[str, Any]) -> Options:
+    if options is not None and not isinstance(options, Options):
+        raise UsageError(f"options must be spanfix.Options, not {type(options).__name__}")
     if options is not None and fields:
         raise UsageError("give Options or their fields as keywords, not both")
     if options is not None:
@@ -348,7 +437,10 @@ def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer 
 
 
 def _by(by: Sequence[str] | str) -> tuple[str, ...]:
-    by = (by,) if isinstance(by, str) else tuple(by)
+    by = (by,) if isinstance(by, str) else by
+    if not _strings(by):
+        raise UsageError(f"by must be a grouping key or a sequence of them, not {type(by).__name__}")
+    by = tuple(by)
     unknown = [key for key in by if key not in GROUP_KEYS]
     if unknown:
         raise UsageError(f"cannot group by {', '.join(unknown)}; expected some of {', '.join(GROUP_KEYS)}")
@@ -356,6 +448,8 @@ def _by(by: Sequence[str] | str) -> tuple[str, ...]:
 
 
 def _classes(kernels: bool, categories: Sequence[str]) -> KernelClasses | None:
+    if not _strings(categories):
+        raise UsageError(f"kernel_categories must be a sequence of NAME=REGEX strings, not {type(categories).__name__}")
     return KernelClasses.with_overrides(tuple(categories)) if kernels or categories else None
 
 
@@ -363,7 +457,7 @@ def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
                    accept_length: float | None = None) -> list[AcceptFigure]:
     """The accept lengths given from outside the traces: --spec-metrics files (TraceError for one that
     holds none) and --accept-length (UsageError unless it is at least 1)."""
-    figures = [read_spec_metrics(os.fspath(path)) for path in spec_metrics]
+    figures = [read_spec_metrics(path) for path in _paths(spec_metrics, "spec_metrics")] if spec_metrics else []
     if accept_length is not None:
         if isinstance(accept_length, bool) or not isinstance(accept_length, (int, float)) or not accept_length >= 1:
             raise UsageError(f"accept_length must be a number of at least 1 (tokens per request per iteration, "
@@ -385,7 +479,7 @@ def _baseline_read(baseline: str | os.PathLike[str] | StatsResult | None, option
         return None
     if isinstance(baseline, StatsResult):
         return BaselineRead("<StatsResult>", document=baseline.to_json())
-    return read_baseline(os.fspath(baseline), options.relabel_options(), then=measure_speculation)
+    return read_baseline(_path(baseline, "baseline"), options.relabel_options(), then=measure_speculation)
 
 
 def _speculation(measures: list[TraceMeasures], figures: list[AcceptFigure],
@@ -465,11 +559,15 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     the estimated speedup and break-even. executor: run each input as a task of a concurrent.futures
     executor or a Dask distributed.Client (whose workers read the inputs themselves); the result is
     the same as here."""
-    if errors not in ("raise", "collect"):
+    if not isinstance(errors, str) or errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
+    _flag(kernels, "kernels")
+    _flag(device, "device", optional=True)
+    if baseline is not None and not isinstance(baseline, StatsResult):
+        baseline = _path(baseline, "baseline")
     options = _options(options, option_fields)
     figures: list[AcceptFigure] = []
-    for path in spec_metrics:  # before any trace is read: a wrong file fails in a second
+    for path in _paths(spec_metrics, "spec_metrics") if spec_metrics else ():  # before any trace is read
         try:
             figures += accept_figures([path])
         except TraceError as exc:
@@ -482,7 +580,7 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     figures += accept_figures((), accept_length)
     by = _by(by)
     classes = _classes(kernels, kernel_categories)
-    paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
+    paths = _paths(sources)
     measured = measure_all(paths, options, classes, _each(each, executor), device)
     if measured.errors and errors == "raise":
         raise TraceError(measured.errors[0])
@@ -508,9 +606,12 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
     Raises TraceError (the input), OutputError (the output) or UsageError."""
     from . import relabelling
 
+    for flag in ("in_place", "dry_run", "verify_only", "annotate"):
+        _flag(locals()[flag], flag)
+    source, output = _path(source, "source"), None if output is None else _path(output, "output")
     options = _options(options, option_fields)
     try:
-        return relabelling.relabel_file(os.fspath(source), None if output is None else os.fspath(output),
+        return relabelling.relabel_file(source, output,
                                         options.relabel_options(verify_only=verify_only, annotate=annotate),
                                         dry_run=dry_run, in_place=in_place)
     except MemoryError:
@@ -541,7 +642,7 @@ def expand(patterns: Iterable[str | os.PathLike[str]] | str) -> list[str]:
 def relabelled_path(source: str | os.PathLike[str]) -> str:
     """Where relabel writes by default: beside the input, .relabeled before .json
     (run.trace.json.gz -> run.trace.relabeled.json.gz); "-" stays "-"."""
-    return default_output(os.fspath(source))
+    return default_output(_path(source, "source"))
 
 
 def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
@@ -558,15 +659,23 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     outside the traces, for the speculation budgets (with a plain-decode baseline for
     speculation.speedup). executor: as for stats()."""
     from .gate import run_check
+    if not _strings(budgets):
+        raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
+    _need(max_regression, (int, float), "a number of percent", "max_regression")
+    if not math.isfinite(max_regression) or max_regression < 0:
+        raise UsageError(f"max_regression must be a finite number from 0, not {max_regression!r}")
+    if not _whole(min_count) or min_count < 1:
+        raise UsageError(f"min_count must be a whole number from 1, not {min_count!r}")
+    for flag in ("allow_ambiguous", "require_new_names", "allow_empty", "allow_skipped"):
+        _flag(locals()[flag], flag)
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
     accept_figures((), accept_length)  # a bad stated accept length is a usage error now
-    check_options = CheckOptions(parsed, None if baseline is None else os.fspath(baseline), max_regression,
+    check_options = CheckOptions(parsed, None if baseline is None else _path(baseline, "baseline"), max_regression,
                                  allow_ambiguous, require_new_names, allow_empty, min_count, allow_skipped,
-                                 spec_metrics=tuple(os.fspath(path) for path in spec_metrics),
+                                 spec_metrics=tuple(_paths(spec_metrics, "spec_metrics")) if spec_metrics else (),
                                  accept_length=accept_length)
-    paths = [sources] if isinstance(sources, (str, os.PathLike)) else [os.fspath(s) for s in sources]
-    return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options,
+    return run_check(_paths(sources), options.relabel_options(), check_options,
                      each=_each(each, executor) or _one_by_one)
 
 
@@ -585,11 +694,13 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
     empty). Raises UsageError for a bad kernel category. executor: as for stats()."""
     from .report import build_report
 
+    _need(command, str, "a string", "command")
+    _classes(False, kernel_categories)  # the same checks as stats()
     options = _options(options, option_fields)
-    paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
-    return build_report(paths, options, baseline=None if baseline is None else os.fspath(baseline),
+    return build_report(_paths(sources), options, baseline=None if baseline is None else _path(baseline, "baseline"),
                         kernel_categories=kernel_categories, command=command, each=_each(each, executor),
-                        spec_metrics=[os.fspath(path) for path in spec_metrics], accept_length=accept_length)
+                        spec_metrics=_paths(spec_metrics, "spec_metrics") if spec_metrics else [],
+                        accept_length=accept_length)
 
 
 __all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "Each",

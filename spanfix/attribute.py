@@ -26,6 +26,7 @@ from .algorithms import (
 )
 from .index import Enclosing, Span, StepSpan, TraceIndex, Track
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES
+from .patterns import UserPattern
 
 DRAFT, TARGET, WORKER, AMBIGUOUS, ALREADY_NEW, UNKNOWN_MODE = (
     "draft", "target", "worker", "ambiguous", "already new", "unknown mode")
@@ -71,12 +72,12 @@ class Verdict:
 class DraftRules:
     """The user's own ways to name the draft worker's tracks (--draft-thread and friends)."""
 
-    thread_patterns: list[re.Pattern] = field(default_factory=list)
-    process_patterns: list[re.Pattern] = field(default_factory=list)
+    thread_patterns: list[UserPattern] = field(default_factory=list)  # patterns.py: linear time per name
+    process_patterns: list[UserPattern] = field(default_factory=list)
     pids: set[str] = field(default_factory=set)
     tids: set[str] = field(default_factory=set)
 
-    def every(self) -> list[tuple[str, str | re.Pattern]]:
+    def every(self) -> list[tuple[str, str | UserPattern]]:
         return [*(("--draft-thread", p) for p in self.thread_patterns),
                 *(("--draft-process", p) for p in self.process_patterns),
                 *(("--draft-pid", pid) for pid in sorted(self.pids)), *(("--draft-tid", tid) for tid in sorted(self.tids))]
@@ -121,7 +122,7 @@ def _draft_tracks(index: TraceIndex, rules: DraftRules) -> tuple[set[Track], set
     tracks = set(index.tracks) | set(index.names.thread_names)
     by_metadata, by_user = set(), set()
     matched: set[tuple] = set()
-    processes: dict[Hashable, tuple[bool, list[re.Pattern]]] = {}  # pid -> (named as the draft's, rules matched)
+    processes: dict[Hashable, tuple[bool, list[UserPattern]]] = {}  # pid -> (named as the draft's, rules matched)
     for track in tracks:
         pid, tid = track
         threads = index.names.thread_names.get(track, ())

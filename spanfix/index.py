@@ -319,11 +319,15 @@ def track_of(event: Event) -> Track:
 
 
 def is_number(value: Any) -> bool:
-    # Exact classes: bool is no time. The comparisons reject NaN and the infinities.
-    return value.__class__ in _NUMBERS and -math.inf < value < math.inf
+    """A time: a number within 64 bits of microseconds, as a Kineto timestamp or duration is. Beyond
+    that (2**63 us is 292,000 years) a float means nothing as a time, like an integer beyond 64 bits,
+    and sums of such values overflow: the span is skipped and counted, so that every figure stays
+    finite and fits a table. Exact classes: bool is no time. The comparisons reject NaN too."""
+    return value.__class__ in _NUMBERS and -MAX_TIME_US <= value <= MAX_TIME_US
 
 
 _NUMBERS = frozenset({int, float})
+MAX_TIME_US = float(2**63)
 
 
 def _read_metadata(event: Event, track: Track, names: TrackNames) -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -20,7 +21,7 @@ from .options import (
     speculation_options,
 )
 from .progress import file_progress
-from .streams import say, terminal_width, write_out
+from .streams import say_command, terminal_width, write_out
 
 
 def _budgets(ctx, param, values):
@@ -90,7 +91,10 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
     """
     if max_regression is not None and not baseline:
         raise click.UsageError("--max-regression needs --baseline")
+    if max_regression is not None and not math.isfinite(max_regression):
+        raise click.BadParameter(f"{max_regression} is not a finite number", param_hint="--max-regression")
     inputs, unmatched = expanded(inputs)
+    api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
     with file_progress(inputs, machine_output=output_format != "text") as progress:
         report = api.check(inputs, api_options(**attribution), budgets=budgets, baseline=baseline,
                            max_regression=api.DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
@@ -102,7 +106,7 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
             progress.say_line(f"spanfix: error: {error}")
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(report):
-            say(line)
+            say_command(line)
     if output_format == "json":
         write_out(dumps(report.to_json()) + b"\n")
     elif output_format == "text":

@@ -45,6 +45,7 @@ def inspect(inputs, show_all, as_json, jobs, scheduler, **attribution):
     """
     options = api_options(**attribution)
     inputs, unmatched = expanded(inputs)
+    api.refuse_overwrite(api.STDOUT, api.reads(inputs))  # `>> t.json` would write into the trace
     reports, failed = [], list(unmatched)
     with file_progress(inputs, machine_output=as_json) as progress:
         for _, problem in unmatched:

@@ -59,6 +59,7 @@ def report(inputs, output, baseline, kernel_categories, spec_metrics, accept_len
     """
     options = api_options(**attribution)
     output = _output(output)
+    api.refuse_overwrite(output, api.reads(inputs, baseline, spec_metrics))  # before any work: the trace stays a trace
     command = shlex.join(["spanfix", *sys.argv[1:]]) if sys.argv else "spanfix report"
     inputs, unmatched = expanded(inputs)
     with file_progress(inputs, machine_output=False) as progress:

@@ -80,6 +80,7 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
     """
     options = api_options(**attribution)
     inputs, unmatched = expanded(inputs)
+    api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
     with file_progress(inputs, machine_output=output_format != "table") as progress:
         try:
             result = api.stats(inputs, options, by=keys(by), kernels=kernels, kernel_categories=kernel_categories,

@@ -11,7 +11,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 from ..gate import BROKEN, HELD, SKIPPED, CheckReport, Outcome
-from .escape import Markdown, code_span, markdown_text, shown, whole_reason
+from .escape import Markdown, code_span, log_commands_neutral, markdown_text, shown, whole_reason
 from .stats import grouped_notes, grouped_warnings, markdown_table
 
 STATUS_WORDS = {HELD: "held", BROKEN: "BROKEN", SKIPPED: "skipped"}
@@ -154,5 +154,6 @@ def github_annotations(report: CheckReport) -> list[str]:
 
 def _escape(message: str) -> str:
     # GitHub's own escaping for command data: a raw newline would end the command. The parts have
-    # already shown every control character as an escape; "%" is what GitHub itself decodes.
-    return message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # already shown every control character as an escape; "%" is what GitHub itself decodes; and a
+    # "##[" in the data would be a second command inside this one.
+    return log_commands_neutral(message).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")

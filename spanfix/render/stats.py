@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from collections.abc import Collection
 
 from rich import box
@@ -22,7 +23,7 @@ from ..timing import CLOCKS, CPU, GPU, STATISTICS, Change, StatsResult, format_u
 from ..timing.kernels import short_kernel_name
 from ..timing.numbers import TIME_UNITS, time_unit
 from ..timing.table import category_rows, kernel_rows
-from .escape import Markdown, clip, code_span, csv_text, markdown_text, printable, rich_text, whole_reason
+from .escape import Markdown, clip, code_span, csv_row, markdown_text, printable, rich_text, whole_reason
 from .speculation import iteration_note, speculation_csv_rows, speculation_markdown, speculation_tables, stage_note
 
 BAR_WIDTH = 8
@@ -342,7 +343,19 @@ def fitted(header: list[str], rows: list[list[str]], width: int | None, leave_ou
         if excess > 0 and longest > SHORTEST_PATH:
             room = max(SHORTEST_PATH, longest - excess, len(header[column]))
             rows = [[*row[:column], middle_cut(row[column], room), *row[column + 1:]] for row in rows]
+    if table_width(header, rows) > width:
+        # Figures so large that the table cannot fit (a broken trace's spans of centuries): rich would
+        # squeeze the stage and key columns, headers and all, to nothing. Such figures are written
+        # with an exponent instead (9.223e+12: the same number, shorter; JSON and CSV keep every digit).
+        rows = [[_LONG_NUMBER.sub(_with_exponent, cell) for cell in row] for row in rows]
     return header, rows, left_out
+
+
+_LONG_NUMBER = re.compile(r"\d{10,}(?:\.\d+)?")
+
+
+def _with_exponent(match: re.Match) -> str:
+    return f"{float(match.group()):.4g}"
 
 
 def table_width(header: list[str], rows: list[list[str]]) -> int:
@@ -456,13 +469,12 @@ def stats_csv(result: StatsResult) -> str:
     baseline = ["baseline_mean_us", "change_us", "change_pct"] if result.baseline else []
     times = [f"{name}_us" for name in STATISTICS[1:]]
     columns = ("clock", "count", *times, "share", "device_source", "busy_us", "busy_share")
-    writer.writerow([*result.by, *columns, *baseline, "part"])
+    writer.writerow(csv_row([*result.by, *columns, *baseline, "part"]))
 
     def write(data: dict, change: dict | None, part: str) -> None:
         cells = [data.get(key) for key in (*result.by, *columns)]
         cells += [(change or {}).get(key) for key in ("mean_us", "change_us", "change_pct")][:len(baseline)]
-        writer.writerow([*("" if cell is None else csv_text(cell) if isinstance(cell, str) else cell
-                           for cell in cells), part])
+        writer.writerow(csv_row([*cells, part]))
 
     document = result.to_json()
     for data in document["stages"]:
@@ -475,8 +487,7 @@ def stats_csv(result: StatsResult) -> str:
                    "count": it["count"], "total_us": round(part["mean_us"] * it["count"], 3), **part},
                   part["baseline"], part["part"])
     for cells in speculation_csv_rows(result, [*result.by, *columns, *baseline]):  # the model view: model:PART
-        writer.writerow([*("" if cell is None else csv_text(cell) if isinstance(cell, str) else cell
-                           for cell in cells), ""])
+        writer.writerow(csv_row([*cells, ""]))
     return out.getvalue()
 
 
@@ -484,11 +495,12 @@ def kernels_csv(result: StatsResult) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     document = result.to_json()["kernels"]
-    writer.writerow([*result.by, "part", "kernel", "category", "count", "total_us", "mean_us", "share", "busy_us"])
+    writer.writerow(csv_row([*result.by, "part", "kernel", "category", "count", "total_us", "mean_us", "share",
+                             "busy_us"]))
     for group in (*document["stages"], *document["iteration_parts"]):
         keys = ["" if group.get(key) is None else group.get(key) for key in result.by]
         for kernel in group["kernels"]:
-            writer.writerow([*keys, group.get("part", ""), kernel["name"], kernel["category"], kernel["count"],
-                             kernel["total_us"], kernel["mean_us"], "" if kernel["share"] is None else kernel["share"],
-                             group["busy_us"]])
+            writer.writerow(csv_row([*keys, group.get("part", ""), kernel["name"], kernel["category"],
+                                     kernel["count"], kernel["total_us"], kernel["mean_us"], kernel["share"],
+                                     group["busy_us"]]))
     return out.getvalue()

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from ..errors import TraceError, UsageError
+from ..errors import TraceError, UsageError, out_of_memory
+from ..overwrite import Reads, reads, refuse_overwrite
 from ..timing import KernelClasses, StatsResult, TraceMeasures, aggregate, compare
 from .html import render_html
 from .model import build_payload
@@ -36,11 +37,16 @@ class Report:
     result: StatsResult | None
     errors: list[str] = field(default_factory=list)
     payload: dict | None = None
+    reads: Reads = field(default_factory=Reads)  # the files it was made from: never written over
 
     def write(self, output: str | os.PathLike[str]) -> None:
-        """Write the page, atomically ("-": standard output); OutputError when it cannot be written."""
+        """Write the page, atomically ("-": standard output); OutputError when it cannot be written,
+        or when output is one of the traces or the baseline the report was made from."""
         from ..output import write_output
 
+        if not isinstance(output, (str, os.PathLike)) or not isinstance(os.fspath(output), str):
+            raise UsageError(f"output must be a path (str or os.PathLike), not {type(output).__name__}")
+        refuse_overwrite(os.fspath(output), self.reads)
         write_output(os.fspath(output), [self.html], gzip=False)
 
 
@@ -53,17 +59,19 @@ def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, bas
     from ..api import Options, _baseline_read, _speculation, accept_figures, measure_all
 
     options = options or Options()
+    files_read = reads([os.fspath(source) for source in sources], None if baseline is None else os.fspath(baseline),
+                       [os.fspath(path) for path in spec_metrics])
     try:  # before any trace is read
         figures = accept_figures(spec_metrics, accept_length)
     except TraceError as exc:
-        return Report(b"", None, [str(exc)])
+        return Report(b"", None, [str(exc)], reads=files_read)
     classes = KernelClasses.with_overrides(tuple(kernel_categories))
     # The device view is always read (the kernels section needs it): the figures are those of
     # `stats --device` (equal to plain stats wherever plain stats has them).
     measured = measure_all([os.fspath(source) for source in sources], options, classes, each, True)
     errors = list(measured.errors)
     if not measured.measures:
-        return Report(b"", None, errors)
+        return Report(b"", None, errors, reads=files_read)
     baseline_measures = baseline_document = read = None
     result = aggregate(measured.measures, (), kernel_categories=classes.names)
     result.warnings[:0] = measured.repeated
@@ -74,10 +82,12 @@ def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, bas
             baseline_measures, baseline_document = read.measures, read.document
         except TraceError as exc:
             errors.append(f"baseline {exc}")
+        except MemoryError:
+            errors.append(f"baseline {out_of_memory(os.fspath(baseline))}")
     result.speculation = _speculation(measured.measures, figures, read)
     payload = render_payload(measured.measures, result, command=command, baseline_measures=baseline_measures,
                              baseline_document=baseline_document, errors=errors)
-    return Report(render_html(payload), result, errors, payload)
+    return Report(render_html(payload), result, errors, payload, files_read)
 
 
 def render_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, command: str = "",

@@ -28,7 +28,7 @@ from .distributions import BINS_PER_DECADE, CDF_POINTS, CDF_TAIL, LINEAR_BINS, _
 from .formatting import format_change, format_count, format_share, format_time, table_unit
 from .header import _header, _title
 from .kernel_tables import TOP_KERNELS, _kernels
-from .rank_comparison import _ranks, rank_groups
+from .rank_comparison import TIMELINE_RANKS, _ranks, drawn_ranks, rank_groups
 from .speculation import _speculation
 from .stats_tables import _iteration_tables, _stage_tables
 from .timeline import _timeline
@@ -49,6 +49,8 @@ def build_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, ver
     stages = [row["stage"] for row in document["stages"]]
     colors = colors_for(stages)
     ranks = rank_groups(measures)
+    drawn = drawn_ranks(measures, ranks)
+    slowest = drawn_ranks(measures, ranks, TIMELINE_RANKS)
     tables = _stage_tables(document)
     for found in tables:  # what the draft rows leave out of the draft model's time, under their table
         note = stage_note(result, found["clock"])
@@ -67,8 +69,8 @@ def build_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, ver
         "stages": tables,
         "iterations": iterations,
         "distributions": _distributions(measures, document, baseline_measures, baseline_document),
-        "timeline": _timeline(measures, ranks),
-        "ranks": _ranks(measures, ranks),
+        "timeline": _timeline(measures, ranks, slowest),
+        "ranks": _ranks(measures, ranks, drawn),
         "kernels": _kernels(document),
         "speculation": _speculation(result.speculation),  # render.speculation's figures (a SpeculationResult)
     }

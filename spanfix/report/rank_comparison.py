@@ -36,6 +36,33 @@ def rank_groups(measures: Sequence[TraceMeasures]) -> tuple[str | None, list[str
     return None, [_series_label(measures[0].source) if measures else ""]
 
 
+DRAWN_RANKS = 32  # ranks (or inputs) side by side in the per-rank boxes; past this, the slowest, said so
+TIMELINE_RANKS = 8  # the timeline draws a chart per rank, each costly to draw: past this, the slowest
+
+
+def drawn_ranks(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]], most: int = DRAWN_RANKS
+                ) -> dict:
+    """Which ranks a chart draws: every one up to `most` (so that the page stays quick to draw and
+    to read), else the `most` slowest, in rank order: by the mean decode iteration on the host clock
+    (what the whole step waits for), without decode iterations by host time in step spans. A page
+    drawing a thousand ranks took minutes in a browser."""
+    key, labels = ranks
+    if key is None or len(labels) <= most:
+        return {"labels": labels, "left_out": 0, "of": len(labels), "by": None}
+    by_rank = aggregate(list(measures), (key,)).to_json()
+    slowness: dict[str, float] = {it[key]: it["mean_us"] for it in by_rank["iterations"]
+                                  if it["clock"] == CPU and it.get(key) is not None}
+    by = "mean decode iteration on the host clock"
+    if not slowness:
+        by = "host time in step spans"
+        for row in by_rank["stages"]:
+            if row["clock"] == CPU and row.get(key) is not None:
+                slowness[row[key]] = slowness.get(row[key], 0.0) + row["total_us"]
+    slowest = set(sorted(labels, key=lambda label: -slowness.get(label, -math.inf))[:most])
+    kept = [label for label in labels if label in slowest]
+    return {"labels": kept, "left_out": len(labels) - len(kept), "of": len(labels), "by": by}
+
+
 def _series_label(source: str) -> str:
     return Path(source).name
 
@@ -56,11 +83,13 @@ def _group_of(key: str | None, item: StepTiming | IterationTiming, single: str) 
     return single
 
 
-def _ranks(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]]) -> dict:
-    key, labels = ranks
+def _ranks(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]], drawn: dict | None = None) -> dict:
+    key, every = ranks
     if key is None:
-        return {"key": None, "labels": labels, "clocks": [], "table": None, "slowest": None}
-    shown = _shown(key, labels)
+        return {"key": None, "labels": every, "clocks": [], "table": None, "slowest": None}
+    drawn = drawn or drawn_ranks(measures, ranks)
+    labels = drawn["labels"]  # the boxes and the table: the drawn ranks; the slowest rank: of every one
+    shown = _shown(key, every)
     by_rank = aggregate(list(measures), (key,)).to_json()
     means = {(row[key], row["stage"], row["clock"]): row["mean_us"] for row in by_rank["stages"]}
     clocks = []
@@ -101,7 +130,8 @@ def _ranks(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]
     unlike = _unlike_work(measures) if key == "file" else None
     return {"key": key, "labels": [shown[label] for label in labels], "clocks": clocks,
             "table": _rank_table(by_rank, key, labels, shown),
-            "slowest": None if unlike else _slowest_rank(by_rank, key, shown), "unranked": unlike}
+            "slowest": None if unlike else _slowest_rank(by_rank, key, shown), "unranked": unlike,
+            "drawn": {name: drawn[name] for name in ("left_out", "of", "by")}}
 
 
 def work_of(measured: TraceMeasures) -> str:

@@ -5,6 +5,7 @@ and every decode iteration's, whole and by part, on both clocks."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from ..relabelling import RelabelOptions
 from .measure import Then, TraceMeasures, load, measure
 from .numbers import us
 from .profile import RunProfile, differences
-from .table import CPU, GPU, ITERATION_KEYS, Change, StatsResult, aggregate, group_keys
+from .table import CLOCKS, CPU, GPU, ITERATION_KEYS, Change, StatsResult, aggregate, group_keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,16 +64,22 @@ class BaselineRead:
         return baseline_from_json(document or {}, by, self.source)
 
 
-def read_baseline(source: str, options: RelabelOptions, *, then: Then | None = None) -> BaselineRead:
-    """A baseline trace measured like the inputs (then: as measure's), or a saved `spanfix stats --format
-    json` result. Raises TraceError when it is neither."""
+def read_baseline(source: str, options: RelabelOptions, *, then: Then | None = None,
+                  device: bool | None = None) -> BaselineRead:
+    """A baseline trace measured like the inputs (then, device: as measure's), or a saved `spanfix stats
+    --format json` result, checked field by field to be one. Raises TraceError when it is neither.
+    Its bytes are read once, within max_bytes as every input's are (gzip inflation bounded, a device
+    such as /dev/zero refused by its first bytes), and looked at as a trace, then as a saved result."""
+    document = read_document_bytes(source, max_bytes=options.max_bytes)
     try:
-        return BaselineRead(source, measures=measure(*load(source, options), then=then))
+        trace, index, attribution, warnings = load(source, options, device=device, document=document)
+        return BaselineRead(source, measures=measure(trace, index, attribution, warnings, device=device, then=then))
     except TraceError:
-        document = _saved_result(source)
-        if document is None:
+        saved = _saved_result(document[0])
+        if saved is None:
             raise
-        return BaselineRead(source, document=document)
+        validate_saved(saved, source)
+        return BaselineRead(source, document=saved)
 
 
 def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Baseline:
@@ -80,8 +87,7 @@ def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Ba
     return read_baseline(source, options).timing(by)
 
 
-def _saved_result(source: str) -> dict | None:
-    data, _ = read_document_bytes(source)
+def _saved_result(data: bytes | bytearray) -> dict | None:
     try:
         document = orjson.loads(memoryview(data))
     except orjson.JSONDecodeError:
@@ -89,7 +95,56 @@ def _saved_result(source: str) -> dict | None:
     return document if isinstance(document, dict) and isinstance(document.get("stages"), list) else None
 
 
+def validate_saved(document: dict, source: str) -> None:
+    """A saved stats result is an input like any other: every field the comparison reads must be what
+    `stats --format json` writes, or it is refused whole (exit 2) rather than compared with."""
+    by = document.get("by", ["stage"])
+    if not isinstance(by, list) or not all(isinstance(key, str) for key in by):
+        _not_saved(source, f"'by' is {_shown(by)}, not a list of grouping keys")
+    stages = document.get("stages")
+    if not isinstance(stages, list):
+        _not_saved(source, f"'stages' is {_shown(stages)}, not a list")
+    for number, row in enumerate(stages):
+        _check_row(source, row, f"stages[{number}]", [*by, "clock"])
+    iterations = document.get("iterations") or []
+    if not isinstance(iterations, list):
+        _not_saved(source, f"'iterations' is {_shown(iterations)}, not a list")
+    for number, it in enumerate(iterations):
+        _check_row(source, it, f"iterations[{number}]", [])
+        parts = it.get("parts") or []
+        if not isinstance(parts, list):
+            _not_saved(source, f"iterations[{number}].parts is {_shown(parts)}, not a list")
+        for k, part in enumerate(parts):
+            _check_row(source, part, f"iterations[{number}].parts[{k}]", ["part"], counted=False)
+
+
+def _check_row(source: str, row: object, where: str, keys: list[str], counted: bool = True) -> None:
+    if not isinstance(row, dict):
+        _not_saved(source, f"{where} is {_shown(row)}, not an object")
+    missing = [key for key in keys if key not in row]
+    if missing:
+        _not_saved(source, f"{where} has no {', '.join(missing)}")
+    if "clock" in row and row["clock"] not in CLOCKS:
+        _not_saved(source, f"{where}.clock is {_shown(row['clock'])}, not one of {', '.join(CLOCKS)}")
+    mean = row.get("mean_us")
+    # A mean is a time: a finite number of microseconds, 0 or more (0 when every span had no duration).
+    if not isinstance(mean, (int, float)) or isinstance(mean, bool) or not math.isfinite(mean) or mean < 0:
+        _not_saved(source, f"{where}.mean_us is {_shown(mean)}, not a time in microseconds")
+    count = row.get("count")
+    if counted and count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
+        _not_saved(source, f"{where}.count is {_shown(count)}, not a count")
+
+
+def _not_saved(source: str, problem: str) -> None:
+    raise TraceError(f"{source}: not a spanfix stats result ({problem})")
+
+
+def _shown(value: object) -> str:
+    return orjson.dumps(value, default=repr).decode()[:60]  # JSON: control characters escaped
+
+
 def baseline_from_json(document: dict, by: tuple[str, ...], source: str) -> Baseline:
+    validate_saved(document, source)
     saved_by = tuple(document.get("by") or ("stage",))
     if saved_by != by:
         raise TraceError(f"{source}: the baseline is grouped by {'+'.join(saved_by)}, these stats by "

@@ -10,6 +10,7 @@ from .. import progress
 from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from ..index import StepSpan, TraceIndex, Track, is_number
 from ..naming import NO_STEP_SPANS, new_stage, relabel_step_name
+from ..patterns import PatternTooSlow
 from ..ranks import rank_from_file_name, rank_from_pid
 from ..reader import Trace, TraceError
 from ..relabelling import RelabelOptions, analyse
@@ -99,12 +100,13 @@ class TraceMeasures:
     speculation: object | None = None
 
 
-def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, device: bool | None = True
-         ) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
+def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, device: bool | None = True,
+         document: tuple | None = None) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
     """Read, index and attribute one trace, exactly as relabel does; with device, read its launches and
-    kernels on the way (None: later, and only if needed, see measure)."""
+    kernels on the way (None: later, and only if needed, see measure). document: its bytes, read
+    already (a baseline, read once whatever it turns out to be)."""
     reduce = DeviceReducer(kernel_names) if device or kernel_names or device is None else None
-    trace = load_trace(source, options, reduce=reduce, locate_names=False,
+    trace = load_trace(source, options, reduce=reduce, locate_names=False, document=document,
                        reduce_when=lacks_gpu_annotations if device is None and not kernel_names else None)
     return (trace, *analyse(trace, options))
 
@@ -146,7 +148,10 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     stages = [stage_of(step, verdict.role) for step, verdict in zip(index.steps, attribution.verdicts)]
     table = None
     if kernels is not None and work.names is not None:
-        table = KernelTable.of(work.names, work.name_ids, work.categories, work.starts, work.ends, kernels)
+        try:
+            table = KernelTable.of(work.names, work.name_ids, work.categories, work.starts, work.ends, kernels)
+        except PatternTooSlow as exc:  # the fallback engine's bound (patterns.py): one line for this input
+            raise PatternTooSlow(f"{trace.source}: {exc}") from None
     steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), origin, table)
              for step, verdict, stage in zip(index.steps, attribution.verdicts, stages)]
     guess = attribution.algorithm

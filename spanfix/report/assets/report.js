@@ -31,10 +31,11 @@
     else node.appendChild(child);
   }
 
-  /* A name for Plotly: its labels, legends and hover read &, <, > as markup. */
+  /* A name for Plotly: its labels, legends, ticks and hovers read &, <, > as markup (<a href>, <b>, <br>).
+   * Quotes as numeric entities: Plotly decodes those, and shows a named &quot; as it is written. */
   function esc(text) {
     return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
-      .replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+      .replace(/"/g, "&#34;").replace(/'/g, "&#39;");
   }
 
   function rgba(hex, alpha) {
@@ -369,6 +370,8 @@
       "to the last end of the device work it queued; idle is when nothing of the rank ran. Beyond " +
       tl.max_bars.toLocaleString("en-US") + " iterations per rank, consecutive iterations share one bar (the mean " +
       "of each part) and a thin black line follows the slowest of them; the tables below are exact.");
+    var note = leftOut(tl.drawn, data.ranks.key);
+    if (note) s.appendChild(note);
     tl.clocks.forEach(function (c) {
       s.appendChild(h("h3", {text: "Decode iterations, " + c.title}));
       var n = c.series.length;
@@ -416,6 +419,16 @@
       s.appendChild(h("h3", {text: t.title}));
       s.appendChild(table(t, false));
     });
+  }
+
+  /* Past a few dozen ranks the charts draw the slowest (report/rank_comparison.py: drawn_ranks). */
+  function leftOut(drawn, key) {
+    if (!drawn || !drawn.left_out) return null;
+    var what = key === "file" ? "inputs" : "ranks";
+    return h("p", {"class": "callout", text: plural(drawn.of, key === "file" ? "input" : "rank", what) + ": the charts " +
+      "draw the " + (drawn.of - drawn.left_out).toLocaleString("en-US") + " slowest, by " + drawn.by + "; the other " +
+      drawn.left_out.toLocaleString("en-US") + " are left out of them (spanfix stats --by " + (key || "rank") +
+      " lists every one)."});
   }
 
   function medianGap(xs) {
@@ -474,6 +487,8 @@
     }
     s.appendChild(h("p", {"class": "intro", text: "Each stage's step durations per " + (r.key === "rank" ? "rank" : "input") +
       ", side by side. Box: p25 to p75, the line the median, the dashed line the mean; whiskers p1 to p99; ◇ the max."}));
+    var skipped = leftOut(r.drawn, r.key);
+    if (skipped) s.appendChild(skipped);
     if (r.unranked) s.appendChild(h("p", {"class": "callout", text: "Slowest input: " + r.unranked + "."}));
     if (r.slowest) {
       s.appendChild(h("p", {"class": "callout"}, "Slowest " + (r.key === "rank" ? "rank" : "input") + ": ",
@@ -496,11 +511,12 @@
         lay["yaxis" + suffix] = axis(col === 0 ? "step duration (" + c.unit + ")" : "", {domain: [y0, y1], anchor: "x" + suffix,
                                                                                       rangemode: "tozero"});
         var color = stageColor(st.stage);
-        traces.push({type: "box", name: esc(st.stage), x: st.x, q1: st.q1, median: st.median, q3: st.q3,
+        var ticks = st.x.map(esc);  /* category labels are Plotly markup too: a file name is text */
+        traces.push({type: "box", name: esc(st.stage), x: ticks, q1: st.q1, median: st.median, q3: st.q3,
           lowerfence: st.lowerfence, upperfence: st.upperfence, mean: st.mean, boxmean: true, boxpoints: false,
           xaxis: "x" + suffix, yaxis: "y" + suffix, marker: {color: color}, line: {color: color},
           fillcolor: rgba(color, 0.25), hoverinfo: "x+y"});
-        traces.push({type: "scatter", mode: "markers", name: esc(st.stage) + " max", x: st.x, y: st.max,
+        traces.push({type: "scatter", mode: "markers", name: esc(st.stage) + " max", x: ticks, y: st.max,
           xaxis: "x" + suffix, yaxis: "y" + suffix, marker: {symbol: "diamond-open", size: 8, color: color},
           hovertemplate: "%{x}: max %{y} " + c.unit + "<extra></extra>"});
         var title = "<b>" + esc(st.stage) + "</b>" + (st.slowest ? " — slowest " + esc(st.slowest.label) : "");
