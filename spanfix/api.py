@@ -633,7 +633,7 @@ def expand(patterns: Iterable[str | os.PathLike[str]] | str) -> list[str]:
     a pattern that matches nothing (or that its store will not list)."""
     from .sources import expand as expand_names
 
-    found = expand_names([patterns] if isinstance(patterns, str) else [os.fspath(p) for p in patterns])
+    found = expand_names(_paths(patterns, "patterns"))
     if found.unmatched:
         raise TraceError(found.unmatched[0][1])
     return found.names
