@@ -9,48 +9,49 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, overload
 
-from .algorithms import ALGORITHMS, algorithm_name
-from .attribute import Attribution, DraftRules
-from .errors import SpanfixError, TraceError, UsageError, out_of_memory
+from .algorithms import ALGORITHMS, algorithm_name  # noqa: F401 (the CLI's too)
+from .attribute import Attribution
+from .errors import TraceError, UsageError, out_of_memory
 from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, CheckOptions, CheckReport, parse_budget
 from .index import TraceIndex, indexed_name
 from .inspection import InspectReport, report_of
+from .options import Options, are_strings, checked_flag, checked_path, checked_paths, is_whole, need
 from .overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401 (the CLI's too)
-from .patterns import UserPattern
 from .reader import Trace as _Read
 from .reader import locate_step_names, read_trace
 from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
+from .runs import (
+    Each,
+    Measured,
+    accept_figures,
+    baseline_read,
+    compared,
+    measure_all,
+    measure_path,
+    one_by_one,
+    plain_baseline,
+    speculation_of,
+)
 from .speculation import (
     AcceptFigure,
-    PlainDecode,
     SpeculationResult,
     measure_speculation,
-    plain_of,
-    read_spec_metrics,
-    speculation_result,
 )
-from .speculation import stated as stated_accept_length
 from .timing import (
     GROUP_KEYS,
-    BaselineRead,
     IterationTiming,
     KernelClasses,
     StatsResult,
     StepTiming,
     TraceMeasures,
     aggregate,
-    compare,
     measure,
-    measure_file,
-    read_baseline,
 )
 from .timing.device import DeviceReducer, DeviceWork, device_work
 from .timing.measure import trace_start
-from .timing.once import counted_once, same_files
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
     import pandas
@@ -61,100 +62,6 @@ Step = StepTiming
 Iteration = IterationTiming
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview | BinaryIO
 T = TypeVar("T")
-# Runs function(*job) for every job and yields (input, result) in input order; the CLI passes one
-# that uses processes and reports progress. The default runs them one by one, here.
-Each = Callable[[Callable[..., Any], list[tuple[Any, ...]]], Iterable[tuple[str, Any]]]
-
-
-@dataclass(frozen=True)
-class Options:
-    """How spans are attributed to the draft or the target model (the CLI's attribution options).
-
-    algorithm: the speculative algorithm when the trace cannot show it (spanfix.ALGORITHM_NAMES);
-    num_steps: draft steps per iteration (server_args.json's speculative_num_steps);
-    draft_threads / draft_processes: regular expressions on thread or process names naming the
-    draft worker's tracks; draft_pids / draft_tids: its pids or tids; max_bytes: refuse larger traces.
-    server_args.json beside a trace file is read as well."""
-
-    algorithm: str | None = None
-    num_steps: int | None = None
-    draft_threads: tuple[str, ...] = ()
-    draft_processes: tuple[str, ...] = ()
-    draft_pids: tuple[str, ...] = ()
-    draft_tids: tuple[str, ...] = ()
-    max_bytes: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.algorithm is not None:
-            name = algorithm_name(self.algorithm) if isinstance(self.algorithm, str) else None
-            if name is None:
-                raise UsageError(f"unknown algorithm {self.algorithm!r}; expected one of "
-                                 f"{', '.join(sorted(ALGORITHMS))} (any case; SGLang's names such as EAGLE3 too)")
-            object.__setattr__(self, "algorithm", name)
-        if self.num_steps is not None and (not _whole(self.num_steps) or self.num_steps < 1):
-            raise UsageError(f"num_steps must be a whole number from 1, not {self.num_steps!r}")
-        if self.max_bytes is not None and (not _whole(self.max_bytes) or self.max_bytes < 1):
-            raise UsageError(f"max_bytes must be a whole number from 1, not {self.max_bytes!r}")
-        for name in ("draft_threads", "draft_processes", "draft_pids", "draft_tids"):
-            value = getattr(self, name)
-            if not _strings(value):
-                raise UsageError(f"{name} must be a sequence of strings, not {type(value).__name__}")
-            object.__setattr__(self, name, tuple(value))
-        _patterns(self.draft_threads, "draft_threads")  # a bad expression is a usage error now, not later
-        _patterns(self.draft_processes, "draft_processes")
-
-    def relabel_options(self, **extra: Any) -> RelabelOptions:
-        rules = DraftRules(_patterns(self.draft_threads, "draft_threads"),
-                           _patterns(self.draft_processes, "draft_processes"),
-                           set(self.draft_pids), set(self.draft_tids))
-        return RelabelOptions(rules=rules, algorithm=self.algorithm, num_steps=self.num_steps,
-                              max_bytes=self.max_bytes, **extra)
-
-
-def _patterns(values: tuple[str, ...], name: str) -> list[UserPattern]:
-    """Run in time linear in each name (patterns.py): a name from a trace cannot make them backtrack."""
-    return [UserPattern(value, name) for value in values]
-
-
-def _whole(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _strings(value: object) -> bool:
-    """A sequence (or any iterable but a string or bytes) of strings only."""
-    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
-        return False
-    return all(isinstance(item, str) for item in (value if isinstance(value, Sequence) else list(value)))
-
-
-def _need(value: object, kind: type | tuple[type, ...], what: str, name: str) -> None:
-    """A wrong type is spanfix's own UsageError, naming the argument, not a TypeError from deep inside."""
-    wrong = not isinstance(value, kind) or (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple)
-                                                                                     else (kind,)))
-    if wrong:
-        raise UsageError(f"{name} must be {what}, not {type(value).__name__}")
-
-
-def _path(value: object, name: str) -> str:
-    _need(value, (str, os.PathLike), "a path (str or os.PathLike)", name)
-    path = os.fspath(value)  # type: ignore[arg-type]
-    if not isinstance(path, str):
-        raise UsageError(f"{name} must be a path as str, not bytes")
-    return path
-
-
-def _paths(sources: object, name: str = "sources") -> list[str]:
-    """One path or several, as str."""
-    if isinstance(sources, (str, os.PathLike)):
-        return [_path(sources, name)]
-    if isinstance(sources, (bytes, bytearray)) or not isinstance(sources, Iterable):
-        raise UsageError(f"{name} must be a path or several paths, not {type(sources).__name__}")
-    return [_path(source, name) for source in sources]
-
-
-def _flag(value: object, name: str, optional: bool = False) -> None:
-    if not (isinstance(value, bool) or (optional and value is None)):
-        raise UsageError(f"{name} must be True or False{' or None' if optional else ''}, not {value!r}")
 
 
 ALGORITHM_NAMES: tuple[str, ...] = tuple(sorted(ALGORITHMS))
@@ -326,25 +233,25 @@ class Trace:
               baseline: str | StatsResult | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
               accept_length: float | None = None) -> StatsResult:
         """Per-stage statistics of this trace, as `spanfix stats` gives them (see stats())."""
-        _flag(kernels, "kernels")
+        checked_flag(kernels, "kernels")
         classes = _classes(kernels, kernel_categories)
         measures = [self.measures(classes)]
         result = aggregate(measures, _by(by), kernel_categories=classes.names if classes else ())
-        read = _baseline_read(baseline, self._options)  # read and measured once, for both comparisons
-        result = _compared(result, read)
-        result.speculation = _speculation(measures, accept_figures(spec_metrics, accept_length), read)
+        read = baseline_read(baseline, self._options)  # read and measured once, for both comparisons
+        result = compared(result, read)
+        result.speculation = speculation_of(measures, accept_figures(spec_metrics, accept_length), read)
         return result
 
     def speculation(self, *, spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
                     baseline: str | os.PathLike[str] | StatsResult | None = None) -> SpeculationResult:
         """Does speculation pay? The model view, the accept length and its source, time per token and,
         against a plain-decode baseline, the estimated speedup and break-even (see stats())."""
-        return _speculation([self.measures()], accept_figures(spec_metrics, accept_length),
-                            _baseline_read(baseline, self._options))
+        return speculation_of([self.measures()], accept_figures(spec_metrics, accept_length),
+                            baseline_read(baseline, self._options))
 
     def relabel_plan(self, *, verify_only: bool = False) -> RelabelResult:
         """What relabel would rename, and why; nothing is written."""
-        _flag(verify_only, "verify_only")
+        checked_flag(verify_only, "verify_only")
         options = self._options.relabel_options(verify_only=verify_only)
         result = plan(self._read, self._index, self._attribution, options, patches_wanted=False)[1]
         result.warnings.extend(self._warnings)
@@ -357,8 +264,8 @@ class Trace:
         a file object has no file of its own: give it an output (name= is only how messages call it).
         Raises OutputError, or UsageError."""
         for flag in ("in_place", "verify_only", "annotate"):
-            _flag(locals()[flag], flag)
-        target = None if output is None else _path(output, "output")
+            checked_flag(locals()[flag], flag)
+        target = None if output is None else checked_path(output, "output")
         if self._path is None and (in_place or target is None):
             raise UsageError(f"{self.source}: a trace opened from bytes or a file object has no file of its own "
                              + ("to replace" if in_place else "to write beside") + ": give relabel() an output")
@@ -384,14 +291,14 @@ def open(source: Source, options: Options | None = None, *, device: bool = True,
     alone can pass False). kernel_names: keep the kernels' names too (Trace.stats(kernels=True)
     reads them later if not). name: how messages call a trace given as bytes or a file object.
     Raises TraceError (not a usable trace) or UsageError (bad options)."""
-    _flag(device, "device")
-    _flag(kernel_names, "kernel_names")
+    checked_flag(device, "device")
+    checked_flag(kernel_names, "kernel_names")
     if name is not None:
-        _need(name, str, "a string", "name")
+        need(name, str, "a string", "name")
     options = _options(options, option_fields)
     relabel_options = options.relabel_options()
     reduce = DeviceReducer(kernel_names) if device else None
-    path = _path(source, "source") if isinstance(source, (str, os.PathLike)) else None
+    path = checked_path(source, "source") if isinstance(source, (str, os.PathLike)) else None
     read_from = None
     if path is None and hasattr(source, "fileno"):  # an open file: it is what a relabel must not replace
         with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
@@ -438,7 +345,7 @@ def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer 
 
 def _by(by: Sequence[str] | str) -> tuple[str, ...]:
     by = (by,) if isinstance(by, str) else by
-    if not _strings(by):
+    if not are_strings(by):
         raise UsageError(f"by must be a grouping key or a sequence of them, not {type(by).__name__}")
     by = tuple(by)
     unknown = [key for key in by if key not in GROUP_KEYS]
@@ -448,95 +355,9 @@ def _by(by: Sequence[str] | str) -> tuple[str, ...]:
 
 
 def _classes(kernels: bool, categories: Sequence[str]) -> KernelClasses | None:
-    if not _strings(categories):
+    if not are_strings(categories):
         raise UsageError(f"kernel_categories must be a sequence of NAME=REGEX strings, not {type(categories).__name__}")
     return KernelClasses.with_overrides(tuple(categories)) if kernels or categories else None
-
-
-def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
-                   accept_length: float | None = None) -> list[AcceptFigure]:
-    """The accept lengths given from outside the traces: --spec-metrics files (TraceError for one that
-    holds none) and --accept-length (UsageError unless it is at least 1)."""
-    figures = [read_spec_metrics(path) for path in _paths(spec_metrics, "spec_metrics")] if spec_metrics else []
-    if accept_length is not None:
-        if isinstance(accept_length, bool) or not isinstance(accept_length, (int, float)) or not accept_length >= 1:
-            raise UsageError(f"accept_length must be a number of at least 1 (tokens per request per iteration, "
-                             f"the bonus token included), not {accept_length!r}")
-        figures.append(stated_accept_length(accept_length))
-    return figures
-
-
-def plain_baseline(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> PlainDecode | None:
-    """A plain-decode baseline from a trace, a saved stats result or a StatsResult (TraceError if unusable)."""
-    read = _baseline_read(baseline, options)
-    return None if read is None else plain_of(read)
-
-
-def _baseline_read(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> BaselineRead | None:
-    """The baseline read and measured once: timing's comparison and the speculation's plain DECODE steps
-    both come from it (TraceError when it is neither a trace nor a saved result)."""
-    if baseline is None:
-        return None
-    if isinstance(baseline, StatsResult):
-        return BaselineRead("<StatsResult>", document=baseline.to_json())
-    return read_baseline(_path(baseline, "baseline"), options.relabel_options(), then=measure_speculation)
-
-
-def _speculation(measures: list[TraceMeasures], figures: list[AcceptFigure],
-                 read: BaselineRead | None) -> SpeculationResult:
-    speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
-    return speculation_result(measures, figures, plain_of(read) if read is not None and speculative else None)
-
-
-def _compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:
-    return result if read is None else compare(result, read.timing(result.by))
-
-
-# ---------------------------------------------------------------------------------------------------
-# Several traces at once
-
-
-def _one_by_one(function: Callable[..., Any], jobs: list[tuple[Any, ...]]) -> Iterator[tuple[str, Any]]:
-    return ((job[0], function(*job)) for job in jobs)
-
-
-def measure_path(source: str, options: Options, classes: KernelClasses | None,
-                 device: bool | None = None) -> TraceMeasures | SpanfixError:
-    """One input measured, or why it could not be (returned, so that it crosses from a worker process).
-    device: read its launches and kernels for the device view; None: when device time needs them."""
-    try:
-        return measure_file(source, options.relabel_options(), kernels=classes, device=device, then=measure_speculation)
-    except SpanfixError as exc:
-        return exc
-    except MemoryError:
-        return out_of_memory(source)
-
-
-@dataclass
-class Measured:
-    """Several inputs measured: the usable ones' measures, one line per input that was not, and one per
-    input counted once with another (the same file twice, or the same capture: warnings)."""
-
-    measures: list[TraceMeasures] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    repeated: list[str] = field(default_factory=list)
-
-
-def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, classes: KernelClasses | None,
-                each: Each | None = None, device: bool | None = None) -> Measured:
-    """Every input measured once: a file given twice (under any spelling) is read once, and a trace
-    and its relabelled copy (or any copy) count once, the first given (timing/once.py)."""
-    found = Measured()
-    unique, found.repeated = same_files([os.fspath(source) for source in sources])
-    jobs = [(source, options, classes, device) for source in unique]
-    for _, outcome in (each or _one_by_one)(measure_path, jobs):
-        if isinstance(outcome, SpanfixError):
-            found.errors.append(str(outcome))
-        else:
-            found.measures.append(outcome)
-    found.measures, copies = counted_once(found.measures)
-    found.repeated += copies
-    return found
 
 
 def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
@@ -561,13 +382,13 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     the same as here."""
     if not isinstance(errors, str) or errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
-    _flag(kernels, "kernels")
-    _flag(device, "device", optional=True)
+    checked_flag(kernels, "kernels")
+    checked_flag(device, "device", optional=True)
     if baseline is not None and not isinstance(baseline, StatsResult):
-        baseline = _path(baseline, "baseline")
+        baseline = checked_path(baseline, "baseline")
     options = _options(options, option_fields)
     figures: list[AcceptFigure] = []
-    for path in _paths(spec_metrics, "spec_metrics") if spec_metrics else ():  # before any trace is read
+    for path in checked_paths(spec_metrics, "spec_metrics") if spec_metrics else ():  # before any trace is read
         try:
             figures += accept_figures([path])
         except TraceError as exc:
@@ -580,7 +401,7 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     figures += accept_figures((), accept_length)
     by = _by(by)
     classes = _classes(kernels, kernel_categories)
-    paths = _paths(sources)
+    paths = checked_paths(sources)
     measured = measure_all(paths, options, classes, _each(each, executor), device)
     if measured.errors and errors == "raise":
         raise TraceError(measured.errors[0])
@@ -589,13 +410,13 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     result.warnings[:0] = measured.repeated
     read = None
     try:
-        read = _baseline_read(baseline, options)
-        result = _compared(result, read)
+        read = baseline_read(baseline, options)
+        result = compared(result, read)
     except TraceError as exc:
         if errors == "raise":
             raise
         result.errors.append(f"baseline {exc}")
-    result.speculation = _speculation(measured.measures, figures, read)
+    result.speculation = speculation_of(measured.measures, figures, read)
     return result
 
 
@@ -607,8 +428,8 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
     from . import relabelling
 
     for flag in ("in_place", "dry_run", "verify_only", "annotate"):
-        _flag(locals()[flag], flag)
-    source, output = _path(source, "source"), None if output is None else _path(output, "output")
+        checked_flag(locals()[flag], flag)
+    source, output = checked_path(source, "source"), None if output is None else checked_path(output, "output")
     options = _options(options, option_fields)
     try:
         return relabelling.relabel_file(source, output,
@@ -633,7 +454,7 @@ def expand(patterns: Iterable[str | os.PathLike[str]] | str) -> list[str]:
     a pattern that matches nothing (or that its store will not list)."""
     from .sources import expand as expand_names
 
-    found = expand_names(_paths(patterns, "patterns"))
+    found = expand_names(checked_paths(patterns, "patterns"))
     if found.unmatched:
         raise TraceError(found.unmatched[0][1])
     return found.names
@@ -642,7 +463,7 @@ def expand(patterns: Iterable[str | os.PathLike[str]] | str) -> list[str]:
 def relabelled_path(source: str | os.PathLike[str]) -> str:
     """Where relabel writes by default: beside the input, .relabeled before .json
     (run.trace.json.gz -> run.trace.relabeled.json.gz); "-" stays "-"."""
-    return default_output(_path(source, "source"))
+    return default_output(checked_path(source, "source"))
 
 
 def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
@@ -659,24 +480,24 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     outside the traces, for the speculation budgets (with a plain-decode baseline for
     speculation.speedup). executor: as for stats()."""
     from .gate import run_check
-    if not _strings(budgets):
+    if not are_strings(budgets):
         raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
-    _need(max_regression, (int, float), "a number of percent", "max_regression")
+    need(max_regression, (int, float), "a number of percent", "max_regression")
     if not math.isfinite(max_regression) or max_regression < 0:
         raise UsageError(f"max_regression must be a finite number from 0, not {max_regression!r}")
-    if not _whole(min_count) or min_count < 1:
+    if not is_whole(min_count) or min_count < 1:
         raise UsageError(f"min_count must be a whole number from 1, not {min_count!r}")
     for flag in ("allow_ambiguous", "require_new_names", "allow_empty", "allow_skipped"):
-        _flag(locals()[flag], flag)
+        checked_flag(locals()[flag], flag)
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
     accept_figures((), accept_length)  # a bad stated accept length is a usage error now
-    check_options = CheckOptions(parsed, None if baseline is None else _path(baseline, "baseline"), max_regression,
+    check_options = CheckOptions(parsed, None if baseline is None else checked_path(baseline, "baseline"), max_regression,
                                  allow_ambiguous, require_new_names, allow_empty, min_count, allow_skipped,
-                                 spec_metrics=tuple(_paths(spec_metrics, "spec_metrics")) if spec_metrics else (),
+                                 spec_metrics=tuple(checked_paths(spec_metrics, "spec_metrics")) if spec_metrics else (),
                                  accept_length=accept_length)
-    return run_check(_paths(sources), options.relabel_options(), check_options,
-                     each=_each(each, executor) or _one_by_one)
+    return run_check(checked_paths(sources), options.relabel_options(), check_options,
+                     each=_each(each, executor) or one_by_one)
 
 
 def inspect(source: Source, options: Options | None = None, **option_fields: Any) -> InspectReport:
@@ -694,12 +515,12 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
     empty). Raises UsageError for a bad kernel category. executor: as for stats()."""
     from .report import build_report
 
-    _need(command, str, "a string", "command")
+    need(command, str, "a string", "command")
     _classes(False, kernel_categories)  # the same checks as stats()
     options = _options(options, option_fields)
-    return build_report(_paths(sources), options, baseline=None if baseline is None else _path(baseline, "baseline"),
+    return build_report(checked_paths(sources), options, baseline=None if baseline is None else checked_path(baseline, "baseline"),
                         kernel_categories=kernel_categories, command=command, each=_each(each, executor),
-                        spec_metrics=_paths(spec_metrics, "spec_metrics") if spec_metrics else [],
+                        spec_metrics=checked_paths(spec_metrics, "spec_metrics") if spec_metrics else [],
                         accept_length=accept_length)
 
 

@@ -16,7 +16,7 @@ allow_skipped). Rules:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from .attribute import Attribution
@@ -27,6 +27,7 @@ from .naming import parse_step_name
 from .reader import Trace, TraceError
 from .relabelling import RelabelOptions, plan
 from .render.escape import clip
+from .runs import Each, accept_figures, one_by_one
 from .speculation import budgets as _speculation_budgets  # noqa: F401  (registers model.* and speculation.*)
 from .speculation import measure_speculation, plain_of, speculation_result
 from .timing import (
@@ -153,21 +154,12 @@ def check_file(source: str, options: RelabelOptions, check: CheckOptions
         return out_of_memory(source)
 
 
-Each = Callable[[Callable, list[tuple]], Iterable[tuple[str, object]]]
-
-
-def _one_by_one(function: Callable, jobs: list[tuple]) -> Iterable[tuple[str, object]]:
-    return ((job[0], function(*job)) for job in jobs)
-
-
 def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptions, *,
-              each: Each = _one_by_one) -> CheckReport:
+              each: Each = one_by_one) -> CheckReport:
     """each(check_file, jobs) yields (input, outcome) in input order: the CLI passes one that runs
     the files in parallel. The baseline is read and measured once, first, for both its comparisons
     (the regression rules' means, the speculation's plain DECODE steps): when it holds the device
     clock, the inputs' device view is read too, so that both sides have the same figures to compare."""
-    from .api import accept_figures
-
     errors: list[str] = []
     try:  # before any trace is read: a wrong file fails in a second
         figures = accept_figures(check.spec_metrics, check.accept_length)

@@ -1,7 +1,7 @@
 """The per-file work of a command run elsewhere: on an executor (concurrent.futures) or a Dask cluster
 (a distributed.Client), merged exactly as a local run merges it.
 
-`on(executor)` is an `Each` (spanfix.api.Each): it submits function(*job) for every job as one task,
+`on(executor)` is an `Each` (spanfix.runs.Each): it submits function(*job) for every job as one task,
 and yields (input, outcome) in input order, so that whoever merges the outcomes (stats' table,
 check's rules, the report, relabel's summary) sees what a local run gives it, in the same order.
 A task's own errors come back as values, as from spanfix's forked workers; a task that is lost (its

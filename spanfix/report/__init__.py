@@ -21,7 +21,9 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import TraceError, UsageError, out_of_memory
+from ..options import Options
 from ..overwrite import Reads, reads, refuse_overwrite
+from ..runs import accept_figures, baseline_read, measure_all, speculation_of
 from ..timing import KernelClasses, StatsResult, TraceMeasures, aggregate, compare
 from .html import render_html
 from .model import build_payload
@@ -55,9 +57,7 @@ def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, bas
                  accept_length: float | None = None) -> Report:
     """Measure the inputs (and the baseline) and build the page. Inputs that cannot be used are listed in
     Report.errors (and on the page); with none usable, Report.html is empty. options: spanfix.Options;
-    each: how to run the inputs (spanfix.api.Each; the CLI passes one that uses processes)."""
-    from ..api import Options, _baseline_read, _speculation, accept_figures, measure_all
-
+    each: how to run the inputs (spanfix.runs.Each; the CLI passes one that uses processes)."""
     options = options or Options()
     files_read = reads([os.fspath(source) for source in sources], None if baseline is None else os.fspath(baseline),
                        [os.fspath(path) for path in spec_metrics])
@@ -77,14 +77,14 @@ def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, bas
     result.warnings[:0] = measured.repeated
     if baseline is not None:
         try:  # read and measured once (as stats measures a baseline trace), for every comparison below
-            read = _baseline_read(os.fspath(baseline), options)
+            read = baseline_read(os.fspath(baseline), options)
             result = compare(result, read.timing(result.by))
             baseline_measures, baseline_document = read.measures, read.document
         except TraceError as exc:
             errors.append(f"baseline {exc}")
         except MemoryError:
             errors.append(f"baseline {out_of_memory(os.fspath(baseline))}")
-    result.speculation = _speculation(measured.measures, figures, read)
+    result.speculation = speculation_of(measured.measures, figures, read)
     payload = render_payload(measured.measures, result, command=command, baseline_measures=baseline_measures,
                              baseline_document=baseline_document, errors=errors)
     return Report(render_html(payload), result, errors, payload, files_read)

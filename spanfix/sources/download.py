@@ -34,8 +34,8 @@ def fetch_url(source: str, limit: Any) -> tuple[Any, Any]:
     free of fsspec's thread (isolated.py), writing into files made here."""
     import tempfile
 
-    from . import require
     from .isolated import isolated
+    from .names import require
 
     require(source)
     try:
@@ -76,7 +76,7 @@ _BESIDE: dict[str, tuple[object, str | None]] = {}
 
 def _fetch_here(source: str, limit: Any, files: tuple[BinaryIO, BinaryIO]
                 ) -> tuple[bytes | None, bytes | None, bool, dict[str, tuple[object, str | None]]]:
-    from . import sibling
+    from .names import sibling
     from .store import failure, opened
 
     try:
@@ -207,8 +207,8 @@ SIDE_FILE_BYTES = 2**20
 def read_side_json(url: str, limit: int = SIDE_FILE_BYTES) -> tuple[object, str | None]:
     """A small JSON object beside a trace on a store (server_args.json): (its value, None), (None, why
     it was ignored), or (None, None) when there is none. As for a local one: at most limit bytes."""
-    from . import require
     from .isolated import isolated
+    from .names import require
 
     if url in _BESIDE:  # fetched with its trace
         return _BESIDE.pop(url)
@@ -219,8 +219,8 @@ def read_side_json(url: str, limit: int = SIDE_FILE_BYTES) -> tuple[object, str 
 def read_bytes(url: str, limit: int) -> bytes:
     """At most limit bytes of a small object from its start (a log, a JSON file given beside the
     traces); TraceError for a missing or unreadable one, one line."""
-    from . import require
     from .isolated import isolated
+    from .names import require
 
     require(url)
     return isolated(url, _bytes_here, url, limit)

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from ..errors import OutputError, TraceError
-from . import is_url, require, scheme_of
 from .isolated import isolated
+from .names import is_url, require, scheme_of
 
 _SIZES: dict[str, int] = {}  # sizes the listing of a glob gave, so that progress needs no request per object
 

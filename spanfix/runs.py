@@ -1,0 +1,111 @@
+"""Several runs measured: each input once, the accept lengths given from outside the traces, the
+baseline read and measured once, and the speculation figures over them. stats(), check() and the
+report all measure this way (api, gate and report import it; it imports none of them)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import SpanfixError, UsageError, out_of_memory
+from .options import Options, checked_path, checked_paths
+from .speculation import (
+    AcceptFigure,
+    PlainDecode,
+    SpeculationResult,
+    measure_speculation,
+    plain_of,
+    read_spec_metrics,
+    speculation_result,
+)
+from .speculation import stated as stated_accept_length
+from .timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, compare, measure_file, read_baseline
+from .timing.once import counted_once, same_files
+
+# Runs function(*job) for every job and yields (input, result) in input order; the CLI passes one
+# that uses processes and reports progress. The default runs them one by one, here.
+Each = Callable[[Callable[..., Any], list[tuple[Any, ...]]], Iterable[tuple[str, Any]]]
+
+
+def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
+                   accept_length: float | None = None) -> list[AcceptFigure]:
+    """The accept lengths given from outside the traces: --spec-metrics files (TraceError for one that
+    holds none) and --accept-length (UsageError unless it is at least 1)."""
+    figures = [read_spec_metrics(path) for path in checked_paths(spec_metrics, "spec_metrics")] if spec_metrics else []
+    if accept_length is not None:
+        if isinstance(accept_length, bool) or not isinstance(accept_length, (int, float)) or not accept_length >= 1:
+            raise UsageError(f"accept_length must be a number of at least 1 (tokens per request per iteration, "
+                             f"the bonus token included), not {accept_length!r}")
+        figures.append(stated_accept_length(accept_length))
+    return figures
+
+
+def plain_baseline(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> PlainDecode | None:
+    """A plain-decode baseline from a trace, a saved stats result or a StatsResult (TraceError if unusable)."""
+    read = baseline_read(baseline, options)
+    return None if read is None else plain_of(read)
+
+
+def baseline_read(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> BaselineRead | None:
+    """The baseline read and measured once: timing's comparison and the speculation's plain DECODE steps
+    both come from it (TraceError when it is neither a trace nor a saved result)."""
+    if baseline is None:
+        return None
+    if isinstance(baseline, StatsResult):
+        return BaselineRead("<StatsResult>", document=baseline.to_json())
+    return read_baseline(checked_path(baseline, "baseline"), options.relabel_options(), then=measure_speculation)
+
+
+def speculation_of(measures: list[TraceMeasures], figures: list[AcceptFigure],
+                 read: BaselineRead | None) -> SpeculationResult:
+    speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
+    return speculation_result(measures, figures, plain_of(read) if read is not None and speculative else None)
+
+
+def compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:
+    return result if read is None else compare(result, read.timing(result.by))
+
+
+def one_by_one(function: Callable[..., Any], jobs: list[tuple[Any, ...]]) -> Iterator[tuple[str, Any]]:
+    return ((job[0], function(*job)) for job in jobs)
+
+
+def measure_path(source: str, options: Options, classes: KernelClasses | None,
+                 device: bool | None = None) -> TraceMeasures | SpanfixError:
+    """One input measured, or why it could not be (returned, so that it crosses from a worker process).
+    device: read its launches and kernels for the device view; None: when device time needs them."""
+    try:
+        return measure_file(source, options.relabel_options(), kernels=classes, device=device, then=measure_speculation)
+    except SpanfixError as exc:
+        return exc
+    except MemoryError:
+        return out_of_memory(source)
+
+
+@dataclass
+class Measured:
+    """Several inputs measured: the usable ones' measures, one line per input that was not, and one per
+    input counted once with another (the same file twice, or the same capture: warnings)."""
+
+    measures: list[TraceMeasures] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    repeated: list[str] = field(default_factory=list)
+
+
+def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, classes: KernelClasses | None,
+                each: Each | None = None, device: bool | None = None) -> Measured:
+    """Every input measured once: a file given twice (under any spelling) is read once, and a trace
+    and its relabelled copy (or any copy) count once, the first given (timing/once.py)."""
+    found = Measured()
+    unique, found.repeated = same_files([os.fspath(source) for source in sources])
+    jobs = [(source, options, classes, device) for source in unique]
+    for _, outcome in (each or one_by_one)(measure_path, jobs):
+        if isinstance(outcome, SpanfixError):
+            found.errors.append(str(outcome))
+        else:
+            found.measures.append(outcome)
+    found.measures, copies = counted_once(found.measures)
+    found.repeated += copies
+    return found
