@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .attribute import Attribution
+from .clock import offset_text
 from .errors import BudgetError, out_of_memory
 from .index import TraceIndex
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage, parse_step_name
@@ -238,7 +239,7 @@ def trust_outcomes(trace: Trace, index: TraceIndex, attribution: Attribution, op
     _, summary = plan(trace, index, attribution, options, patches_wanted=False)
     source = trace.source
     ambiguous = summary.ambiguous
-    first = (f"{ambiguous[0].name} at {(ambiguous[0].start_us - trace_start_us) / 1e3:.3f} ms from the trace start: "
+    first = (f"{ambiguous[0].name} at {offset_text(ambiguous[0].start_us)} from the trace start: "
              f"{ambiguous[0].detail}") if ambiguous else ""
     why = _first_of(len(ambiguous), first)
     if ambiguous and check.allow_ambiguous:

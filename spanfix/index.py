@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .clock import SLACK_NS, ns_of
 from .naming import StepName, parse_step_name
 from .ranks import scope_of
 from .reader import Event, Trace
@@ -74,6 +75,13 @@ class Span:
     external_id: Any = None
     parent: Span | None = None  # the innermost indexed span that fully contains this one
     depth: int = 0  # how many indexed spans contain it
+    start_ns: int = 0  # start and end in whole nanoseconds from the trace's start (clock.py); start and
+    end_ns: int = 0  # end are these in microseconds
+
+    @property
+    def length_us(self) -> float:
+        """Its duration, exactly (for an X event, its dur)."""
+        return (self.end_ns - self.start_ns) / 1000
 
     def ancestors(self):
         """Every enclosing span, innermost first. Walking them for every step costs the square of the
@@ -217,6 +225,7 @@ def build_index(trace: Trace) -> TraceIndex:
     unmatched = skipped = 0
 
     parsed: dict[Span, StepName] = {}
+    clock = trace.clock
     for index, event in trace.events.selected():
         ph = event.ph
         if ph == "X":
@@ -224,8 +233,10 @@ def build_index(trace: Trace) -> TraceIndex:
             if kind is None:
                 continue
             track = track_of(event)
-            ts, dur = event.ts, event.dur if event.dur is not None else 0
-            span = _make_span(kind, event, track, ts, ts + dur if is_number(dur) and is_number(ts) else None, (index,))
+            start = clock.ns(index, event.ts)
+            length = ns_of(event.dur) if event.dur is not None else 0
+            span = _make_span(kind, event, track, start, None if start is None or length is None else start + length,
+                              (index,))
         elif ph == "M":
             _read_metadata(event, track_of(event), names)
             continue
@@ -244,7 +255,7 @@ def build_index(trace: Trace) -> TraceIndex:
             # The format closes the innermost open B whatever the E is called: an E carries the
             # span's name only when it repeats it.
             carriers = (begin_index, index) if event.name == begin.name else (begin_index,)
-            span = _make_span(kind, begin, track, begin.ts, event.ts, carriers)
+            span = _make_span(kind, begin, track, clock.ns(begin_index, begin.ts), clock.ns(index, event.ts), carriers)
         else:
             continue
         tracks.add(track)
@@ -290,7 +301,7 @@ def _join_gpu_copies(steps: list[StepSpan], gpu_spans: list[Span]) -> tuple[list
             orphans.append(GpuOrphan(gpu, NO_CPU_SPAN))
         elif owner is None:
             orphans.append(GpuOrphan(gpu, SHARED_ID))
-        elif gpu.start < owner.span.start - 4 * math.ulp(owner.span.start):
+        elif gpu.start_ns < owner.span.start_ns - SLACK_NS:
             orphans.append(GpuOrphan(gpu, BEFORE_CPU))
         else:
             owner.gpu_events.extend(gpu.events)
@@ -362,11 +373,17 @@ def _kind_of_name(name: str, is_frame: bool) -> str | None:
     return None
 
 
-def _make_span(kind: str, event: Event, track: Track, start: Any, end: Any, carriers: tuple[int, ...]) -> Span | None:
-    if not (is_number(start) and is_number(end)) or end < start:
+def _make_span(kind: str, event: Event, track: Track, start: int | None, end: int | None,
+               carriers: tuple[int, ...]) -> Span | None:
+    """start, end: nanoseconds from the trace's start."""
+    if start is None or end is None or end < start or max(-start, end) >= _TIME_LIMIT:
         return None
     external_id = event.args.external_id if event.args is not None else None
-    return Span(kind, event.name, track, float(start), float(end), carriers, hashable(external_id))
+    return Span(kind, event.name, track, start / 1000, end / 1000, carriers, hashable(external_id),
+                start_ns=start, end_ns=end)
+
+
+_TIME_LIMIT = 10**300  # nanoseconds: a span beyond is no time a float can hold
 
 
 def _nest(track_spans: list[Span]) -> int:
@@ -383,16 +400,13 @@ def _nest(track_spans: list[Span]) -> int:
     track_spans.sort(key=_START)
     stack: list[Span] = []
     overlaps = 0
-    ulp = math.ulp
     for span in track_spans:
-        start, end = span.start, span.end
-        # Epoch-microsecond timestamps lose their last digits in a float: allow a few ulps.
-        while stack and stack[-1].end <= start + 4 * ulp(start):
+        start, end = span.start_ns, span.end_ns
+        while stack and stack[-1].end_ns <= start + SLACK_NS:
             stack.pop()
         # Partially overlapping spans are not nested: look further out for a span that contains this one.
         depth = len(stack)
-        slack = 4 * ulp(end)
-        while depth and stack[depth - 1].end + slack < end:
+        while depth and stack[depth - 1].end_ns + SLACK_NS < end:
             depth -= 1
         if depth < len(stack):
             overlaps += 1

@@ -26,9 +26,13 @@ def name_in_event(raw: bytes, name: str) -> tuple[int, int] | None:
 _STEP_NAME_VALUE = re.compile(rb'"name"\s*:\s*"((?:step\[|[^"\\]{0,4}\\)(?:[^"\\]|\\.)*)"', re.DOTALL)
 
 
-def locate_by_regex(data: bytes | bytearray, wanted: list[tuple[int, str]]) -> list[NameSlot] | None:
+def locate_by_regex(data: bytes | bytearray, wanted: list[tuple[int, str]], start: int = 0,
+                    end: int | None = None) -> list[NameSlot] | None:
+    """Where the step names of wanted (event index, name, in file order) sit in data[start:end]:
+    every "name" key there whose value begins with "step[" (or escapes that may spell it), which
+    must be exactly wanted's names, in order; else None."""
     found = []
-    for match in _STEP_NAME_VALUE.finditer(data):
+    for match in _STEP_NAME_VALUE.finditer(data, start, len(data) if end is None else end):
         start, end = match.span(1)
         if data[start] == 0x73 or string_content(data, start, end).startswith("step["):  # 0x73: "s"
             found.append((start, end))

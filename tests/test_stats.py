@@ -118,8 +118,8 @@ def test_device_time_from_annotations_and_launched_kernels(timed):
 
 @pytest.mark.parametrize("halves", [False, True])
 def test_kernel_fallback_alone(tmp_path, monkeypatch, halves):
-    from spanfix import selective
-    monkeypatch.setattr(selective, "FORK_BYTES", 0 if halves else 2**62)  # large traces: each half at once
+    from conftest import read_in_parts, read_whole
+    read_in_parts(monkeypatch, chunk_bytes=512) if halves else read_whole(monkeypatch)  # large traces: in chunks
     path = write_trace(tmp_path / "t.json", [
         thread_name(1, 2, "draft worker"), span(DECODE_NAME, 0, 50, tid=2),
         span("cudaGraphLaunch", 10, 2, tid=2, cat="cuda_runtime", correlation=5),
@@ -134,12 +134,12 @@ def test_kernel_fallback_alone(tmp_path, monkeypatch, halves):
 def test_kernel_fallback_reads_odd_events_as_the_careful_path_would(tmp_path, monkeypatch, mapped):
     """The fast path leaves launches and kernels undecoded; the fallback meets their odd values
     (a timestamp beyond 64 bits, invalid UTF-8 in a category) and must read past them."""
-    from conftest import trace_bytes
+    from conftest import read_in_parts, trace_bytes
 
-    from spanfix import reader, selective
+    from spanfix import reader
     if mapped:
         monkeypatch.setattr(reader, "MAP_BYTES", 0)
-        monkeypatch.setattr(selective, "FORK_BYTES", 0)
+        read_in_parts(monkeypatch, chunk_bytes=256)
     events = [thread_name(1, 2, "draft worker"), span(DECODE_NAME, 0, 50, tid=2),
               span("cudaGraphLaunch", 10, 2, tid=2, cat="cuda_runtime", correlation=5), kernel(60, 10, 5),
               {**kernel(80, 5, 5), "cat": "BAD"}, {**launch(20, 8), "tid": 2, "ts": 2**70}, kernel(90, 5, 8)]

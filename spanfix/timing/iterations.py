@@ -29,9 +29,6 @@ among them, so that the parts add up to the extent exactly.
 from __future__ import annotations
 
 import functools
-import itertools
-import math
-import operator
 import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
@@ -52,56 +49,58 @@ _STAGE_SPANS = ("draft", "draft_extend")
 @dataclass(slots=True)
 class Iteration:
     pid: Hashable
-    start: float  # the host window
-    end: float
+    start_ns: int  # the host window, in nanoseconds from the trace's start
+    end_ns: int
     parts: dict[str, float]  # host microseconds per part (PARTS)
-    device: tuple[float, float] | None = None  # the device extent, None when it launched no device work
+    device: tuple[int, int] | None = None  # the device extent (nanoseconds), None when it launched no device work
     device_parts: dict[str, float] | None = None  # device microseconds per part (DEVICE_PARTS)
     items: dict[str, list[range]] | None = None  # the device items each part queued
 
     @property
     def host_us(self) -> float:
-        return self.end - self.start
+        return (self.end_ns - self.start_ns) / 1000
 
     @property
     def device_us(self) -> float | None:
-        return None if self.device is None else self.device[1] - self.device[0]
+        return None if self.device is None else (self.device[1] - self.device[0]) / 1000
 
 
 @dataclass(slots=True)
 class _Member:
-    start: float
-    end: float
+    start: int  # nanoseconds from the trace's start
+    end: int
     kind: str  # a part, or "draft work" until the first verify is known
     track: Track
 
 
-@dataclass(slots=True)
 class _Launching:
     """A process's tracks and all their launches in time order: which tracks launched in a window is
     then a bisection, not a look at every track (a process may launch from thousands of threads)."""
 
-    tracks: list[Track] = field(default_factory=list)
-    pairs: list[tuple[float, int]] = field(default_factory=list)  # (launch time, track number)
-    times: list[float] | None = None
-    numbers: list[int] | None = None
+    def __init__(self) -> None:
+        self.tracks: list[Track] = []
+        self._times: list = []
+        self.times = self.numbers = None
 
-    def add(self, track: Track, times: list[float]) -> None:
-        self.pairs += zip(times, itertools.repeat(len(self.tracks)))
+    def add(self, track: Track, times) -> None:
+        self._times.append(times)
         self.tracks.append(track)
 
-    def between(self, start: float, end: float) -> list[Track]:
+    def between(self, start: int, end: int) -> list[Track]:
         """The tracks that launched from start to end (both included), in the order they were added."""
+        import numpy as np
         if self.times is None:
-            self.pairs.sort(key=_first)
-            self.times, self.numbers = [t for t, _ in self.pairs], [n for _, n in self.pairs]
-        found = set(self.numbers[bisect_left(self.times, start):bisect_right(self.times, end)])
-        return [self.tracks[number] for number in sorted(found)]
+            times = np.concatenate(self._times) if self._times else np.zeros(0, np.int64)
+            numbers = np.repeat(np.arange(len(self._times)), [len(t) for t in self._times])
+            order = np.argsort(times, kind="stable")
+            self.times, self.numbers = times[order], numbers[order]
+        found = self.numbers[self.times.searchsorted(start, "left"):self.times.searchsorted(end, "right")]
+        return [self.tracks[number] for number in np.unique(found).tolist()]
 
 
 @dataclass(slots=True)
 class _Process:
-    runs: list[tuple[float, float]] = field(default_factory=list)  # scheduler.run_batch windows
+    runs: list[tuple[int, int]] = field(default_factory=list)  # scheduler.run_batch windows
     members: list[_Member] = field(default_factory=list)
 
 
@@ -111,9 +110,9 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
     for (pid, _), spans in index.spans.items():
         for span in spans:
             if span.kind == "iteration":
-                processes[pid].runs.append((span.start, span.end))
+                processes[pid].runs.append((span.start_ns, span.end_ns))
     for span, kind in _members(index, stages).items():
-        processes[span.track[0]].members.append(_Member(span.start, span.end, kind, span.track))
+        processes[span.track[0]].members.append(_Member(span.start_ns, span.end_ns, kind, span.track))
 
     launching: dict[Hashable, _Launching] = defaultdict(_Launching)
     for track, launches in (work.tracks.items() if work is not None else ()):
@@ -127,16 +126,16 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
             verifies = [member.start for member in inside if member.kind == "verify"]
             if not verifies:
                 continue
-            parts = dict.fromkeys(PARTS, 0.0)
+            nanoseconds = dict.fromkeys(PARTS, 0)
             placed = []
             for member in inside:
                 if member.kind == "draft work":
                     member = _Member(member.start, member.end, "draft" if member.start < verifies[0] else "draft_extend",
                                      member.track)
-                parts[member.kind] += member.end - member.start
+                nanoseconds[member.kind] += member.end - member.start
                 placed.append(member)
-            parts["other"] = max(0.0, (end - start) - math.fsum(parts.values()))
-            iteration = Iteration(pid, start, end, parts)
+            nanoseconds["other"] = max(0, (end - start) - sum(nanoseconds.values()))
+            iteration = Iteration(pid, start, end, {part: ns / 1000 for part, ns in nanoseconds.items()})
             if work is not None and not work.empty and pid in launching:
                 _on_device(iteration, placed, work, launching[pid].between(start, end))
             found.append(iteration)
@@ -202,9 +201,6 @@ def _kind(stage: str) -> str | None:
     return None
 
 
-_first = operator.itemgetter(0)
-
-
 def _start(member: _Member) -> float:
     return member.start
 
@@ -232,7 +228,7 @@ def _on_device(iteration: Iteration, members: list[_Member], work: DeviceWork, t
     windows = []
     for track in tracks:
         launches = work.tracks[track]
-        window = launches.between(iteration.start, iteration.end)
+        window = launches.between(iteration.start_ns, iteration.end_ns)
         if not window:
             continue
         windows.append(window)
@@ -250,17 +246,19 @@ def _on_device(iteration: Iteration, members: list[_Member], work: DeviceWork, t
             claimed.append((range(cursor, window.stop), "other"))
     if not windows:
         return
-    first = min(work.extent(window)[0] for window in windows)
-    last = max(work.extent(window)[1] for window in windows)
+    extents = [work.extent(window) for window in windows]
+    first = min(extent[0] for extent in extents)
+    last = max(extent[1] for extent in extents)
     iteration.device = (first, last)
     scope = scope_of(iteration.pid)
     own = sum(len(window) for window in windows)
     if len(windows) == 1 and work.sequential(windows[0]) and work.alone(scope, first, last, own):
         # One stream of its own work alone on the rank (the usual case): each part is its items' sum.
-        parts = dict.fromkeys(DEVICE_PARTS, 0.0)
+        nanoseconds = dict.fromkeys(DEVICE_PARTS, 0)
         for items, part in claimed:
-            parts[part] += work.duration(items)
-        parts["idle"] = max(0.0, (last - first) - math.fsum(parts.values()))
+            nanoseconds[part] += work.duration(items)
+        nanoseconds["idle"] = max(0, (last - first) - sum(nanoseconds.values()))
+        parts = {part: ns / 1000 for part, ns in nanoseconds.items()}
     else:
         items, earlier = work.starting(scope, first, last)
         if not work.spend(len(items)):
@@ -276,15 +274,19 @@ def _on_device(iteration: Iteration, members: list[_Member], work: DeviceWork, t
     iteration.items = dict(grouped)
 
 
-def _partition(work: DeviceWork, owner: dict[int, str], items: list[int], earlier: float | None, first: float,
-               last: float) -> dict[str, float]:
+def _partition(work: DeviceWork, owner: dict[int, str], items, earlier: int | None, first: int,
+               last: int) -> dict[str, float]:
     """The extent from first to last split among the parts (owner: item -> part) of what runs then:
-    items, those of the rank that start in it; earlier, how far the rank's earlier work still runs."""
+    items, those of the rank that start in it; earlier, how far the rank's earlier work still runs.
+    Nanoseconds in, microseconds out."""
     edges = []
     if earlier is not None:  # work of the rank that started before the iteration's: another's, so other
         edges += [(first, 1, "other"), (min(earlier, last), -1, "other")]
-    for item in items:
-        start, end = max(work.starts[item], first), min(work.ends[item], last)
+    numbers = items.tolist() if hasattr(items, "tolist") else list(items)
+    starts = work.starts[numbers].tolist() if numbers else []
+    ends = work.ends[numbers].tolist() if numbers else []
+    for item, start, end in zip(numbers, starts, ends):
+        start, end = max(start, first), min(end, last)
         if end > start:
             part = owner.get(item, "other")
             edges.append((start, 1, part))
@@ -300,10 +302,10 @@ def _partition(work: DeviceWork, owner: dict[int, str], items: list[int], earlie
         running[part] += change
     if last > previous:
         parts["idle"] += last - previous
-    return parts
+    return {part: ns / 1000 for part, ns in parts.items()}
 
 
-def _credit(parts: dict[str, float], running: dict[str, int], length: float) -> None:
+def _credit(parts: dict[str, float], running: dict[str, int], length: int) -> None:
     active = [part for part, count in running.items() if count > 0]
     if not active:
         parts["idle"] += length
