@@ -97,16 +97,14 @@ class Trace:
 
 def read_trace(source: str | Path, *, max_bytes: int | None = None,
                select: Callable[[str], bool] | None = None, reduce: Reducer | None = None,
-               content: bytes | bytearray | memoryview | BinaryIO | None = None, locate_names: bool = True,
-               reduce_when: Callable[[Buffer], bool] | None = None) -> Trace:
+               content: bytes | bytearray | memoryview | BinaryIO | None = None, locate_names: bool = True) -> Trace:
     """Read and decode a trace. With select, only events whose name it accepts (plus step spans and
     unnamed events, which close B/E pairs) are decoded up front; the rest stay raw until asked for.
     With reduce (and select), every event is decoded and handed to reduce, a stretch at a time, in
     the process that read it (Trace.reduced); the step names' bytes are then not located: that is
     for reading what a relabel would not write (stats). With content (bytes or a binary file object),
     the trace is read from it and source only names it. max_bytes: the largest document accepted,
-    uncompressed (None: default_max_bytes()). reduce_when(document): whether reduce is worth its cost
-    on this document, asked once it is read (None: always)."""
+    uncompressed (None: default_max_bytes())."""
     source = str(source)
     progress.phase("reading")
     if content is None:
@@ -114,8 +112,6 @@ def read_trace(source: str | Path, *, max_bytes: int | None = None,
     else:
         data, compressed = document_bytes_of(source, content, max_bytes=max_bytes)
     form, parse_buffer, warnings = container_form(source, data)
-    if reduce is not None and reduce_when is not None and not reduce_when(data):
-        reduce = None
     progress.phase("decoding")
     with _gc_paused():
         selected = (decode_selected(parse_buffer, data, form, select, reduce, locate_names=locate_names)

@@ -7,7 +7,6 @@ import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from .locate import byte_offset
 from .naming import new_stage, parse_step_name
 from .output import output_folder, write_output
 from .patch import Patch, patched_chunks
-from .reader import STDIN, Buffer, NameSlot, Trace, TraceError, read_trace
+from .reader import STDIN, NameSlot, Trace, TraceError, read_trace
 from .selective import Reducer
 
 
@@ -131,12 +130,11 @@ def default_output(source: str) -> str:
     return str(path.with_name(name[:cut] + ".relabeled" + name[cut:]))
 
 
-def load(source: str, options: RelabelOptions, reduce: Reducer | None = None, *, locate_names: bool = True,
-         reduce_when: Callable[[Buffer], bool] | None = None) -> Trace:
+def load(source: str, options: RelabelOptions, reduce: Reducer | None = None, *, locate_names: bool = True) -> Trace:
     """Read a trace, decoding in full only the events attribution looks at (with reduce: every
     event, handed to reduce as it is read, for what attribution does not need). locate_names=False
     leaves the step names' bytes unlocated: for reading what will not be rewritten."""
-    return read_trace(source, select=indexed_name, reduce=reduce, locate_names=locate_names, reduce_when=reduce_when,
+    return read_trace(source, select=indexed_name, reduce=reduce, locate_names=locate_names,
                       **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
 
 

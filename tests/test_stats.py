@@ -456,3 +456,30 @@ def test_the_json_reference_documents_the_json_as_written(tmp_path):
     kernels = json.loads(run("stats", write_trace(tmp_path / "k.json", _iteration_events()), "--kernels",
                              "--format", "json").stdout)["kernels"]
     assert list(example["kernels"]) == list(kernels)
+
+
+@pytest.mark.parametrize("kernels", [False, True])
+def test_stats_decodes_every_event_once(tmp_path, monkeypatch, kernels):
+    """One pass: a trace whose steps have GPU annotations but whose stage spans have none needs the
+    device view, which is known only once it is read; stats still decodes each event once (each chunk
+    of a large trace once), plain or with kernels."""
+    from conftest import read_in_parts, trace_bytes
+    from synth_helpers import eagle_events
+
+    from spanfix import parts
+    from spanfix.api import Options, measure_path
+    from spanfix.timing import KernelClasses
+
+    events = [e for e in eagle_events() if not (e.get("cat") == "gpu_user_annotation"
+                                               and e.get("name") in ("draft", "draft_extend"))]
+    path = tmp_path / "t.json"
+    path.write_bytes(trace_bytes(events))
+    read_in_parts(monkeypatch, processes=1, chunk_bytes=path.stat().st_size // 5)
+    decoded = []
+    real = parts.every_event
+    monkeypatch.setattr(parts, "every_event", lambda buffer, kind, item: decoded.append(item) or real(buffer, kind, item))
+    measured = measure_path(str(path), Options(), KernelClasses.with_overrides(()) if kernels else None)
+    assert not any("was not computed" in warning for warning in measured.warnings)
+    assert any(step.busy_us is not None for step in measured.steps)  # the device view is there
+    plan = parts.layout(path.read_bytes(), "object")
+    assert len(decoded) == plan.chunks > 1

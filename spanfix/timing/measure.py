@@ -89,16 +89,17 @@ class TraceMeasures:
 
 def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, device: bool | None = True
          ) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
-    """Read, index and attribute one trace, exactly as relabel does; with device, read its launches and
-    kernels on the way (None: later, and only if needed, see measure)."""
+    """Read, index and attribute one trace, exactly as relabel does; with device (or None: the device
+    view only where device time needs it, see measure), read its launches and kernels on the way, in
+    the same pass: whether the device view is needed is known only once the trace is read, and
+    reading it again would cost more than keeping its columns does."""
     reduce = DeviceReducer(kernel_names) if device or kernel_names or device is None else None
-    trace = load_trace(source, options, reduce=reduce, locate_names=False,
-                       reduce_when=lacks_gpu_annotations if device is None and not kernel_names else None)
+    trace = load_trace(source, options, reduce=reduce, locate_names=False)
     return (trace, *analyse(trace, options))
 
 
 NO_DEVICE_VIEW = ("the device view (busy time, decode iterations on the device clock) was not computed: every "
-                  "step and stage span has a GPU annotation, so no kernel was read; pass --device to read them")
+                  "step and stage span has a GPU annotation, so no kernel was used; pass --device to use them")
 
 
 def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
@@ -252,16 +253,6 @@ def _iteration_timing(source: str, rank: str | None, iteration: Iteration, origi
                            iteration.parts, iteration.device_us, iteration.device_parts,
                            None if device is None else (origin + device[0]) / 1000,
                            None if device is None else (origin + device[1]) / 1000)
-
-
-GPU_ANNOTATION_TEXT = b'"gpu_user_annotation"'
-
-
-def lacks_gpu_annotations(document) -> bool:
-    """A document without a single GPU annotation (SGLang's own captures): its device view will be
-    needed, so its launches and kernels are best reduced in the one decoding pass."""
-    find = getattr(document, "find", None)
-    return find is None or find(GPU_ANNOTATION_TEXT) < 0
 
 
 def needs_kernels(trace: Trace, index: TraceIndex) -> bool:
