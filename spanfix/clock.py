@@ -85,6 +85,19 @@ class Clock:
                 return None
         return found - self.origin_ns
 
+    def many(self, indexes: list[int], values: list) -> list[int | None]:
+        """ns() of many events at once."""
+        found = lengths_ns(values)
+        origin, exact = self.origin_ns, self.exact
+        if exact:
+            found = [exact.get(index, ns) for index, ns in zip(indexes, found)]
+        return [None if ns is None else ns - origin for ns in found] if origin else found
+
+    @staticmethod
+    def lengths(values: list) -> list[int | None]:
+        """Durations in nanoseconds (a missing one is 0; None: not a usable number)."""
+        return lengths_ns(values, missing=0)
+
     @property
     def origin_us(self) -> float:
         return self.origin_ns / 1000
@@ -100,3 +113,22 @@ def offset_text(us: float) -> str:
     if abs(us) >= 1e6:
         return f"{us / 1e6:.6f} s"
     return f"{us / 1e3:.3f} ms"
+
+
+def lengths_ns(values: list, missing: int | None = None) -> list[int | None]:
+    """ns_of() of many values; None values give missing. The usual case, numbers below EXACT_LIMIT,
+    in C-level maps."""
+    classes = set(map(type, values))
+    if values and classes <= _NUMBERS_OR_NONE:
+        numbers = [0 if value is None else value for value in values] if _NONE in classes else values
+        if max(map(abs, numbers)) < EXACT_LIMIT:
+            found = list(map(round, map(_THOUSAND.__mul__, numbers)))
+            if _NONE in classes:
+                found = [missing if value is None else ns for value, ns in zip(values, found)]
+            return found
+    return [missing if value is None else ns_of(value) for value in values]
+
+
+_THOUSAND = 1000.0
+_NONE = type(None)
+_NUMBERS_OR_NONE = frozenset({int, float, _NONE})

@@ -182,10 +182,17 @@ class Events(Sequence):
         # Read in exact mode (clock.py): event index -> its timestamp in nanoseconds, for the events
         # decoded up front, whose decoded floats do not keep them.
         self.exact = exact
+        self._every: list[Event] | None = None  # every event, where the careful path decoded them all
+        self._stamps: list[int | None] | None = None
 
     @classmethod
     def all_decoded(cls, events: list[Event]) -> Events:
         return cls(len(events), dict(enumerate(events)))
+
+    def keep_every(self, events: list[Event], stamps: list[int | None] | None) -> None:
+        """Keep every event (and, in exact mode, every timestamp's nanoseconds) for callers that ask
+        for events not selected: the careful path decoded them all already."""
+        self._every, self._stamps = events, stamps
 
     def __len__(self) -> int:
         return self._count
@@ -193,6 +200,8 @@ class Events(Sequence):
     def __getitem__(self, index: int) -> Event:  # type: ignore[override]
         event = self._decoded.get(index)
         if event is None:
+            if self._every is not None and 0 <= index < self._count:
+                return self._every[index]
             if self._source is None or not 0 <= index < self._count:
                 raise IndexError(index)
             event = decode_raw_event(self._raw_list()[index], index)[0]
@@ -242,6 +251,8 @@ class Events(Sequence):
             if results is not None:
                 return results
             return [reducer(list(self.every(Event)), None)]
+        if self._every is not None:
+            return [reducer(self._every, self._stamps)]
         every = list(self)
         stamps = [self.exact.get(index) for index in range(len(every))] if self.exact else None
         return [reducer(every, stamps)]

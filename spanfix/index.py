@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .clock import SLACK_NS, ns_of
+from .clock import SLACK_NS
 from .naming import StepName, parse_step_name
 from .ranks import scope_of
 from .reader import Event, Trace
@@ -226,17 +226,32 @@ def build_index(trace: Trace) -> TraceIndex:
 
     parsed: dict[Span, StepName] = {}
     clock = trace.clock
-    for index, event in trace.events.selected():
+    selected = list(trace.events.selected())
+    # Every time at once (numpy for the usual floats), then one look at each event.
+    starts = clock.many([index for index, _ in selected], [event.ts for _, event in selected])
+    lengths = clock.lengths([event.dur for _, event in selected])
+    kinds: dict = {}
+    plain, limit = _PLAIN, _TIME_LIMIT
+    for (index, event), start, length in zip(selected, starts, lengths):
         ph = event.ph
         if ph == "X":
-            kind, step = _kind_of(event)
+            try:
+                kind, step = kinds[event.name, event.cat]
+            except KeyError:
+                kind, step = kinds[event.name, event.cat] = _kind_of(event)
+            except TypeError:  # a category that cannot key a dict
+                kind, step = _kind_of(event)
             if kind is None:
                 continue
-            track = track_of(event)
-            start = clock.ns(index, event.ts)
-            length = ns_of(event.dur) if event.dur is not None else 0
-            span = _make_span(kind, event, track, start, None if start is None or length is None else start + length,
-                              (index,))
+            pid, tid = event.pid, event.tid
+            track = (pid if pid.__class__ in plain else repr(pid), tid if tid.__class__ in plain else repr(tid))
+            if start is not None and length is not None and length >= 0 and -limit < start < limit - length:
+                args = event.args
+                external = args.external_id if args is not None else None
+                span = Span(kind, event.name, track, start / 1000, (start + length) / 1000, (index,),
+                            external if external.__class__ in plain else repr(external), None, 0, start, start + length)
+            else:
+                span = None
         elif ph == "M":
             _read_metadata(event, track_of(event), names)
             continue

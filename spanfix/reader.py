@@ -119,8 +119,11 @@ def read_trace(source: str | Path, *, max_bytes: int | None = None,
         if selected is None:
             decoded, decode_warnings, decoded_from = decode_events(source, parse_buffer, form)
             kind = "object" if form == "object" else "array"
-            part = part_of(decoded, None, reduce, stamps=lambda: stamps_of_document(decoded_from, kind))
+            # The careful path keeps the fast path's choice of events (so that both index alike), and
+            # every event besides, for whatever asks for the others.
+            part = part_of(decoded, select, reduce, stamps=lambda: stamps_of_document(decoded_from, kind))
             selected = merged([part], None, reduce is not None)
+            selected.events.keep_every(decoded, part.every_exact)
             warnings = warnings + decode_warnings
     del parse_buffer
     if reduce is not None or not locate_names:

@@ -176,6 +176,7 @@ def part_of(events: list[Event], select: Callable[[str], bool] | None, reduce: R
     exact = stamps() if stamps is not None and needs_exact(times) else None
     part = Part(len(events), chosen, [events[index] for index in chosen], None, phased,
                 first_time(events, times, exact), [exact[index] for index in chosen] if exact is not None else None)
+    part.every_exact = exact  # not fields: they stay where the part was read
     if reduce is not None:
         # not a field: it crosses from a child pickled, as Part.reduced
         part.result = reduce(events, exact, Taken(names, times))
