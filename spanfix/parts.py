@@ -37,7 +37,7 @@ from .events import Buffer, overwritten
 
 T = TypeVar("T")
 FORK_BYTES = 32 * 2**20  # below this, another process costs more than it saves
-CHUNK_BYTES = 24 * 2**20  # the most a process decodes at once: bounds the memory of a read
+CHUNK_BYTES = 12 * 2**20  # the most a process decodes at once: bounds the memory of a read
 PARTS_ENV = "SPANFIX_READ_PARTS"  # a number of processes to read with, instead of the cores (tests, benchmarks)
 _BETWEEN_EVENTS = re.compile(rb"\}[ \t\r\n]*(,)[ \t\r\n]*\{")
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)

@@ -11,7 +11,6 @@ counted: a warning says how many.
 
 from __future__ import annotations
 
-import itertools
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ UNTIMED_LAUNCHES = "launches without a finite timestamp (not used)"
 _CAT, _TS, _DUR, _PID, _TID, _NAME, _ARGS = map(operator.attrgetter, ("cat", "ts", "dur", "pid", "tid", "name", "args"))
 _NUMBERS = frozenset({int, float})
 _IDS = frozenset({int, str})
+_LAUNCH, _OTHER = 3, 4  # category numbers beyond DEVICE_CATEGORIES
 _MAX_US = 9.2e15  # a time beyond this many microseconds is beyond 2**63 ns
 _MAX_NS = 9_200_000_000_000_000_000
 
@@ -72,12 +72,16 @@ class DeviceReducer:
         except TypeError:  # a category that is a list or an object
             categories = list(map(hashable, categories))
             distinct = set(categories)
-        code = {name: number for number, name in enumerate(DEVICE_CATEGORIES) if name in distinct}
-        launch = {c for c in distinct if isinstance(c, str) and c.endswith(LAUNCH_SUFFIXES)}
-        item_at = list(itertools.compress(itertools.count(), map(code.__contains__, categories)))
-        launch_at = list(itertools.compress(itertools.count(), map(launch.__contains__, categories)))
-        item_codes = np.fromiter(map(code.__getitem__, map(categories.__getitem__, item_at)), np.int8, len(item_at))
+        # Each category's number: a device item's (0, 1, 2), a launch (3), anything else (4); in one pass.
+        code = {name: DEVICE_CATEGORIES.index(name) if name in DEVICE_CATEGORIES
+                else _LAUNCH if isinstance(name, str) and name.endswith(LAUNCH_SUFFIXES) else _OTHER
+                for name in distinct}
+        codes = np.fromiter(map(code.__getitem__, categories), np.int8, len(categories))
         del categories
+        item_where = np.flatnonzero(codes < _LAUNCH)
+        item_at = item_where.tolist()
+        launch_at = np.flatnonzero(codes == _LAUNCH).tolist()
+        item_codes = codes[item_where]
         items = list(map(events.__getitem__, item_at))
         launches = list(map(events.__getitem__, launch_at))
         times = taken.times if taken is not None else None
@@ -110,8 +114,10 @@ class DeviceReducer:
         launch_keep = np.flatnonzero(launch_has_id & launch_timed)
 
         kept = keep.tolist()
-        kept_items = list(map(items.__getitem__, kept))
-        kept_launches = list(map(launches.__getitem__, launch_keep.tolist()))
+        # Usually every one is usable: then no subset is taken.
+        kept_items = items if len(kept) == len(items) else list(map(items.__getitem__, kept))
+        kept_launches = (launches if len(launch_keep) == len(launches)
+                         else list(map(launches.__getitem__, launch_keep.tolist())))
         item_pids = _hashables(list(map(_PID, kept_items)))
         launch_pids = _hashables(list(map(_PID, kept_launches)))
         scopes: dict = {}
@@ -121,7 +127,8 @@ class DeviceReducer:
         names = name_ids = None
         if self.names:
             if taken is not None:
-                kernel_names = _hashables(list(map(taken.names.__getitem__, map(item_at.__getitem__, kept))))
+                at = item_at if len(kept) == len(item_at) else list(map(item_at.__getitem__, kept))
+                kernel_names = _hashables(list(map(taken.names.__getitem__, at)))
             else:
                 kernel_names = _hashables(list(map(_NAME, kept_items)))
             by_name = {name: number for number, name in enumerate(dict.fromkeys(kernel_names))}

@@ -74,8 +74,7 @@ class DeviceWork:
 
     tracks: dict[Track, TrackLaunches]
     ranges: Ranges  # per item: start and end in nanoseconds from the trace's start, and what ranges of them hold
-    scopes: dict[Hashable, tuple[Any, Any, Any]]  # rank scope -> sorted starts, running maximum of ends, item
-    # numbers: the items of a rank in start order (numpy)
+    _scopes: dict[Hashable, tuple[Any, Any, Any]] | None  # see scopes; None until asked for
     names: list[str] | None = None  # the distinct kernel names, when they were read
     name_ids: Any = None  # numpy, per item: its name's number in names
     categories: Any = None  # numpy int8, per item: its category's number in columns.DEVICE_CATEGORIES
@@ -97,7 +96,7 @@ class DeviceWork:
     @classmethod
     def nothing(cls) -> DeviceWork:
         """No device work read (the device view not asked for)."""
-        return cls({}, Ranges.empty(), {})
+        return cls({}, Ranges.empty(), None)
 
     def launched(self, span: Span) -> range:
         """The items queued by the launches inside a host span, on its own track."""
@@ -165,9 +164,10 @@ class DeviceWork:
         return [f"{count} {why}" for why, count in sorted(self.problems.items())]
 
     @classmethod
-    def joined(cls, stretches: Iterable[DeviceColumns], origin_ns: int = 0) -> DeviceWork:
+    def joined(cls, stretches: Iterable[DeviceColumns], origin_ns: int = 0, consume: bool = False) -> DeviceWork:
         """Join every chunk's launches and device work within each rank; see the module's docstring.
-        origin_ns: the trace's start, from which the work's times are counted."""
+        origin_ns: the trace's start, from which the work's times are counted. consume: let go of each
+        chunk's columns once joined (a kernel-dense trace's memory is mostly these columns)."""
         import numpy as np  # here: a trace whose GPU annotations give its device time never needs it
 
         stretches = list(stretches)
@@ -195,12 +195,20 @@ class DeviceWork:
             if names:
                 renumber = np.array([numbered.setdefault(name, len(numbered)) for name in stretch.names] or [0])
                 name_ids.append(renumber[stretch.name_ids])
+            if consume:
+                stretch.launch_scopes = stretch.launch_tracks = stretch.item_scopes = stretch.name_ids = None
+                stretch.launch_ids = stretch.item_ids = stretch.launch_ns = stretch.starts = stretch.ends = None
+                stretch.categories = None
 
         def joined_column(columns: list, dtype) -> Any:
-            return np.concatenate(columns) if columns else np.zeros(0, dtype)
+            found = np.concatenate(columns) if columns else np.zeros(0, dtype)
+            columns.clear()
+            return found
 
-        launch_times_ = joined_column(launch_times, np.int64) - origin_ns
-        starts_, ends_ = joined_column(starts, np.int64) - origin_ns, joined_column(ends, np.int64) - origin_ns
+        launch_times_ = joined_column(launch_times, np.int64)
+        starts_, ends_ = joined_column(starts, np.int64), joined_column(ends, np.int64)
+        for column in (launch_times_, starts_, ends_):
+            column -= origin_ns
         launch_tracks_ = joined_column(launch_tracks, np.int64)
         owners = _owners(np, joined_column(launch_scopes, np.int64), launch_ids, joined_column(item_scopes, np.int64),
                          item_ids, problems)
@@ -229,7 +237,8 @@ class DeviceWork:
             group_launches = launched[rank[firsts]]
             group_times = launch_times_[group_launches]
         item_starts, item_ends = starts_[items], ends_[items]
-        work = cls({}, Ranges(np, item_starts, item_ends), {},
+        del starts_, ends_, owners, order
+        work = cls({}, Ranges(np, item_starts, item_ends), None,
                    names=list(numbered) if names else None,
                    name_ids=np.concatenate(name_ids)[items] if names and name_ids else None,
                    categories=joined_column(categories, np.int8)[items], problems=problems)
@@ -240,15 +249,23 @@ class DeviceWork:
         edges = [0, *(_firsts(np, group_tracks)[1:].tolist()), len(group_tracks)] if len(group_tracks) else [0]
         for a, b in itertools.pairwise(edges):
             work.tracks[track_names[int(group_tracks[a])]] = TrackLaunches(group_times[a:b], bounds[a:b + 1])
-        # Each rank's items in start order, with the running maximum of their ends.
-        scoped: dict[Hashable, list[tuple[int, int]]] = defaultdict(list)
-        for track, on_track in work.tracks.items():
-            scoped[scope_of(track[0])].append((int(on_track.bounds[0]), int(on_track.bounds[-1])))
-        for scope, spans in scoped.items():
-            ids = np.concatenate([np.arange(a, b) for a, b in spans])
-            ids = ids[np.argsort(item_starts[ids], kind="stable")]
-            work.scopes[scope] = (item_starts[ids], np.maximum.accumulate(item_ends[ids]), ids)
         return work
+
+    @property
+    def scopes(self) -> dict[Hashable, tuple[Any, Any, Any]]:
+        """Each rank scope's items in start order: their starts, the running maximum of their ends,
+        and their numbers (numpy). Built on first use: only decode iterations ask."""
+        if self._scopes is None:
+            import numpy as np
+            scoped: dict[Hashable, list[tuple[int, int]]] = defaultdict(list)
+            for track, on_track in self.tracks.items():
+                scoped[scope_of(track[0])].append((int(on_track.bounds[0]), int(on_track.bounds[-1])))
+            self._scopes = {}
+            for scope, spans in scoped.items():
+                ids = np.concatenate([np.arange(a, b) for a, b in spans])
+                ids = ids[np.argsort(self.starts[ids], kind="stable")]
+                self._scopes[scope] = (self.starts[ids], np.maximum.accumulate(self.ends[ids]), ids)
+        return self._scopes
 
 
 def _firsts(np, values) -> Any:
@@ -311,8 +328,9 @@ def device_work(trace, names: bool = False) -> DeviceWork:
     """The trace's device work: from what its read reduced, or else by reading every event now."""
     origin = trace.origin_ns or 0
     if trace.reduced is not None and (not names or all(c.name_ids is not None for c in trace.reduced)):
-        return DeviceWork.joined(trace.reduced, origin)
-    return DeviceWork.joined(trace.events.reduce(DeviceReducer(names)), origin)
+        reduced, trace.reduced = trace.reduced, None  # joined once: the chunks' columns are let go
+        return DeviceWork.joined(reduced, origin, consume=True)
+    return DeviceWork.joined(trace.events.reduce(DeviceReducer(names)), origin, consume=True)
 
 
 def union_length(intervals: Iterable[tuple[float, float]]) -> float:

@@ -118,6 +118,7 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
     for track, launches in (work.tracks.items() if work is not None else ()):
         launching[track[0]].add(track, launches.times)
     found = []
+    pending: list[tuple[Iteration, list[_Member], list[Track]]] = []  # measured on the device clock, together
     for pid, process in processes.items():
         members = sorted(process.members, key=_start)
         starts = [member.start for member in members]
@@ -137,8 +138,10 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
             nanoseconds["other"] = max(0, (end - start) - sum(nanoseconds.values()))
             iteration = Iteration(pid, start, end, {part: ns / 1000 for part, ns in nanoseconds.items()})
             if work is not None and not work.empty and pid in launching:
-                _on_device(iteration, placed, work, launching[pid].between(start, end))
+                pending.append((iteration, placed, launching[pid].between(start, end)))
             found.append(iteration)
+    if pending:
+        _on_devices(pending, work)
     return found
 
 
@@ -219,59 +222,104 @@ def _stage_windows(members: list[_Member]) -> list[tuple[float, float]]:
     return windows
 
 
-def _on_device(iteration: Iteration, members: list[_Member], work: DeviceWork, tracks: list[Track]) -> None:
-    """The iteration's device extent and its split into parts (see the module's docstring)."""
-    by_track: dict[Track, list[_Member]] = defaultdict(list)
-    for member in members:
-        by_track[member.track].append(member)
-    claimed: list[tuple[range, str]] = []  # the iteration's own items, each range with its part
-    windows = []
-    for track in tracks:
-        launches = work.tracks[track]
-        window = launches.between(iteration.start_ns, iteration.end_ns)
-        if not window:
-            continue
-        windows.append(window)
-        cursor = window.start
-        for member in by_track.get(track, ()):  # in start order; members of a track do not nest
-            mine = launches.between(member.start, member.end)
-            mine = range(max(mine.start, cursor), min(mine.stop, window.stop))
-            if not mine:
+def _on_devices(pending: list[tuple[Iteration, list[_Member], list[Track]]], work: DeviceWork) -> None:
+    """Every iteration's device extent and its split into parts (see the module's docstring), the
+    launches of each track looked up at once, and the extents, overlaps and durations of every
+    iteration's items answered as arrays (ranges.py)."""
+    import numpy as np
+
+    # Which items each iteration's launches, and each of its parts' spans, queued: per track at once.
+    windows: dict[tuple[int, Track], range] = {}
+    mine: dict[tuple[int, int], range] = {}
+    queries: dict[Track, tuple[list, list, list]] = defaultdict(lambda: ([], [], []))
+    for number, (iteration, members, tracks) in enumerate(pending):
+        on = set(tracks)
+        for track in tracks:
+            keys, starts, ends = queries[track]
+            keys.append((number, track, None))
+            starts.append(iteration.start_ns)
+            ends.append(iteration.end_ns)
+        for position, member in enumerate(members):
+            if member.track in on:
+                keys, starts, ends = queries[member.track]
+                keys.append((number, member.track, position))
+                starts.append(member.start)
+                ends.append(member.end)
+    for track, (keys, starts, ends) in queries.items():
+        lo, hi = work.tracks[track].between_many(np.array(starts, np.int64), np.array(ends, np.int64))
+        for (number, on, position), a, b in zip(keys, lo.tolist(), hi.tolist()):
+            if position is None:
+                windows[number, on] = range(a, b)
+            else:
+                mine[number, position] = range(a, b)
+    # Each iteration's items: its windows, and the part each range of them belongs to.
+    layout = []
+    for number, (iteration, members, tracks) in enumerate(pending):
+        positions: dict[Track, list[int]] = defaultdict(list)
+        for position, member in enumerate(members):
+            positions[member.track].append(position)
+        claimed: list[tuple[range, str]] = []
+        found = []
+        for track in tracks:
+            window = windows[number, track]
+            if not window:
                 continue
-            if mine.start > cursor:
-                claimed.append((range(cursor, mine.start), "other"))
-            claimed.append((mine, member.kind))
-            cursor = mine.stop
-        if cursor < window.stop:
-            claimed.append((range(cursor, window.stop), "other"))
-    if not windows:
+            found.append(window)
+            cursor = window.start
+            for position in positions.get(track, ()):  # in start order; members of a track do not nest
+                items = mine[number, position]
+                items = range(max(items.start, cursor), min(items.stop, window.stop))
+                if not items:
+                    continue
+                if items.start > cursor:
+                    claimed.append((range(cursor, items.start), "other"))
+                claimed.append((items, members[position].kind))
+                cursor = items.stop
+            if cursor < window.stop:
+                claimed.append((range(cursor, window.stop), "other"))
+        layout.append((found, claimed))
+    every = [window for found, _ in layout for window in found]
+    if not every:
         return
-    extents = [work.extent(window) for window in windows]
-    first = min(extent[0] for extent in extents)
-    last = max(extent[1] for extent in extents)
-    iteration.device = (first, last)
-    scope = scope_of(iteration.pid)
-    own = sum(len(window) for window in windows)
-    if len(windows) == 1 and work.sequential(windows[0]) and work.alone(scope, first, last, own):
-        # One stream of its own work alone on the rank (the usual case): each part is its items' sum.
-        nanoseconds = dict.fromkeys(DEVICE_PARTS, 0)
+    low, high = work.ranges.extents([w.start for w in every], [w.stop for w in every])
+    alone_runs = work.ranges.sequentials([w.start for w in every], [w.stop for w in every]).tolist()
+    low, high = low.tolist(), high.tolist()
+    pieces = [items for _, claimed in layout for items, _ in claimed]
+    durations = work.ranges.durations(np.array([r.start for r in pieces], np.int64),
+                                      np.array([r.stop for r in pieces], np.int64)).tolist() if pieces else []
+    at = piece = 0
+    for (iteration, _, _), (found, claimed) in zip(pending, layout):
+        if not found:
+            piece += len(claimed)
+            continue
+        first, last = min(low[at:at + len(found)]), max(high[at:at + len(found)])
+        single = len(found) == 1 and alone_runs[at]
+        at += len(found)
+        iteration.device = (first, last)
+        scope = scope_of(iteration.pid)
+        own = sum(len(window) for window in found)
+        if single and work.alone(scope, first, last, own):
+            # One stream of its own work alone on the rank (the usual case): each part is its items' sum.
+            nanoseconds = dict.fromkeys(DEVICE_PARTS, 0)
+            for (_, part), length in zip(claimed, durations[piece:piece + len(claimed)]):
+                nanoseconds[part] += int(length)
+            nanoseconds["idle"] = max(0, (last - first) - sum(nanoseconds.values()))
+            parts = {part: ns / 1000 for part, ns in nanoseconds.items()}
+        else:
+            items, earlier = work.starting(scope, first, last)
+            if not work.spend(len(items)):
+                work.problems[SPLIT_SKIPPED] += 1
+                iteration.device = None
+                piece += len(claimed)
+                continue
+            parts = _partition(work, {item: part for items, part in claimed for item in items}, items, earlier,
+                               first, last)
+        piece += len(claimed)
+        iteration.device_parts = parts
+        grouped: dict[str, list[range]] = defaultdict(list)
         for items, part in claimed:
-            nanoseconds[part] += work.duration(items)
-        nanoseconds["idle"] = max(0, (last - first) - sum(nanoseconds.values()))
-        parts = {part: ns / 1000 for part, ns in nanoseconds.items()}
-    else:
-        items, earlier = work.starting(scope, first, last)
-        if not work.spend(len(items)):
-            work.problems[SPLIT_SKIPPED] += 1
-            iteration.device = None
-            return
-        parts = _partition(work, {item: part for items, part in claimed for item in items}, items, earlier,
-                           first, last)
-    iteration.device_parts = parts
-    grouped: dict[str, list[range]] = defaultdict(list)
-    for items, part in claimed:
-        grouped[part].append(items)
-    iteration.items = dict(grouped)
+            grouped[part].append(items)
+        iteration.items = dict(grouped)
 
 
 def _partition(work: DeviceWork, owner: dict[int, str], items, earlier: int | None, first: int,

@@ -130,7 +130,10 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     if kernels is not None and work.names is not None:
         table = KernelTable.of(work.names, work.name_ids, work.categories, work.ends - work.starts, kernels)
     devices = _step_devices(trace, work, index.steps)
-    steps = [_step_timing(trace, step, verdict, stage, rank_of(step.track[0]), origin, found, table)
+    names: dict[tuple[str, str], tuple[str, str]] = {}  # (name, role) -> (new name, mode name): few per trace
+    ranks: dict[Hashable, str | None] = {}
+    steps = [_step_timing(trace, step, verdict, stage, ranks[step.track[0]] if step.track[0] in ranks
+                          else ranks.setdefault(step.track[0], rank_of(step.track[0])), origin, found, table, names)
              for step, verdict, stage, found in zip(index.steps, attribution.verdicts, stages, devices)]
     iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, origin, table)
                   for iteration in decode_iterations(index, stages, work)]
@@ -208,16 +211,21 @@ def _step_devices(trace: Trace, work: DeviceWork, steps: list[StepSpan]) -> list
 
 
 def _step_timing(trace: Trace, step: StepSpan, verdict, stage: str, rank: str | None, origin: int, device: _Device,
-                 table: KernelTable | None) -> StepTiming:
-    attributed = verdict.role in (DRAFT, TARGET)
-    name = relabel_step_name(step.name, is_draft=verdict.role == DRAFT) if attributed else step.name
+                 table: KernelTable | None, names: dict) -> StepTiming:
+    key = (step.name, verdict.role)
+    found = names.get(key)
+    if found is None:
+        attributed = verdict.role in (DRAFT, TARGET)
+        name = relabel_step_name(step.name, is_draft=verdict.role == DRAFT) if attributed else step.name
+        found = names[key] = (name, _mode_name(name))
+    name, mode_name = found
     if table is not None:
         table.steps.append(((device.items.start, device.items.stop),))
     span = step.span
     pid, tid = step.track
     extent = device.extent
     return StepTiming(
-        trace.source, rank, pid, tid, stage, name, step.name, _mode_name(name), step.step.bs, step.step.toks,
+        trace.source, rank, pid, tid, stage, name, step.name, mode_name, step.step.bs, step.step.toks,
         verdict.role, verdict.evidence or verdict.detail, (origin + span.start_ns) / 1000,
         (origin + span.end_ns) / 1000, span.start, span.length_us,
         None if extent is None else (extent[1] - extent[0]) / 1000, device.source,

@@ -79,6 +79,12 @@ class Ranges:
         """extent() of many nonempty runs (numpy arrays of their first and end items)."""
         np = self._np
         lo, hi = np.asarray(lo, np.int64), np.asarray(hi, np.int64)
+        if len(lo):
+            # Runs that do not overlap (a track's steps, the iterations' windows): reduced in place.
+            order = np.argsort(lo, kind="stable")
+            a, b = lo[order], hi[order]
+            if bool(np.all(b[:-1] <= a[1:])):
+                return self._disjoint_extents(a, b, order)
         low = np.empty(len(lo), np.int64)
         high = np.empty(len(lo), np.int64)
         short = (hi - lo) <= SCAN
@@ -94,6 +100,20 @@ class Ranges:
         if long.any():
             low[long], high[long] = self._long_extents(lo[long], hi[long])
         return low, high
+
+    def _disjoint_extents(self, a, b, order) -> tuple[Any, Any]:
+        """Extents of nonempty runs a[i]..b[i] in order and apart: each the reduction of its stretch
+        of the items (numpy's reduceat over the runs' bounds), no table needed."""
+        np = self._np
+        bounds = np.empty(2 * len(a), np.int64)
+        bounds[0::2], bounds[1::2] = a, b
+        if bounds[-1] >= len(self.starts):  # the last run ends with the items: reduceat goes to the end
+            bounds = bounds[:-1]
+        low = np.minimum.reduceat(self.starts, bounds)[0::2]
+        high = np.maximum.reduceat(self.ends, bounds)[0::2]
+        found_low, found_high = np.empty(len(a), np.int64), np.empty(len(a), np.int64)
+        found_low[order], found_high[order] = low, high
+        return found_low, found_high
 
     def durations(self, lo, hi) -> Any:
         sums = self._sums()
