@@ -2,17 +2,23 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# Two stamps: spanfix and what it needs to run (all that the demo installs), then the test tools too.
+RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench fuzz lint fixtures clean
 
-$(STAMP): pyproject.toml
+$(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	touch $(RUNTIME)
+
+$(STAMP): $(RUNTIME)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 	touch $(STAMP)
 
-## Relabel a bundled speculative-decoding fixture and print the summary.
-demo: $(STAMP)
+## Relabel a bundled speculative-decoding fixture and print the summary (installs spanfix alone).
+demo: $(RUNTIME)
 	mkdir -p build
 	$(BIN)/spanfix relabel fixtures/eagle-stock.trace.json.gz -o build/eagle-stock.trace.relabeled.json.gz
 	$(BIN)/spanfix stats fixtures/eagle-stock.trace.json.gz

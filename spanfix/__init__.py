@@ -25,6 +25,7 @@ _PUBLIC = {
     **dict.fromkeys(("OutputError", "SpanfixError", "TraceError", "UsageError"), "errors"),
     "InspectReport": "inspection",
     "Report": "report",
+    **dict.fromkeys(("AcceptFigure", "ModelTime", "SpecIteration", "SpeculationResult", "SpeedRow"), "speculation"),
     **dict.fromkeys(("AmbiguityGroup", "AmbiguousSpan", "RelabelResult"), "relabelling"),
     **dict.fromkeys(("IterationBreakdown", "KernelGroup", "StageRow", "StatsResult", "Summary"), "timing"),
 }
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from .inspection import InspectReport
     from .relabelling import AmbiguityGroup, AmbiguousSpan, RelabelResult
     from .report import Report
+    from .speculation import AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow
     from .timing import IterationBreakdown, KernelGroup, StageRow, StatsResult, Summary
 
 
@@ -72,9 +74,10 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AmbiguityGroup", "AmbiguousSpan",
-    "Budget", "CheckReport", "InspectReport", "Iteration", "IterationBreakdown", "Iterations", "KernelGroup",
-    "Options", "Outcome", "OutputError", "RelabelResult", "Report", "SpanfixError", "StageRow", "StatsResult", "Step",
-    "Steps", "Summary", "Table", "Trace", "TraceError", "UsageError", "__version__", "check", "html_report",
-    "inspect", "open", "parse_budget", "relabel", "relabelled_path", "stats",
+    "ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "AmbiguityGroup",
+    "AmbiguousSpan", "Budget", "CheckReport", "InspectReport", "Iteration", "IterationBreakdown", "Iterations",
+    "KernelGroup", "ModelTime", "Options", "Outcome", "OutputError", "RelabelResult", "Report", "SpanfixError",
+    "SpecIteration", "SpeculationResult", "SpeedRow", "StageRow", "StatsResult", "Step", "Steps", "Summary", "Table",
+    "Trace", "TraceError", "UsageError", "__version__", "check", "html_report", "inspect", "open", "parse_budget",
+    "relabel", "relabelled_path", "stats",
 ]

@@ -22,6 +22,14 @@ class Family:
     has_draft: bool = True  # a draft model runs at all (NGRAM proposes from an n-gram cache on the CPU)
 
 
+def algorithm_name(text: str) -> str | None:
+    """A name as a user types it, spanfix's own or SGLang's (`EAGLE3`, `FROZEN_KV_MTP`, `eagle_v1`), as
+    spanfix names it (`eagle3`, `frozen-kv`); None when it names no algorithm spanfix knows."""
+    name = text.strip().lower().replace("_", "-")
+    name = _ALIASES.get(name, name)
+    return name if name in ALGORITHMS else None
+
+
 ALGORITHMS: dict[str, Family] = {
     "eagle": Family(True, False, True, False),
     "eagle3": Family(True, False, True, False),
@@ -35,6 +43,8 @@ ALGORITHMS: dict[str, Family] = {
     "ngram": Family(True, False, False, False, has_draft=False),
     "none": Family(False, False, False, False, has_draft=False),
 }
+# SGLang's own spellings of spanfix's names (SpeculativeAlgorithm, and the multi-layer worker's flag).
+_ALIASES = {"frozen-kv-mtp": "frozen-kv", "multi-layer-eagle": "mtp", "eaglev1": "eagle-v1", "no": "none"}
 EAGLE_V2 = frozenset({"eagle", "eagle3", "nextn"})
 EAGLE_V2_WORKER = EAGLE_V2 | {"standalone"}  # everything the EAGLE v2 worker (or a subclass of it) runs
 SPECULATIVE = frozenset(name for name, family in ALGORITHMS.items() if family.speculative)
@@ -52,7 +62,10 @@ SERVER_ALGORITHMS: dict[str, frozenset[str]] = {
     "DSPARK": frozenset({"dspark"}),
     "NONE": frozenset({"none"}),
 }
-MULTI_LAYER = frozenset({"EAGLE", "EAGLE3", "NEXTN"})  # with enable_multi_layer_eagle: the MTP worker
+MULTI_LAYER = frozenset({"EAGLE", "EAGLE3", "NEXTN"})
+# server_args.json's keys that shape a speculative iteration: a baseline that differs in one is unlike.
+DRAFT_SETTINGS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
+                  "enable_multi_layer_eagle", "disable_cuda_graph")  # with enable_multi_layer_eagle: the MTP worker
 
 
 @dataclass(slots=True)
@@ -63,12 +76,22 @@ class AlgorithmGuess:
     num_steps: int | None = None  # draft steps per iteration: --num-steps or server_args.json
     stated: bool = False  # narrowed by --algorithm or server_args.json, not only inferred from the trace
     warnings: list[str] = field(default_factory=list)  # what was given but not understood
+    settings: dict[str, object] = field(default_factory=dict)  # server_args.json's draft settings (DRAFT_SETTINGS)
+    stated_by: list[str] = field(default_factory=list)  # what stated the algorithm: --algorithm, server_args.json
 
-    def narrow(self, allowed: frozenset[str] | set[str], reason: str) -> None:
+    def narrow(self, allowed: frozenset[str] | set[str], reason: str, *, stated: bool = False) -> None:
         remaining = self.candidates & frozenset(allowed)
         if not remaining:
-            self.conflicts.append(f"{reason}, but earlier evidence said {_names(self.candidates)}")
+            if self.stated_by:  # what the user (or server_args.json) said is what the evidence contradicts
+                said = " and ".join(self.stated_by)
+                other = reason if stated else f"the trace ({reason}: {_names(frozenset(allowed))})"
+                self.conflicts.append(f"{said} {'disagree' if len(self.stated_by) > 1 else 'disagrees'} with "
+                                      f"{other}")
+            else:
+                self.conflicts.append(f"{reason}, but earlier evidence said {_names(self.candidates)}")
             return
+        if stated:
+            self.stated_by.append(reason)
         if remaining != self.candidates:
             self.reasons.append(reason)
         self.candidates = remaining

@@ -6,23 +6,37 @@ Everything public is in `spanfix.__all__`; the rest of the package is private an
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar, overload
 
-from .algorithms import ALGORITHMS
+from .algorithms import ALGORITHMS, algorithm_name
 from .attribute import Attribution, DraftRules
 from .errors import SpanfixError, TraceError, UsageError, out_of_memory
 from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, CheckOptions, CheckReport, parse_budget
 from .index import TraceIndex, indexed_name
 from .inspection import InspectReport, report_of
+from .overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401 (the CLI's too)
+from .patterns import UserPattern
 from .reader import Trace as _Read
 from .reader import locate_step_names, read_trace
 from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
+from .speculation import (
+    AcceptFigure,
+    PlainDecode,
+    SpeculationResult,
+    measure_speculation,
+    plain_of,
+    read_spec_metrics,
+    speculation_result,
+)
+from .speculation import stated as stated_accept_length
 from .timing import (
     GROUP_KEYS,
+    BaselineRead,
     IterationTiming,
     KernelClasses,
     StatsResult,
@@ -30,11 +44,12 @@ from .timing import (
     TraceMeasures,
     aggregate,
     compare,
-    load_baseline,
     measure,
     measure_file,
+    read_baseline,
 )
 from .timing.device import DeviceReducer, DeviceWork, device_work
+from .timing.once import counted_once, same_files
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
     import pandas
@@ -69,16 +84,20 @@ class Options:
     max_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        if self.algorithm is not None and self.algorithm not in ALGORITHMS:
-            raise UsageError(f"unknown algorithm {self.algorithm!r}; expected one of {', '.join(sorted(ALGORITHMS))}")
-        if self.num_steps is not None and (not isinstance(self.num_steps, int) or self.num_steps < 1):
+        if self.algorithm is not None:
+            name = algorithm_name(self.algorithm) if isinstance(self.algorithm, str) else None
+            if name is None:
+                raise UsageError(f"unknown algorithm {self.algorithm!r}; expected one of "
+                                 f"{', '.join(sorted(ALGORITHMS))} (any case; SGLang's names such as EAGLE3 too)")
+            object.__setattr__(self, "algorithm", name)
+        if self.num_steps is not None and (not _whole(self.num_steps) or self.num_steps < 1):
             raise UsageError(f"num_steps must be a whole number from 1, not {self.num_steps!r}")
-        if self.max_bytes is not None and (not isinstance(self.max_bytes, int) or self.max_bytes < 1):
+        if self.max_bytes is not None and (not _whole(self.max_bytes) or self.max_bytes < 1):
             raise UsageError(f"max_bytes must be a whole number from 1, not {self.max_bytes!r}")
         for name in ("draft_threads", "draft_processes", "draft_pids", "draft_tids"):
             value = getattr(self, name)
-            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-                raise UsageError(f"{name} must be a sequence of strings")
+            if not _strings(value):
+                raise UsageError(f"{name} must be a sequence of strings, not {type(value).__name__}")
             object.__setattr__(self, name, tuple(value))
         _patterns(self.draft_threads, "draft_threads")  # a bad expression is a usage error now, not later
         _patterns(self.draft_processes, "draft_processes")
@@ -91,11 +110,50 @@ class Options:
                               max_bytes=self.max_bytes, **extra)
 
 
-def _patterns(values: tuple[str, ...], name: str) -> list[re.Pattern[str]]:
-    try:
-        return [re.compile(value, re.IGNORECASE) for value in values]
-    except re.error as exc:
-        raise UsageError(f"{name}: not a regular expression: {exc}") from None
+def _patterns(values: tuple[str, ...], name: str) -> list[UserPattern]:
+    """Run in time linear in each name (patterns.py): a name from a trace cannot make them backtrack."""
+    return [UserPattern(value, name) for value in values]
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _strings(value: object) -> bool:
+    """A sequence (or any iterable but a string or bytes) of strings only."""
+    if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
+        return False
+    return all(isinstance(item, str) for item in (value if isinstance(value, Sequence) else list(value)))
+
+
+def _need(value: object, kind: type | tuple[type, ...], what: str, name: str) -> None:
+    """A wrong type is spanfix's own UsageError, naming the argument, not a TypeError from deep inside."""
+    wrong = not isinstance(value, kind) or (isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple)
+                                                                                     else (kind,)))
+    if wrong:
+        raise UsageError(f"{name} must be {what}, not {type(value).__name__}")
+
+
+def _path(value: object, name: str) -> str:
+    _need(value, (str, os.PathLike), "a path (str or os.PathLike)", name)
+    path = os.fspath(value)  # type: ignore[arg-type]
+    if not isinstance(path, str):
+        raise UsageError(f"{name} must be a path as str, not bytes")
+    return path
+
+
+def _paths(sources: object, name: str = "sources") -> list[str]:
+    """One path or several, as str."""
+    if isinstance(sources, (str, os.PathLike)):
+        return [_path(sources, name)]
+    if isinstance(sources, (bytes, bytearray)) or not isinstance(sources, Iterable):
+        raise UsageError(f"{name} must be a path or several paths, not {type(sources).__name__}")
+    return [_path(source, name) for source in sources]
+
+
+def _flag(value: object, name: str, optional: bool = False) -> None:
+    if not (isinstance(value, bool) or (optional and value is None)):
+        raise UsageError(f"{name} must be True or False{' or None' if optional else ''}, not {value!r}")
 
 
 ALGORITHM_NAMES: tuple[str, ...] = tuple(sorted(ALGORITHMS))
@@ -167,14 +225,28 @@ class Trace:
     """One trace, read once: its attribution, measures and relabelling. Made by spanfix.open()."""
 
     def __init__(self, read: _Read, index: TraceIndex, attribution: Attribution, warnings: list[str],
-                 options: Options, work: DeviceWork | None, kernel_names: bool):
+                 options: Options, work: DeviceWork | None, kernel_names: bool, path: str | None = None,
+                 read_from: Reads | None = None):
         self._read, self._index, self._attribution = read, index, attribution
         self._warnings, self._options, self._work, self._kernel_names = warnings, options, work, kernel_names
         self._measures: dict[KernelClasses | None, TraceMeasures] = {}
+        # The file it was read from (None: bytes or a file object, which have no file to write beside),
+        # and what it was read from by identity: an output must never be that.
+        self._path = path
+        self._reads = read_from if read_from is not None else reads([path] if path else [])
+        self._closed = False
 
     def __repr__(self) -> str:
+        if self._closed:
+            return f"<spanfix.Trace {self.source!r}: closed>"
         return (f"<spanfix.Trace {self.source!r}: {len(self._index.steps)} step spans, "
                 f"algorithm {self.algorithm}>")
+
+    def __getattribute__(self, name: str) -> Any:
+        # Every public method and property of a closed trace refuses: its bytes are gone.
+        if not name.startswith("_") and name not in ("close", "source") and object.__getattribute__(self, "_closed"):
+            raise UsageError(f"{object.__getattribute__(self, '_source')}: this Trace is closed")
+        return object.__getattribute__(self, name)
 
     def __enter__(self) -> Trace:  # noqa: PYI034  (typing.Self needs Python 3.11)
         return self
@@ -183,13 +255,24 @@ class Trace:
         self.close()
 
     def close(self) -> None:
-        """Let go of the trace's bytes (a mapped file is unmapped when nothing else holds it)."""
+        """Let go of the trace's bytes (a mapped file is unmapped) and everything read from them;
+        any later use of the trace raises UsageError. Closing twice is harmless."""
+        if self._closed:
+            return
+        self._source = self._read.source
+        data = self._read.data
+        self._closed = True
         self._measures.clear()
-        self._work = None
+        self._read = self._index = self._attribution = self._work = None  # type: ignore[assignment]
+        close = getattr(data, "close", None)  # an mmap; bytes have nothing to close
+        del data
+        if close is not None:
+            with contextlib.suppress(BufferError, ValueError):  # a view still held elsewhere: freed with it
+                close()
 
     @property
     def source(self) -> str:
-        return self._read.source
+        return self._source if self._closed else self._read.source
 
     @property
     def events(self) -> int:
@@ -221,7 +304,7 @@ class Trace:
             if kernels is not None and not self._kernel_names:
                 self._kernel_names, self._work = True, None  # read the kernels' names now
             self._measures[kernels] = measure(self._read, self._index, self._attribution, self._warnings,
-                                              kernels=kernels, work=self._device())
+                                              kernels=kernels, work=self._device(), then=measure_speculation)
         return self._measures[kernels]
 
     def steps(self) -> Steps:
@@ -239,14 +322,28 @@ class Trace:
                     patches_wanted=False)[1].ambiguous
 
     def stats(self, by: Sequence[str] = (), *, kernels: bool = False, kernel_categories: Sequence[str] = (),
-              baseline: str | StatsResult | None = None) -> StatsResult:
+              baseline: str | StatsResult | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+              accept_length: float | None = None) -> StatsResult:
         """Per-stage statistics of this trace, as `spanfix stats` gives them (see stats())."""
+        _flag(kernels, "kernels")
         classes = _classes(kernels, kernel_categories)
-        result = aggregate([self.measures(classes)], _by(by), kernel_categories=classes.names if classes else ())
-        return _compared(result, baseline, self._options, by)
+        measures = [self.measures(classes)]
+        result = aggregate(measures, _by(by), kernel_categories=classes.names if classes else ())
+        read = _baseline_read(baseline, self._options)  # read and measured once, for both comparisons
+        result = _compared(result, read)
+        result.speculation = _speculation(measures, accept_figures(spec_metrics, accept_length), read)
+        return result
+
+    def speculation(self, *, spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
+                    baseline: str | os.PathLike[str] | StatsResult | None = None) -> SpeculationResult:
+        """Does speculation pay? The model view, the accept length and its source, time per token and,
+        against a plain-decode baseline, the estimated speedup and break-even (see stats())."""
+        return _speculation([self.measures()], accept_figures(spec_metrics, accept_length),
+                            _baseline_read(baseline, self._options))
 
     def relabel_plan(self, *, verify_only: bool = False) -> RelabelResult:
         """What relabel would rename, and why; nothing is written."""
+        _flag(verify_only, "verify_only")
         options = self._options.relabel_options(verify_only=verify_only)
         result = plan(self._read, self._index, self._attribution, options, patches_wanted=False)[1]
         result.warnings.extend(self._warnings)
@@ -255,12 +352,20 @@ class Trace:
     def relabel(self, output: str | os.PathLike[str] | None = None, *, in_place: bool = False,
                 verify_only: bool = False, annotate: bool = False) -> RelabelResult:
         """Write the relabelled trace (default: beside the input, .relabeled before .json; "-" for
-        standard output), atomically; only in_place replaces the input. Raises OutputError."""
+        standard output), atomically; only in_place replaces the input. A trace opened from bytes or
+        a file object has no file of its own: give it an output (name= is only how messages call it).
+        Raises OutputError, or UsageError."""
+        for flag in ("in_place", "verify_only", "annotate"):
+            _flag(locals()[flag], flag)
+        target = None if output is None else _path(output, "output")
+        if self._path is None and (in_place or target is None):
+            raise UsageError(f"{self.source}: a trace opened from bytes or a file object has no file of its own "
+                             + ("to replace" if in_place else "to write beside") + ": give relabel() an output")
         if not self._read.step_slots and any(True for _ in self._index.steps):
             self._read.step_slots = locate_step_names(self.source, self._read.data, self._read.events, self._read.form)
         options = self._options.relabel_options(verify_only=verify_only, annotate=annotate)
-        return write_relabelled(self._read, self._index, self._attribution, self._warnings, options,
-                                None if output is None else str(output), in_place=in_place)
+        return write_relabelled(self._read, self._index, self._attribution, self._warnings, options, target,
+                                in_place=in_place, read=self._reads)
 
     def inspect(self) -> InspectReport:
         """What spanfix sees in the trace: tracks, algorithm and why, evidence, ambiguous spans."""
@@ -278,25 +383,37 @@ def open(source: Source, options: Options | None = None, *, device: bool = True,
     alone can pass False). kernel_names: keep the kernels' names too (Trace.stats(kernels=True)
     reads them later if not). name: how messages call a trace given as bytes or a file object.
     Raises TraceError (not a usable trace) or UsageError (bad options)."""
+    _flag(device, "device")
+    _flag(kernel_names, "kernel_names")
+    if name is not None:
+        _need(name, str, "a string", "name")
     options = _options(options, option_fields)
     relabel_options = options.relabel_options()
     reduce = DeviceReducer(kernel_names) if device else None
+    path = _path(source, "source") if isinstance(source, (str, os.PathLike)) else None
+    read_from = None
+    if path is None and hasattr(source, "fileno"):  # an open file: it is what a relabel must not replace
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            read_from = Reads().add(source.fileno(), name=_label(source, name))  # type: ignore[union-attr]
     try:
         read = _read_source(source, relabel_options, reduce, name)
         index, attribution, warnings = analyse(read, relabel_options)
         work = device_work(read, names=kernel_names) if device else None
     except MemoryError:
         raise out_of_memory(_label(source, name)) from None
-    return Trace(read, index, attribution, warnings, options, work, kernel_names)
+    return Trace(read, index, attribution, warnings, options, work, kernel_names, path, read_from or Reads())
 
 
 def _label(source: Source, name: str | None) -> str:
     if isinstance(source, (str, os.PathLike)):
         return os.fspath(source)
-    return name or getattr(source, "name", None) or "<trace>"
+    label = name or getattr(source, "name", None)
+    return label if isinstance(label, str) else "<trace>"
 
 
 def _options(options: Options | None, fields: dict[str, Any]) -> Options:
+    if options is not None and not isinstance(options, Options):
+        raise UsageError(f"options must be spanfix.Options, not {type(options).__name__}")
     if options is not None and fields:
         raise UsageError("give Options or their fields as keywords, not both")
     if options is not None:
@@ -319,7 +436,10 @@ def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer 
 
 
 def _by(by: Sequence[str] | str) -> tuple[str, ...]:
-    by = (by,) if isinstance(by, str) else tuple(by)
+    by = (by,) if isinstance(by, str) else by
+    if not _strings(by):
+        raise UsageError(f"by must be a grouping key or a sequence of them, not {type(by).__name__}")
+    by = tuple(by)
     unknown = [key for key in by if key not in GROUP_KEYS]
     if unknown:
         raise UsageError(f"cannot group by {', '.join(unknown)}; expected some of {', '.join(GROUP_KEYS)}")
@@ -327,17 +447,48 @@ def _by(by: Sequence[str] | str) -> tuple[str, ...]:
 
 
 def _classes(kernels: bool, categories: Sequence[str]) -> KernelClasses | None:
+    if not _strings(categories):
+        raise UsageError(f"kernel_categories must be a sequence of NAME=REGEX strings, not {type(categories).__name__}")
     return KernelClasses.with_overrides(tuple(categories)) if kernels or categories else None
 
 
-def _compared(result: StatsResult, baseline: str | StatsResult | None, options: Options,
-              by: Sequence[str]) -> StatsResult:
+def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
+                   accept_length: float | None = None) -> list[AcceptFigure]:
+    """The accept lengths given from outside the traces: --spec-metrics files (TraceError for one that
+    holds none) and --accept-length (UsageError unless it is at least 1)."""
+    figures = [read_spec_metrics(path) for path in _paths(spec_metrics, "spec_metrics")] if spec_metrics else []
+    if accept_length is not None:
+        if isinstance(accept_length, bool) or not isinstance(accept_length, (int, float)) or not accept_length >= 1:
+            raise UsageError(f"accept_length must be a number of at least 1 (tokens per request per iteration, "
+                             f"the bonus token included), not {accept_length!r}")
+        figures.append(stated_accept_length(accept_length))
+    return figures
+
+
+def plain_baseline(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> PlainDecode | None:
+    """A plain-decode baseline from a trace, a saved stats result or a StatsResult (TraceError if unusable)."""
+    read = _baseline_read(baseline, options)
+    return None if read is None else plain_of(read)
+
+
+def _baseline_read(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> BaselineRead | None:
+    """The baseline read and measured once: timing's comparison and the speculation's plain DECODE steps
+    both come from it (TraceError when it is neither a trace nor a saved result)."""
     if baseline is None:
-        return result
+        return None
     if isinstance(baseline, StatsResult):
-        from .timing.baseline import baseline_from_json
-        return compare(result, baseline_from_json(baseline.to_json(), result.by, "<StatsResult>"))
-    return compare(result, load_baseline(str(baseline), options.relabel_options(), _by(by)))
+        return BaselineRead("<StatsResult>", document=baseline.to_json())
+    return read_baseline(_path(baseline, "baseline"), options.relabel_options(), then=measure_speculation)
+
+
+def _speculation(measures: list[TraceMeasures], figures: list[AcceptFigure],
+                 read: BaselineRead | None) -> SpeculationResult:
+    speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
+    return speculation_result(measures, figures, plain_of(read) if read is not None and speculative else None)
+
+
+def _compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:
+    return result if read is None else compare(result, read.timing(result.by))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -353,7 +504,7 @@ def measure_path(source: str, options: Options, classes: KernelClasses | None,
     """One input measured, or why it could not be (returned, so that it crosses from a worker process).
     device: read its launches and kernels for the device view; None: when device time needs them."""
     try:
-        return measure_file(source, options.relabel_options(), kernels=classes, device=device)
+        return measure_file(source, options.relabel_options(), kernels=classes, device=device, then=measure_speculation)
     except SpanfixError as exc:
         return exc
     except MemoryError:
@@ -362,28 +513,36 @@ def measure_path(source: str, options: Options, classes: KernelClasses | None,
 
 @dataclass
 class Measured:
-    """Several inputs measured: the usable ones' measures, and one line per input that was not."""
+    """Several inputs measured: the usable ones' measures, one line per input that was not, and one per
+    input counted once with another (the same file twice, or the same capture: warnings)."""
 
     measures: list[TraceMeasures] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    repeated: list[str] = field(default_factory=list)
 
 
 def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, classes: KernelClasses | None,
                 each: Each | None = None, device: bool | None = None) -> Measured:
+    """Every input measured once: a file given twice (under any spelling) is read once, and a trace
+    and its relabelled copy (or any copy) count once, the first given (timing/once.py)."""
     found = Measured()
-    jobs = [(os.fspath(source), options, classes, device) for source in sources]
+    unique, found.repeated = same_files([os.fspath(source) for source in sources])
+    jobs = [(source, options, classes, device) for source in unique]
     for _, outcome in (each or _one_by_one)(measure_path, jobs):
         if isinstance(outcome, SpanfixError):
             found.errors.append(str(outcome))
         else:
             found.measures.append(outcome)
+    found.measures, copies = counted_once(found.measures)
+    found.repeated += copies
     return found
 
 
 def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
           by: Sequence[str] = (), kernels: bool = False, kernel_categories: Sequence[str] = (),
           baseline: str | os.PathLike[str] | StatsResult | None = None, errors: str = "raise",
-          device: bool | None = None, each: Each | None = None, **option_fields: Any) -> StatsResult:
+          device: bool | None = None, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+          accept_length: float | None = None, **option_fields: Any) -> StatsResult:
     """Per-stage timing of one or several traces in one table, as `spanfix stats` prints it.
 
     by: further grouping keys (file, rank, name, mode-name, bs, toks). kernels: the kernels of each
@@ -392,25 +551,48 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     (TraceError for the first unusable input) or "collect" (StatsResult.errors lists them).
     device: True reads every launch and kernel for the device view (busy time, the decode iterations
     on the device clock); the default does when device time needs them anyway (a span without a GPU
-    annotation, as in SGLang's own captures), and otherwise says so in the warnings."""
-    if errors not in ("raise", "collect"):
+    annotation, as in SGLang's own captures), and otherwise says so in the warnings.
+    spec_metrics: files of what SGLang writes about acceptance (server log, bench_serving JSONL,
+    /server_info JSON); accept_length: the accept length, stated. StatsResult.speculation then has the
+    model view, the accept length and its source, time per token and (with a plain-decode baseline)
+    the estimated speedup and break-even."""
+    if not isinstance(errors, str) or errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
+    _flag(kernels, "kernels")
+    _flag(device, "device", optional=True)
+    if baseline is not None and not isinstance(baseline, StatsResult):
+        baseline = _path(baseline, "baseline")
     options = _options(options, option_fields)
+    figures: list[AcceptFigure] = []
+    for path in _paths(spec_metrics, "spec_metrics") if spec_metrics else ():  # before any trace is read
+        try:
+            figures += accept_figures([path])
+        except TraceError as exc:
+            if errors == "raise":
+                raise
+            figures_errors = [str(exc)]
+            break
+    else:
+        figures_errors = []
+    figures += accept_figures((), accept_length)
     by = _by(by)
     classes = _classes(kernels, kernel_categories)
-    paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
+    paths = _paths(sources)
     measured = measure_all(paths, options, classes, each, device)
     if measured.errors and errors == "raise":
         raise TraceError(measured.errors[0])
     result = aggregate(measured.measures, by, kernel_categories=classes.names if classes else ())
-    result.errors = measured.errors
+    result.errors = [*figures_errors, *measured.errors]
+    result.warnings[:0] = measured.repeated
+    read = None
     try:
-        result = _compared(result, None if baseline is None else baseline if isinstance(baseline, StatsResult)
-                           else os.fspath(baseline), options, by)
+        read = _baseline_read(baseline, options)
+        result = _compared(result, read)
     except TraceError as exc:
         if errors == "raise":
             raise
         result.errors.append(f"baseline {exc}")
+    result.speculation = _speculation(measured.measures, figures, read)
     return result
 
 
@@ -421,9 +603,12 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
     Raises TraceError (the input), OutputError (the output) or UsageError."""
     from . import relabelling
 
+    for flag in ("in_place", "dry_run", "verify_only", "annotate"):
+        _flag(locals()[flag], flag)
+    source, output = _path(source, "source"), None if output is None else _path(output, "output")
     options = _options(options, option_fields)
     try:
-        return relabelling.relabel_file(os.fspath(source), None if output is None else os.fspath(output),
+        return relabelling.relabel_file(source, output,
                                         options.relabel_options(verify_only=verify_only, annotate=annotate),
                                         dry_run=dry_run, in_place=in_place)
     except MemoryError:
@@ -433,25 +618,40 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
 def relabelled_path(source: str | os.PathLike[str]) -> str:
     """Where relabel writes by default: beside the input, .relabeled before .json
     (run.trace.json.gz -> run.trace.relabeled.json.gz); "-" stays "-"."""
-    return default_output(os.fspath(source))
+    return default_output(_path(source, "source"))
 
 
 def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
           budgets: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
           max_regression: float = DEFAULT_MAX_REGRESSION, allow_ambiguous: bool = False,
           require_new_names: bool = False, allow_empty: bool = False, min_count: int = DEFAULT_MIN_COUNT,
-          each: Each | None = None, **option_fields: Any) -> CheckReport:
-    """The CI gate of `spanfix check`: every rule held or broken, with its figure. Budgets are
-    strings in the check grammar ("VERIFY.p90<=12ms"); a bad one raises UsageError. max_regression:
-    how much a mean may grow over the baseline, in percent; min_count: spans each side needs before
-    a change is judged."""
+          allow_skipped: bool = False, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+          accept_length: float | None = None, **option_fields: Any) -> CheckReport:
+    """The CI gate of `spanfix check`: every rule held, broken or skipped (not judged, with why),
+    with its figure. Budgets are strings in the check grammar ("VERIFY.p90<=12ms"); a bad one
+    raises UsageError. max_regression: how much a mean may grow over the baseline, in percent;
+    min_count: spans each side needs before a change is judged; allow_skipped: a skipped rule does
+    not fail the report (CheckReport.passed). spec_metrics, accept_length: the accept length from
+    outside the traces, for the speculation budgets (with a plain-decode baseline for
+    speculation.speedup)."""
     from .gate import run_check
+    if not _strings(budgets):
+        raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
+    _need(max_regression, (int, float), "a number of percent", "max_regression")
+    if not math.isfinite(max_regression) or max_regression < 0:
+        raise UsageError(f"max_regression must be a finite number from 0, not {max_regression!r}")
+    if not _whole(min_count) or min_count < 1:
+        raise UsageError(f"min_count must be a whole number from 1, not {min_count!r}")
+    for flag in ("allow_ambiguous", "require_new_names", "allow_empty", "allow_skipped"):
+        _flag(locals()[flag], flag)
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
-    check_options = CheckOptions(parsed, None if baseline is None else os.fspath(baseline), max_regression,
-                                 allow_ambiguous, require_new_names, allow_empty, min_count)
-    paths = [sources] if isinstance(sources, (str, os.PathLike)) else [os.fspath(s) for s in sources]
-    return run_check([os.fspath(p) for p in paths], options.relabel_options(), check_options, each=each or _one_by_one)
+    accept_figures((), accept_length)  # a bad stated accept length is a usage error now
+    check_options = CheckOptions(parsed, None if baseline is None else _path(baseline, "baseline"), max_regression,
+                                 allow_ambiguous, require_new_names, allow_empty, min_count, allow_skipped,
+                                 spec_metrics=tuple(_paths(spec_metrics, "spec_metrics")) if spec_metrics else (),
+                                 accept_length=accept_length)
+    return run_check(_paths(sources), options.relabel_options(), check_options, each=each or _one_by_one)
 
 
 def inspect(source: Source, options: Options | None = None, **option_fields: Any) -> InspectReport:
@@ -461,19 +661,24 @@ def inspect(source: Source, options: Options | None = None, **option_fields: Any
 
 def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None,
                 *, baseline: str | os.PathLike[str] | None = None, kernel_categories: Sequence[str] = (),
-                command: str = "", each: Each | None = None, **option_fields: Any) -> Report:
+                command: str = "", each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+                accept_length: float | None = None, **option_fields: Any) -> Report:
     """The HTML report of `spanfix report`: Report.html is one self-contained page (write it with
     Report.write(path)); Report.result the StatsResult it shows (equal to stats(device=True,
     kernels=True)); Report.errors one line per input it could not use (with none usable, html is
     empty). Raises UsageError for a bad kernel category."""
     from .report import build_report
 
+    _need(command, str, "a string", "command")
+    _classes(False, kernel_categories)  # the same checks as stats()
     options = _options(options, option_fields)
-    paths = [sources] if isinstance(sources, (str, os.PathLike)) else list(sources)
-    return build_report(paths, options, baseline=None if baseline is None else os.fspath(baseline),
-                        kernel_categories=kernel_categories, command=command, each=each)
+    return build_report(_paths(sources), options, baseline=None if baseline is None else _path(baseline, "baseline"),
+                        kernel_categories=kernel_categories, command=command, each=each,
+                        spec_metrics=_paths(spec_metrics, "spec_metrics") if spec_metrics else [],
+                        accept_length=accept_length)
 
 
-__all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Each", "Iteration",
-           "Iterations", "Measured", "Options", "Step", "Steps", "Table", "Trace", "check", "html_report", "inspect",
-           "measure_all", "measure_path", "open", "parse_budget", "relabel", "relabelled_path", "stats"]
+__all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "Each",
+           "Iteration", "Iterations", "Measured", "Options", "SpeculationResult", "Step", "Steps", "Table", "Trace",
+           "accept_figures", "check", "html_report", "inspect", "measure_all", "measure_path", "open", "parse_budget",
+           "plain_baseline", "relabel", "relabelled_path", "stats"]

@@ -13,9 +13,11 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from .algorithms import (
     ALGORITHMS,
+    DRAFT_SETTINGS,
     EAGLE_V2_WORKER,
     SPECULATIVE,
     WITH_DRAFT_MODEL,
@@ -24,6 +26,7 @@ from .algorithms import (
 )
 from .index import Enclosing, Span, StepSpan, TraceIndex, Track
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES
+from .patterns import UserPattern
 
 DRAFT, TARGET, WORKER, AMBIGUOUS, ALREADY_NEW, UNKNOWN_MODE = (
     "draft", "target", "worker", "ambiguous", "already new", "unknown mode")
@@ -69,12 +72,12 @@ class Verdict:
 class DraftRules:
     """The user's own ways to name the draft worker's tracks (--draft-thread and friends)."""
 
-    thread_patterns: list[re.Pattern] = field(default_factory=list)
-    process_patterns: list[re.Pattern] = field(default_factory=list)
+    thread_patterns: list[UserPattern] = field(default_factory=list)  # patterns.py: linear time per name
+    process_patterns: list[UserPattern] = field(default_factory=list)
     pids: set[str] = field(default_factory=set)
     tids: set[str] = field(default_factory=set)
 
-    def every(self) -> list[tuple[str, str | re.Pattern]]:
+    def every(self) -> list[tuple[str, str | UserPattern]]:
         return [*(("--draft-thread", p) for p in self.thread_patterns),
                 *(("--draft-process", p) for p in self.process_patterns),
                 *(("--draft-pid", pid) for pid in sorted(self.pids)), *(("--draft-tid", tid) for tid in sorted(self.tids))]
@@ -103,17 +106,20 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
     draft_pids = {pid for pid, _ in draft_tracks}
     orders: dict[Span, _IterationSteps] = {}
     verdicts = []
-    # A verdict follows from the mode, the opinions and whether an iteration holds the step: the
-    # same few combinations decide thousands of steps, so each is decided once.
+    # Where evidence speaks, a verdict follows from the mode and the opinions alone: the same few
+    # combinations decide thousands of steps, so each is decided once.
     decided: dict[tuple, Verdict] = {}
     by_mode: dict[str, str | None] = {}
     for step, (iteration, in_stage, stack) in zip(index.steps, contexts):
         opinions = tuple(_opinions(step, stack, in_stage, iteration, guess, draft_tracks, user_tracks,
                                    draft_pids, iterations, orders, by_mode))
-        key = (step.step.mode, opinions, iteration is None)
+        if not opinions:  # what was missing depends on the step's iteration: decided for each
+            verdicts.append(_decide(step, iteration, [], guess, iterations, orders))
+            continue
+        key = (step.step.mode, opinions)
         verdict = decided.get(key)
         if verdict is None:
-            verdict = decided[key] = _decide(step, iteration, list(opinions), guess)
+            verdict = decided[key] = _decide(step, iteration, list(opinions), guess, iterations, orders)
         verdicts.append(verdict)
     unmatched = [f"{flag} {getattr(rule, 'pattern', rule)!r} matched no track of this trace (inspect lists its "
                  "tracks and their names)" for flag, rule in rules.every() if (flag, rule) not in matched]
@@ -127,7 +133,7 @@ def _draft_tracks(index: TraceIndex, rules: DraftRules) -> tuple[set[Track], set
     tracks = set(index.tracks) | set(index.names.thread_names)
     by_metadata, by_user = set(), set()
     matched: set[tuple] = set()
-    processes: dict[Hashable, tuple[bool, list[re.Pattern]]] = {}  # pid -> (named as the draft's, rules matched)
+    processes: dict[Hashable, tuple[bool, list[UserPattern]]] = {}  # pid -> (named as the draft's, rules matched)
     for track in tracks:
         pid, tid = track
         threads = index.names.thread_names.get(track, ())
@@ -162,7 +168,7 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
                      stated: str | None, server_args: dict | None, num_steps: int | None = None) -> AlgorithmGuess:
     guess = AlgorithmGuess()
     if stated:
-        guess.narrow({stated}, f"--algorithm {stated}")
+        guess.narrow({stated}, f"--algorithm {stated}", stated=True)
         guess.stated = True
     if server_args:
         named, problem = algorithms_from_server_args(server_args)
@@ -171,7 +177,9 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
         if named:
             guess.stated = True
             guess.narrow(named, f"server_args.json: speculative_algorithm={server_args.get('speculative_algorithm')}"
-                         + (" with multi-layer EAGLE" if named == {"mtp"} else ""))
+                         + (" with multi-layer EAGLE" if named == {"mtp"} else ""), stated=True)
+        guess.settings = {key: server_args[key] for key in DRAFT_SETTINGS
+                          if isinstance(server_args.get(key), (int, float, str, bool))}
         steps = server_args.get("speculative_num_steps")
         guess.num_steps = steps if isinstance(steps, int) and not isinstance(steps, bool) else None
     if num_steps is not None:
@@ -359,7 +367,9 @@ def _iteration_order(step: StepSpan, iteration: Span | None, guess: AlgorithmGue
     return None
 
 
-def _decide(step: StepSpan, iteration: Span | None, opinions: list[tuple[str, str]], guess: AlgorithmGuess) -> Verdict:
+def _decide(step: StepSpan, iteration: Span | None, opinions: list[tuple[str, str]], guess: AlgorithmGuess,
+            iterations: dict[Span, list[StepSpan]] | None = None, orders: dict[Span, _IterationSteps] | None = None
+            ) -> Verdict:
     mode = step.step.mode
     if mode in NEW_STAGES:
         return Verdict(ALREADY_NEW, "already new naming")
@@ -370,7 +380,7 @@ def _decide(step: StepSpan, iteration: Span | None, opinions: list[tuple[str, st
         # changes: they only speak where direct evidence is silent, so a second run decides alike.
         opinions = [(role, evidence) for role, evidence in opinions if evidence in DIRECT]
     if not opinions:
-        return Verdict(AMBIGUOUS, detail=_missing(step, iteration, guess))
+        return Verdict(AMBIGUOUS, detail=_missing(step, iteration, guess, iterations or {}, orders or {}))
     roles = {role for role, _ in opinions}
     sides = {DRAFT if role == WORKER else role for role in roles}
     if len(sides) > 1:
@@ -383,16 +393,25 @@ def _decide(step: StepSpan, iteration: Span | None, opinions: list[tuple[str, st
     return Verdict(role, evidence)
 
 
-def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess) -> str:
-    """What was missing, then what would decide it, so that the reader knows what to do next."""
+def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess,
+             iterations: dict[Span, list[StepSpan]], orders: dict[Span, _IterationSteps]) -> str:
+    """What was missing, then what would decide it, so that the reader knows what to do next: only
+    what would decide this span (naming the algorithm helps only where one of those still possible
+    would say who ran it)."""
     mode = step.step.mode
     lacking = ["no draft-named track, call stack or stage span"]
     deciders = []
-    if len(guess.candidates) > 1 and not guess.stated:
+    if len(guess.candidates) > 1 and not guess.stated and not guess.conflicts \
+            and _named_algorithm_decides(step, iteration, guess, iterations, orders):
         lacking.append(f"algorithm {guess.label}")
         deciders.append("--algorithm NAME or server_args.json beside the trace")
+    later = []
     if iteration is None:
         lacking.append("no scheduler.run_batch iteration")
+        if mode in _EXTEND_LIKE or (mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is not False) \
+                or (mode == "DRAFT_EXTEND_V2" and "mtp" in guess.candidates):
+            later.append("a capture from SGLang with scheduler.run_batch spans (mid-2026 on), whose order "
+                         "within an iteration decides it")
     if mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is None:
         lacking.append("cannot tell whether the draft also runs TARGET_VERIFY (DFLASH/DSpark)")
     if mode == "DRAFT_EXTEND_V2" and "mtp" in guess.candidates:
@@ -402,9 +421,29 @@ def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess) -> s
             deciders.append("--num-steps N or server_args.json (speculative_num_steps) beside the trace")
         elif guess.num_steps <= 1:
             lacking.append("with one draft step, the MTP worker's graph span and an eager step look alike")
-    deciders += ["a capture with python stacks (with_stack=True)",
+    deciders += [*later, "a capture with python stacks (with_stack=True)",
                  "--draft-thread/--draft-process/--draft-pid/--draft-tid when the draft worker has a track of its own"]
     return f"{mode}: " + ", ".join(lacking) + "; would decide it: " + "; or ".join(deciders)
+
+
+def _named_algorithm_decides(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess,
+                             iterations: dict[Span, list[StepSpan]], orders: dict[Span, _IterationSteps]) -> bool:
+    """Would the mode or the order within the iteration decide the span, were the algorithm any one of
+    those still possible?"""
+    if _mode_would_decide(step.step.mode, guess.candidates, guess.num_steps):
+        return True
+    if iteration is None:
+        return False
+    return any(_iteration_order(step, iteration, AlgorithmGuess(frozenset({name}), num_steps=guess.num_steps,
+                                                                stated=True), iterations, orders)
+               for name in sorted(guess.candidates))
+
+
+@functools.lru_cache(maxsize=2**10)  # asked per ambiguous span, of a handful of modes and candidate sets
+def _mode_would_decide(mode: str, candidates: frozenset[str], num_steps: int | None) -> bool:
+    probe = SimpleNamespace(step=SimpleNamespace(mode=mode))
+    return any(_mode(probe, AlgorithmGuess(frozenset({name}), num_steps=num_steps, stated=True))  # type: ignore[arg-type]
+               for name in sorted(candidates))
 
 
 __all__ = ["ALGORITHMS", "Attribution", "DraftRules", "Verdict", "attribute"]

@@ -15,7 +15,6 @@ shows the trace: Kineto stamps its metadata with the time profiling began, befor
 
 from __future__ import annotations
 
-import math
 from decimal import Decimal, InvalidOperation
 
 EXACT_LIMIT = 2.0**43  # below this many microseconds, round(ts * 1000) is a float timestamp's nanoseconds
@@ -26,13 +25,17 @@ SLACK_NS = 0
 _NUMBERS = frozenset({int, float})
 
 
+MAX_TIME_US = 2.0**63  # a time beyond this many microseconds (292,000 years) is no time (index.is_number)
+
+
 def ns_of(value: object) -> int | None:
     """A timestamp or duration in microseconds, as decoded (int or float), in whole nanoseconds;
-    None when it is not a finite number (a bool, a string, null, NaN, an infinity)."""
+    None when it is not a finite number within MAX_TIME_US (a bool, a string, null, NaN, an
+    infinity, 1e308)."""
     cls = value.__class__
-    if cls is int:
+    if cls is int and -MAX_TIME_US <= value <= MAX_TIME_US:  # type: ignore[operator]
         return value * 1000  # type: ignore[operator]
-    if cls is float and math.isfinite(value):  # type: ignore[arg-type]
+    if cls is float and -MAX_TIME_US <= value <= MAX_TIME_US:  # type: ignore[operator]
         return round(value * 1000)  # type: ignore[operator]
     return None
 

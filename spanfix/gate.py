@@ -1,142 +1,81 @@
 """check: can a captured trace be trusted, and does its per-stage timing hold its budgets?
 
-Every rule comes out as an Outcome, held or broken, with the figure it measured; the caller turns
-them into a report and an exit code. Rules:
+Every rule comes out as an Outcome: held, broken, or skipped (not judged, with why: too few spans, a
+figure the inputs or the baseline lack, a baseline unlike the inputs), with the figure it measured;
+the caller turns them into a report and an exit code (a skipped rule fails the check unless
+allow_skipped). Rules:
   trust       per input: no step span stays ambiguous (unless allowed), no evidence conflicts, and
               with require_new_names no span still carries an old name;
-  budget      `STAGE[.CLOCK].STAT OP VALUE[UNIT]` against the stats of all inputs together;
-  regression  per stage row (and decode iteration) present in the baseline: the mean may grow by at
-              most max_regression percent.
+  budget      budgets.py's grammar (`STAGE[.CLOCK].STAT OP VALUE[UNIT]`, `iteration...`, and the
+              families registered there: `model...` and `speculation...` from speculation/budgets.py)
+              against the stats of all inputs together;
+  regression  per stage row (and decode iteration) of the inputs or the baseline: the mean may grow
+              by at most max_regression percent.
 """
 
 from __future__ import annotations
 
-import operator
-import re
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .attribute import Attribution
+from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, family_of, figure_text, grammar, parse_budget
 from .clock import offset_text
 from .errors import BudgetError, out_of_memory
 from .index import TraceIndex
-from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage, parse_step_name
+from .naming import parse_step_name
 from .reader import Trace, TraceError
 from .relabelling import RelabelOptions, plan
+from .render.escape import clip
+from .speculation import budgets as _speculation_budgets  # noqa: F401  (registers model.* and speculation.*)
+from .speculation import measure_speculation, plain_of, speculation_result
 from .timing import (
-    AMBIGUOUS_STAGE,
-    CLOCKS,
-    CPU,
-    DEVICE_PARTS,
     GPU,
-    PARTS,
-    STATISTICS,
+    Baseline,
+    BaselineRead,
+    Change,
     StatsResult,
     TraceMeasures,
     aggregate,
     compare,
     format_us,
     load,
-    load_baseline,
     measure,
+    read_baseline,
 )
+from .timing.once import counted_once, same_files
+from .timing.profile import comparable
 
 TRUST, BUDGET, REGRESSION = "trust", "budget", "regression"
-ITERATION = "iteration"
+HELD, BROKEN, SKIPPED = "held", "broken", "skipped"
 DEFAULT_MAX_REGRESSION = 10.0  # percent
 # Below this many spans (or iterations) on either side, a mean moves by noise as much as by change: a
 # regression is not judged on so little (the report says so).
 DEFAULT_MIN_COUNT = 20
 # Modes that the newer naming never writes: seeing one means the trace was not relabelled.
 OLD_ONLY_MODES = frozenset({"TARGET_VERIFY", "DRAFT_EXTEND"})
-# Every stage a stats row can have: the stage words of the newer naming, the workers' own spans, ambiguous.
-KNOWN_STAGES = tuple(sorted({new_stage(mode, is_draft=False) for mode in RUNNER_MODES} | NEW_STAGES | WORKER_MODES
-                            | {"DRAFT_EXTEND_V2"})) + (AMBIGUOUS_STAGE,)
-
-OPERATORS: dict[str, Callable[[float, float], bool]] = {
-    "<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq}
-UNITS = {"": 1.0, "us": 1.0, "ms": 1_000.0, "s": 1_000_000.0}
-STAGE_STATISTICS = (*STATISTICS, "share", "busy", "busy_share")  # busy and busy_share: the gpu clock only
-PART_STATISTICS = ("total", "mean", "share")
-FRACTIONS = frozenset({"share", "busy_share"})  # a fraction from 0 to 1, or a percentage with %
-BUDGET_GRAMMAR = ("STAGE[.CLOCK].STAT OP VALUE[UNIT] or iteration[.CLOCK][.PART].STAT OP VALUE[UNIT], e.g. "
-                  "VERIFY.p90<=12ms, VERIFY.gpu.mean<800us, DRAFT.share<=0.35, DRAFT.gpu.busy_share>=50%, "
-                  "iteration.mean<=40ms, iteration.gpu.draft.share<=0.3, iteration.gpu.idle.share<=0.2 "
-                  f"(CLOCK: {'|'.join(CLOCKS)}; STAT: {'|'.join(STAGE_STATISTICS)}; PART: {'|'.join(DEVICE_PARTS)}; "
-                  f"OP: {'|'.join(OPERATORS)}; UNIT: us|ms|s for times, % for shares)")
-
-_BUDGET = re.compile(r"\s*(?P<path>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){1,3})"
-                     r"\s*(?P<op><=|>=|==|<|>)\s*(?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*")
 
 
-@dataclass(frozen=True, slots=True)
-class Budget:
-    text: str  # as the user wrote it: the rule's name
-    stage: str  # a stage word (upper case), "ambiguous" or "iteration"
-    clock: str  # cpu or gpu
-    part: str | None  # iteration parts: draft, verify, draft_extend, ambiguous, other, idle
-    statistic: str  # count, total, mean, p50, p90, p99, max, share, busy, busy_share
-    op: str
-    limit: float  # in microseconds for times, a fraction for shares
-
-    @property
-    def is_time(self) -> bool:
-        return self.statistic not in ("count", *FRACTIONS)
-
-
-def parse_budget(text: str) -> Budget:
-    match = _BUDGET.fullmatch(text)
-    if match is None:
-        raise BudgetError(f"{text!r}: expected {BUDGET_GRAMMAR}")
-    words = match["path"].split(".")
-    stage, statistic, middle = words[0], words[-1].lower(), [word.lower() for word in words[1:-1]]
-    unit = match["unit"].lower()
-    clock, part = CPU, None
-    if middle and middle[0] in CLOCKS:
-        clock = middle.pop(0)
-    if stage.lower() == ITERATION:
-        stage = ITERATION
-        if middle:
-            part = middle.pop(0)
-            parts = DEVICE_PARTS if clock == GPU else PARTS
-            if part not in parts:
-                raise BudgetError(f"{text!r}: a decode iteration's parts are {', '.join(parts)} "
-                                  f"(idle on the gpu clock only), not {part!r}")
-        allowed = PART_STATISTICS if part else STATISTICS
-    else:
-        stage = AMBIGUOUS_STAGE if stage.lower() == AMBIGUOUS_STAGE else stage.upper()
-        if stage not in KNOWN_STAGES:
-            raise BudgetError(f"{text!r}: {words[0]!r} is not a stage; stats rows are {', '.join(KNOWN_STAGES)}")
-        allowed = STAGE_STATISTICS
-    if middle:
-        raise BudgetError(f"{text!r}: the clock is {' or '.join(CLOCKS)}, not {middle[0]!r}")
-    if statistic not in allowed:
-        raise BudgetError(f"{text!r}: {statistic!r} is not a statistic of {stage}{'.' + part if part else ''}; "
-                          f"expected one of {', '.join(allowed)}")
-    if statistic in ("busy", "busy_share") and clock != GPU:
-        raise BudgetError(f"{text!r}: {statistic} is a device figure: write {stage}.gpu.{statistic}")
-    if unit not in UNITS and unit != "%":
-        raise BudgetError(f"{text!r}: unknown unit {match['unit']!r}; expected us, ms or s (or % for a share)")
-    scale = UNITS.get(unit, 0.01)
-    budget = Budget(text, stage, clock, part, statistic, match["op"], float(match["number"]) * scale)
-    if unit == "%" and statistic not in FRACTIONS:
-        raise BudgetError(f"{text!r}: % goes with a share, not with {statistic}")
-    if unit and unit != "%" and not budget.is_time:
-        raise BudgetError(f"{text!r}: {statistic} takes a plain number"
-                          + (" (a fraction from 0 to 1, or a percentage with %)" if statistic in FRACTIONS else ""))
-    return budget
+def __getattr__(name: str):
+    if name == "BUDGET_GRAMMAR":  # the grammar grows with the families registered in budgets.py
+        return grammar()
+    raise AttributeError(name)
 
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
     rule: str
     kind: str  # trust, budget or regression
-    held: bool
+    status: str  # held, broken or skipped (not judged: the detail says why)
     value: float | None  # the measured figure (microseconds for times); None when nothing was measured
     figure: str  # the same figure for people
-    detail: str = ""  # why it broke, or what was allowed
+    detail: str = ""  # why it broke or was skipped, or what was allowed
     input: str | None = None  # the input a trust rule is about
+
+    @property
+    def held(self) -> bool:
+        return self.status == HELD
 
 
 @dataclass(slots=True)
@@ -144,22 +83,36 @@ class CheckReport:
     outcomes: list[Outcome]
     stats: StatsResult
     errors: list[str] = field(default_factory=list)  # inputs that could not be used, one line each
+    allow_skipped: bool = False
+    baseline_error: str | None = None  # the baseline could not be used: why
 
     @property
     def broken(self) -> list[Outcome]:
-        return [outcome for outcome in self.outcomes if not outcome.held]
+        return [outcome for outcome in self.outcomes if outcome.status == BROKEN]
+
+    @property
+    def skipped(self) -> list[Outcome]:
+        return [outcome for outcome in self.outcomes if outcome.status == SKIPPED]
+
+    @property
+    def failing(self) -> list[Outcome]:
+        """The rules that fail the check: broken ones, and skipped ones unless they are allowed."""
+        return [o for o in self.outcomes if o.status == BROKEN or (o.status == SKIPPED and not self.allow_skipped)]
 
     @property
     def passed(self) -> bool:
-        return not self.broken and not self.errors
+        return not self.failing and not self.errors and self.baseline_error is None
 
     def to_json(self) -> dict:
         return {
             "passed": self.passed,
             "broken": len(self.broken),
-            "rules": [{"rule": o.rule, "kind": o.kind, "held": o.held, "value": o.value, "figure": o.figure,
-                       "detail": o.detail, "input": o.input} for o in self.outcomes],
+            "skipped": len(self.skipped),
+            "allow_skipped": self.allow_skipped,
+            "rules": [{"rule": o.rule, "kind": o.kind, "status": o.status, "held": o.held, "value": o.value,
+                       "figure": o.figure, "detail": o.detail, "input": o.input} for o in self.outcomes],
             "errors": self.errors,
+            "baseline_error": self.baseline_error,
             "stats": self.stats.to_json(),
         }
 
@@ -173,22 +126,27 @@ class CheckOptions:
     require_new_names: bool = False
     allow_empty: bool = False  # an input with no step spans passes (by default a gate on nothing breaks)
     min_count: int = DEFAULT_MIN_COUNT  # spans (or iterations) each side needs before a regression is judged
+    allow_skipped: bool = False  # a rule that could not be judged does not fail the check
+    device_view: bool = False  # read the device view whatever the budgets (the baseline has the device clock)
+    spec_metrics: tuple[str, ...] = ()  # files of what SGLang wrote about acceptance (speculation budgets)
+    accept_length: float | None = None  # the accept length, stated
 
     @property
     def needs_device(self) -> bool:
-        """Does a budget speak of the device view (busy time, the iteration on the device clock)?"""
-        return any(b.clock == GPU and (b.stage == ITERATION or b.statistic in ("busy", "busy_share"))
-                   for b in self.budgets)
+        """Does a budget speak of the device view (busy time, the iteration, the model view or the
+        speedup on the device clock, the default where the inputs have it)?"""
+        return any(family_of(budget).needs_device(budget) for budget in self.budgets)
 
 
 def check_file(source: str, options: RelabelOptions, check: CheckOptions
                ) -> tuple[TraceMeasures, list[Outcome]] | TraceError:
     """One input's measures and trust outcomes, or why it cannot be used (returned, not raised, so
     that it crosses from a worker process like any result)."""
-    device = True if check.needs_device else None  # else only when device time needs the kernels
+    device = True if check.needs_device or check.device_view else None  # else only when device time needs it
     try:
         trace, index, attribution, warnings = load(source, options, device=device)
-        measured = measure(trace, index, attribution, warnings, device=device, advise_device=False)
+        measured = measure(trace, index, attribution, warnings, device=device, advise_device=False,
+                           then=measure_speculation)
         return measured, trust_outcomes(trace, index, attribution, options, check, measured.trace_start_us)
     except TraceError as exc:
         return exc
@@ -206,26 +164,55 @@ def _one_by_one(function: Callable, jobs: list[tuple]) -> Iterable[tuple[str, ob
 def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptions, *,
               each: Each = _one_by_one) -> CheckReport:
     """each(check_file, jobs) yields (input, outcome) in input order: the CLI passes one that runs
-    the files in parallel."""
+    the files in parallel. The baseline is read and measured once, first, for both its comparisons
+    (the regression rules' means, the speculation's plain DECODE steps): when it holds the device
+    clock, the inputs' device view is read too, so that both sides have the same figures to compare."""
+    from .api import accept_figures
+
+    errors: list[str] = []
+    try:  # before any trace is read: a wrong file fails in a second
+        figures = accept_figures(check.spec_metrics, check.accept_length)
+    except TraceError as exc:
+        figures = []
+        errors.append(str(exc))
+    read: BaselineRead | None = None
+    baseline = baseline_error = None
+    if check.baseline:
+        try:
+            read = read_baseline(check.baseline, options, then=measure_speculation)
+            baseline = read.timing(("stage",))
+        except TraceError as exc:
+            baseline_error = f"baseline {exc}"
+        if baseline is not None and baseline.has_device_iterations:
+            check = replace(check, device_view=True)
+    unique, repeated = same_files(list(sources))
     measures: list[TraceMeasures] = []
     outcomes: list[Outcome] = []
-    errors: list[str] = []
-    for _, result in each(check_file, [(source, options, check) for source in sources]):
+    for _, result in each(check_file, [(source, options, check) for source in unique]):
         if isinstance(result, TraceError):
             errors.append(str(result))
             continue
         measured_file, trusted = result
         measures.append(measured_file)
-        outcomes += trusted
+        outcomes += trusted  # a copy is still an input to trust; its figures count once, below
+    measures, copies = counted_once(measures)
     stats = aggregate(measures)
-    if check.baseline:
-        try:
-            stats = compare(stats, load_baseline(check.baseline, options, stats.by))
-        except TraceError as exc:
-            errors.append(f"baseline {exc}")
-        outcomes += regression_outcomes(stats, check.max_regression, check.min_count)
-    outcomes += [budget_outcome(budget, stats) for budget in check.budgets]
-    return CheckReport(outcomes, stats, errors)
+    stats.warnings[:0] = repeated + copies
+    speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
+    plain = plain_of(read) if read is not None and speculative else None
+    if baseline is not None:
+        stats = compare(stats, baseline)
+        if plain is not None and plain.plain:
+            # The same server without speculation: the speedup's baseline. Its means are another kind
+            # of run's (DECODE steps, no VERIFY nor iteration): no regression rule compares with them.
+            stats.notes.append(f"baseline {check.baseline} runs without speculative decoding: it serves the "
+                               "speculation figures (speedup, break-even); no regression rule compares these "
+                               "speculative inputs with it")
+        else:
+            outcomes += regression_outcomes(stats, baseline, check.max_regression, check.min_count)
+    stats.speculation = speculation_result(measures, figures, plain)
+    outcomes += [budget_outcome(budget, stats, measured=bool(measures)) for budget in check.budgets]
+    return CheckReport(outcomes, stats, errors, check.allow_skipped, baseline_error)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -239,7 +226,7 @@ def trust_outcomes(trace: Trace, index: TraceIndex, attribution: Attribution, op
     _, summary = plan(trace, index, attribution, options, patches_wanted=False)
     source = trace.source
     ambiguous = summary.ambiguous
-    first = (f"{ambiguous[0].name} at {offset_text(ambiguous[0].start_us)} from the trace start: "
+    first = (f"{clip(ambiguous[0].name)} at {offset_text(ambiguous[0].start_us)} from the trace start: "
              f"{ambiguous[0].detail}") if ambiguous else ""
     why = _first_of(len(ambiguous), first)
     if ambiguous and check.allow_ambiguous:
@@ -248,12 +235,12 @@ def trust_outcomes(trace: Trace, index: TraceIndex, attribution: Attribution, op
     empty = "no step spans: nothing to gate (pass --allow-empty when that is expected)" if not steps else ""
     if not steps and check.allow_empty:
         empty = "allowed by --allow-empty"
-    outcomes = [Outcome("has step spans", TRUST, bool(steps) or check.allow_empty, steps, f"{steps} step spans",
-                        empty, source),
-                Outcome("no ambiguous step spans", TRUST, not ambiguous or check.allow_ambiguous, len(ambiguous),
-                        f"{len(ambiguous)} ambiguous", why, source)]
+    outcomes = [Outcome("has step spans", TRUST, _judged(bool(steps) or check.allow_empty), steps,
+                        f"{steps} step spans", empty, source),
+                Outcome("no ambiguous step spans", TRUST, _judged(not ambiguous or check.allow_ambiguous),
+                        len(ambiguous), f"{len(ambiguous)} ambiguous", why, source)]
     conflicts = [v.detail for v in attribution.verdicts if v.conflict] + summary.conflicts
-    outcomes.append(Outcome("no conflicting evidence", TRUST, not conflicts, len(conflicts),
+    outcomes.append(Outcome("no conflicting evidence", TRUST, _judged(not conflicts), len(conflicts),
                             f"{len(conflicts)} conflicts", _first_of(len(conflicts), conflicts[0] if conflicts else ""),
                             source))
     if check.require_new_names:
@@ -267,9 +254,13 @@ def trust_outcomes(trace: Trace, index: TraceIndex, attribution: Attribution, op
                 old[f"{mode} (ambiguous)"] += 1
         count = sum(old.values())
         renames = ", ".join(f"{what} x{n}" for what, n in sorted(old.items()))
-        outcomes.append(Outcome("new step names only", TRUST, not count, count, f"{count} old names",
+        outcomes.append(Outcome("new step names only", TRUST, _judged(not count), count, f"{count} old names",
                                 f"{renames}; run spanfix relabel" if count else "", source))
     return outcomes
+
+
+def _judged(held: bool) -> str:
+    return HELD if held else BROKEN
 
 
 def _first_of(count: int, first: str) -> str:
@@ -280,46 +271,19 @@ def _first_of(count: int, first: str) -> str:
 # Budgets and regressions
 
 
-def budget_outcome(budget: Budget, stats: StatsResult) -> Outcome:
-    value, missing = measured(budget, stats)
-    if value is None:
-        return Outcome(budget.text, BUDGET, False, None, "not measured", missing)
-    held = OPERATORS[budget.op](value, budget.limit)
-    return Outcome(budget.text, BUDGET, held, value, _figure(budget, value))
-
-
-def measured(budget: Budget, stats: StatsResult) -> tuple[float | None, str]:
-    """The figure a budget speaks of, or None and why there is none. Counts, totals and shares of
-    what never ran are zero; a mean or percentile of nothing is not measured, so its budget breaks."""
-    zero = 0.0 if budget.statistic in ("count", "total", "share", "busy") else None
-    if budget.stage == ITERATION:
-        found = stats.iteration(budget.clock)
-        if found is None:
-            return zero, (f"no decode iterations on the {budget.clock} clock (scheduler.run_batch or draft stage "
-                          "spans with a VERIFY step" + (", and device work they launched" if budget.clock == GPU
-                                                        else "") + ")")
-        if budget.part is None:
-            return found.summary.statistic(budget.statistic), ""
-        return {"total": found.parts[budget.part], "mean": found.part_mean(budget.part),
-                "share": found.part_share(budget.part)}[budget.statistic], ""
-    row = next((row for row in stats.rows if stats.stage_of(row) == budget.stage
-                and row.clock == budget.clock), None)
-    if row is None:
-        return zero, f"no {budget.stage} step spans on the {budget.clock} clock"
-    if budget.statistic == "share":
-        return row.share, ""
-    if budget.statistic in ("busy", "busy_share"):
-        value = row.busy_us if budget.statistic == "busy" else row.busy_share
-        return value, "" if value is not None else f"no device work joined to the {budget.stage} step spans"
-    return row.summary.statistic(budget.statistic), ""
-
-
-def _figure(budget: Budget, value: float) -> str:
-    if budget.statistic in FRACTIONS:
-        return f"{value:.1%}"
-    if budget.statistic == "count":
-        return f"{value:.0f}"
-    return format_us(value)
+def budget_outcome(budget: Budget, stats: StatsResult, *, measured: bool = True) -> Outcome:
+    """A budget judged on the stats of every input together; skipped, with why, when its figure is not
+    there (nothing was measured, or the inputs lack it)."""
+    if not measured:
+        return Outcome(budget.text, BUDGET, SKIPPED, None, "not measured", "no input could be measured")
+    found = family_of(budget).figure(budget, stats)
+    clock = f" ({found.clock})" if found.clock else ""
+    if found.value is None:
+        return Outcome(budget.text, BUDGET, SKIPPED, None, "not measured" + clock, found.why)
+    held = OPERATORS[budget.op](found.value, budget.limit)
+    source = f" ({found.source})" if found.source else ""
+    return Outcome(budget.text, BUDGET, HELD if held else BROKEN, found.value,
+                   figure_text(budget, found.value) + source + clock)
 
 
 # Iteration parts a baseline gates: the speculative stages. The residual parts (ambiguous, other, idle)
@@ -327,26 +291,83 @@ def _figure(budget: Budget, value: float) -> str:
 GATED_PARTS = ("draft", "verify", "draft_extend")
 
 
-def regression_outcomes(stats: StatsResult, max_regression: float, min_count: int = DEFAULT_MIN_COUNT
-                        ) -> list[Outcome]:
-    compared = [(f"{stats.stage_of(row)}.{row.clock}.mean", row.summary.mean_us, row.baseline)
-                for row in stats.rows]
+def regression_outcomes(stats: StatsResult, baseline: Baseline, max_regression: float,
+                        min_count: int = DEFAULT_MIN_COUNT) -> list[Outcome]:
+    """One rule per mean of the inputs or of the baseline (a stage row on its clock, the decode
+    iteration, its gated parts). A mean only one side has, a baseline mean of zero, too few spans, or
+    a baseline unlike the inputs (stats.baseline_differences) leave the rule skipped, saying which."""
+    here: dict[str, tuple[float, Change | None]] = {}
+    for row in stats.rows:
+        here[f"{stats.stage_of(row)}.{row.clock}.mean"] = (row.summary.mean_us, row.baseline)
     for it in stats.iterations:
-        compared.append((f"iteration.{it.clock}.mean", it.summary.mean_us, it.baseline))
-        compared += [(f"iteration.{it.clock}.{part}.mean", it.part_mean(part), it.part_baselines.get(part))
-                     for part in GATED_PARTS if part in it.parts]
+        here[f"iteration.{it.clock}.mean"] = (it.summary.mean_us, it.baseline)
+        for part in GATED_PARTS:
+            if part in it.parts:
+                here[f"iteration.{it.clock}.{part}.mean"] = (it.part_mean(part), it.part_baselines.get(part))
+    there = baseline.subjects()
+    unlike = "; ".join(phrase for phrase in stats.baseline_differences if not comparable([phrase]))
     outcomes = []
-    for subject, mean, change in compared:
-        if change is None or change.change_pct is None:
-            continue  # nothing to compare with
+    for subject in [*here, *(subject for subject in there if subject not in here)]:
+        words = subject.split(".")
+        whole = f"iteration.{words[1]}.mean"
+        if words[0] == ITERATION and len(words) > 3 and (whole in here) != (whole in there):
+            continue  # the whole iteration's rule says it: one side has no decode iteration on that clock
         rule = f"{subject} within +{max_regression:g}% of baseline"
-        figure = f"{format_us(mean)} vs {format_us(change.baseline_mean_us)} ({change.change_pct:+.1f}%)"
+        if subject not in here:
+            outcomes.append(Outcome(rule, REGRESSION, SKIPPED, None, f"- vs {format_us(there[subject])}",
+                                    f"not judged: {_missing_here(subject)}"))
+            continue
+        mean, change = here[subject]
+        if change is None:
+            outcomes.append(Outcome(rule, REGRESSION, SKIPPED, None, f"{format_us(mean)} vs -",
+                                    f"not judged: {_missing_there(subject, baseline)}"))
+            continue
+        pct = "" if change.change_pct is None else f" ({change.change_pct:+.1f}%)"
+        figure = f"{format_us(mean)} vs {format_us(change.baseline_mean_us)}{pct}"
+        if change.change_pct is None:  # a baseline mean of 0: no percentage, but growth from nothing is growth
+            grew = change.change_us > 0
+            outcomes.append(Outcome(rule, REGRESSION, BROKEN if grew else HELD, None, figure,
+                                    "grew from 0 in the baseline" if grew else ""))
+            continue
         small = [f"{count} here" for count in (change.count,) if count is not None and count < min_count]
         small += [f"{count} in the baseline" for count in (change.baseline_count,)
                   if count is not None and count < min_count]
         if small:
-            outcomes.append(Outcome(rule, REGRESSION, True, change.change_pct, figure,
+            outcomes.append(Outcome(rule, REGRESSION, SKIPPED, change.change_pct, figure,
                                     f"not judged: too few to compare ({', '.join(small)}; --min-count {min_count})"))
-            continue
-        outcomes.append(Outcome(rule, REGRESSION, change.change_pct <= max_regression, change.change_pct, figure))
+        elif unlike:
+            outcomes.append(Outcome(rule, REGRESSION, SKIPPED, change.change_pct, figure,
+                                    f"not judged: the baseline is unlike these inputs ({unlike})"))
+        else:
+            held = change.change_pct <= max_regression
+            outcomes.append(Outcome(rule, REGRESSION, HELD if held else BROKEN, change.change_pct, figure))
     return outcomes
+
+
+def _missing_here(subject: str) -> str:
+    words = subject.split(".")
+    if words[0] == ITERATION:
+        return f"no decode iterations here on the {words[1]} clock, where the baseline has them"
+    return f"no {words[0]} step spans here on the {words[1]} clock, where the baseline has them"
+
+
+def _missing_there(subject: str, baseline: Baseline) -> str:
+    words = subject.split(".")
+    clock = words[1]
+    if not baseline.has_clock(clock):
+        return f"the baseline holds nothing on the {clock} clock (saved from a capture without device time?)"
+    if words[0] == ITERATION and not baseline.iteration_means:
+        return "the baseline has no decode iterations"
+    if words[0] == ITERATION and clock == GPU and not baseline.has_device_iterations:
+        return ("the baseline has no decode iterations on the gpu clock (saved without the device view: "
+                "`spanfix stats --device --format json` keeps it)")
+    if words[0] == ITERATION:
+        return f"the baseline has no decode iteration{' ' + words[2] + ' part' if len(words) > 3 else 's'} " \
+               f"on the {clock} clock"
+    return f"the baseline has no {words[0]} step spans on the {clock} clock"
+
+
+# The grammar's names, kept importable from here (the API and code written before budgets.py).
+__all__ = ["BROKEN", "BUDGET", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "HELD", "KNOWN_STAGES", "REGRESSION",
+           "SKIPPED", "TRUST", "Budget", "BudgetError", "CheckOptions", "CheckReport", "Outcome", "budget_outcome",
+           "check_file", "parse_budget", "regression_outcomes", "run_check", "trust_outcomes"]

@@ -7,7 +7,6 @@ scheduler iterations, SGLang's own python frames), so the index stays small next
 from __future__ import annotations
 
 import functools
-import math
 import operator
 import re
 from collections import Counter, defaultdict
@@ -345,11 +344,15 @@ def track_of(event: Event) -> Track:
 
 
 def is_number(value: Any) -> bool:
-    # Exact classes: bool is no time. The comparisons reject NaN and the infinities.
-    return value.__class__ in _NUMBERS and -math.inf < value < math.inf
+    """A time: a number within 64 bits of microseconds, as a Kineto timestamp or duration is. Beyond
+    that (2**63 us is 292,000 years) a float means nothing as a time, like an integer beyond 64 bits,
+    and sums of such values overflow: the span is skipped and counted, so that every figure stays
+    finite and fits a table. Exact classes: bool is no time. The comparisons reject NaN too."""
+    return value.__class__ in _NUMBERS and -MAX_TIME_US <= value <= MAX_TIME_US
 
 
 _NUMBERS = frozenset({int, float})
+MAX_TIME_US = float(2**63)
 
 
 def _read_metadata(event: Event, track: Track, names: TrackNames) -> None:
@@ -398,7 +401,7 @@ def _make_span(kind: str, event: Event, track: Track, start: int | None, end: in
                 start_ns=start, end_ns=end)
 
 
-_TIME_LIMIT = 10**300  # nanoseconds: a span beyond is no time a float can hold
+_TIME_LIMIT = (2**63) * 1000  # nanoseconds: a span beyond 2**63 us is no time (see is_number)
 
 
 def _nest(track_spans: list[Span]) -> int:

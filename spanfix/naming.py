@@ -21,6 +21,11 @@ NEW_STAGES = frozenset({"DRAFT", "VERIFY"})
 # Written by speculative workers outside ModelRunner.forward; the newer naming leaves them alone.
 WORKER_MODES = frozenset({"DRAFT_LOOP"})
 KNOWN_MODES = RUNNER_MODES | NEW_STAGES | WORKER_MODES
+# What every command says of a trace with no step span at all (a plain PyTorch or other profile): one
+# line, with what an SGLang capture holds, so that the reader knows it was not the file they meant.
+NO_STEP_SPANS = ("no step spans: not a capture of SGLang's profiler? SGLang wraps every forward pass in a "
+                 "user_annotation named step[MODE bs=N ...], e.g. step[DECODE bs=32] or step[TARGET_VERIFY bs=8], "
+                 "in files such as prof-TP-0.trace.json.gz")
 
 # MODE is the first token after "step["; the rest (" bs=.. toks=.. suffix") is kept untouched.
 _MODE = re.compile(r"[^\s\]]+")

@@ -56,6 +56,7 @@ from .events import (
 from .limits import default_max_bytes, max_bytes_phrase
 from .locate import locate_by_regex, locate_exactly
 from .notice import notice
+from .overwrite import is_standard_input
 from .selective import Reducer, decode_selected, merged, part_of, raw_events, stamps_of_document
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -97,17 +98,21 @@ class Trace:
 
 def read_trace(source: str | Path, *, max_bytes: int | None = None,
                select: Callable[[str], bool] | None = None, reduce: Reducer | None = None,
-               content: bytes | bytearray | memoryview | BinaryIO | None = None, locate_names: bool = True) -> Trace:
+               content: bytes | bytearray | memoryview | BinaryIO | None = None, locate_names: bool = True,
+               document: tuple[Buffer, Buffer | None] | None = None) -> Trace:
     """Read and decode a trace. With select, only events whose name it accepts (plus step spans and
     unnamed events, which close B/E pairs) are decoded up front; the rest stay raw until asked for.
     With reduce (and select), every event is decoded and handed to reduce, a stretch at a time, in
     the process that read it (Trace.reduced); the step names' bytes are then not located: that is
     for reading what a relabel would not write (stats). With content (bytes or a binary file object),
     the trace is read from it and source only names it. max_bytes: the largest document accepted,
-    uncompressed (None: default_max_bytes())."""
+    uncompressed (None: default_max_bytes()). document: (the uncompressed bytes, the gzip file's) as
+    read_document_bytes returned them, for a file read once and looked at twice."""
     source = str(source)
     progress.phase("reading")
-    if content is None:
+    if document is not None:
+        data, compressed = document
+    elif content is None:
         data, compressed = read_document_bytes(source, max_bytes=max_bytes)
     else:
         data, compressed = document_bytes_of(source, content, max_bytes=max_bytes)
@@ -152,7 +157,7 @@ def read_document_bytes(source: str, *, max_bytes: int | None = None) -> tuple[B
     explicit = max_bytes is not None
     limit = Limit(max_bytes if explicit else default_max_bytes(), explicit)
     try:
-        if source == STDIN:
+        if is_standard_input(source):  # "-", /dev/stdin, /dev/fd/0, /proc/self/fd/0
             # A terminal would wait for typing that never comes: that is a mistake, not a trace.
             if sys.stdin is None or sys.stdin.isatty():
                 raise TraceError(f"{source}: nothing piped into standard input")
@@ -171,7 +176,7 @@ def read_document_bytes(source: str, *, max_bytes: int | None = None) -> tuple[B
     except OSError as exc:
         raise TraceError(f"{source}: cannot read: {exc.strerror or exc}") from None
     if not raw:
-        raise TraceError(f"{source}: empty input" + (" on standard input" if source == STDIN else ""))
+        raise TraceError(f"{source}: empty input" + (" on standard input" if is_standard_input(source) else ""))
     if raw[:2] != GZIP_MAGIC:
         return raw, None
     return _gunzip(source, raw, limit), raw
@@ -239,14 +244,36 @@ def _read_all(stream: BinaryIO, source: str, limit: Limit | int) -> Buffer:
             return data
         data = bytearray(data)
     else:
-        if info is not None and source != STDIN:  # a pipe on standard input is the caller's own pipeline
+        if info is not None and not is_standard_input(source):  # a pipe on standard input is the caller's own pipeline
             _wait_for_a_writer(stream, source, info)
         data = bytearray()
+    looked = False
     while chunk := stream.read(_CHUNK):
         data += chunk
         if len(data) > max_bytes:
             raise limit.refusal(source, "larger than")
+        if not looked and len(data) >= SNIFF_AFTER:
+            looked = True
+            refuse_what_cannot_start_a_trace(source, bytes(data[:_SNIFF_BYTES]))
     return data
+
+
+# Past this much of a stream, or for a gzip file that may inflate past it, its first bytes are
+# looked at: what cannot start a trace is refused there and then, not read to --max-bytes (by
+# default half the memory: /dev/zero was read to 12 GB). A smaller limit stops it first, and says so.
+SNIFF_AFTER = 16 * 2**20
+_SNIFF_BYTES = 4096
+_CAN_START = (GZIP_MAGIC, UTF8_BOM, b"{", b"[")
+
+
+def refuse_what_cannot_start_a_trace(source: str, head: bytes) -> None:
+    """A stream (a pipe, a device such as /dev/zero) or a gzip file's content whose first bytes
+    already show it is no trace is refused: read to the end, or to --max-bytes, it could cost
+    gigabytes first. The message is container_form's, for the same reason."""
+    start = _LEADING_WS.match(head).end()
+    if start < len(head) and not head[start:].startswith(_CAN_START):
+        raise TraceError(f"{source}: not a trace: expected a JSON object or array, found "
+                         f"{head[start:start + 1].decode('latin-1')!r} at byte {start}")
 
 
 def _wait_for_a_writer(stream: BinaryIO, source: str, info: os.stat_result) -> None:
@@ -290,6 +317,13 @@ def gunzip(source: str, raw: bytes | bytearray, *, max_bytes: int) -> bytes | by
 
 def _gunzip(source: str, raw: bytes | bytearray, limit: Limit) -> bytes | bytearray:
     max_bytes = limit.bytes
+    # A bomb of zeros (or of anything that is no JSON) is known by its first kilobytes: looked at
+    # with an inflater of their own before the member is inflated to a limit beyond SNIFF_AFTER (a
+    # smaller limit stops it first, and says so). Damaged data is for the inflation below to name.
+    if max_bytes > SNIFF_AFTER:
+        with contextlib.suppress(zlib.error, _inflate_lib.error):
+            head = _inflate_lib.decompressobj(wbits=31).decompress(memoryview(raw)[:2**16], _SNIFF_BYTES)
+            refuse_what_cannot_start_a_trace(source, head or b" ")
     out = bytearray()
     pending = raw
     while pending:
@@ -323,6 +357,9 @@ def _gunzip(source: str, raw: bytes | bytearray, limit: Limit) -> bytes | bytear
         # Trailing zero padding after the last member is common on tape-style writers.
         if pending and not pending.strip(b"\x00"):
             break
+        if pending and pending[:2] != GZIP_MAGIC:  # not another member: something appended to the file
+            raise TraceError(f"{source}: {len(pending)} bytes after the end of the gzip data are not gzip "
+                             "(something was appended to the file?)")
     return out
 
 

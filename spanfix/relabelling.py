@@ -19,8 +19,10 @@ from .index import StepSpan, TraceIndex, build_index, indexed_name
 from .locate import byte_offset
 from .naming import new_stage, parse_step_name
 from .output import output_folder, write_output
+from .overwrite import Reads, is_standard_input, reads
 from .patch import Patch, patched_chunks
-from .reader import STDIN, NameSlot, Trace, TraceError, read_trace
+from .patterns import PatternTooSlow
+from .reader import STDIN, Buffer, NameSlot, Trace, TraceError, read_trace
 from .selective import Reducer
 
 
@@ -118,7 +120,7 @@ class RelabelResult:
 
 def default_output(source: str) -> str:
     """a.trace.json.gz -> a.trace.relabeled.json.gz; names without .json get .relabeled before .gz or at the end."""
-    if source == STDIN:
+    if is_standard_input(source):  # nothing beside it to write to: standard output, as for "-"
         return STDIN
     path = Path(source)
     name = path.name
@@ -130,12 +132,14 @@ def default_output(source: str) -> str:
     return str(path.with_name(name[:cut] + ".relabeled" + name[cut:]))
 
 
-def load(source: str, options: RelabelOptions, reduce: Reducer | None = None, *, locate_names: bool = True) -> Trace:
+def load(source: str, options: RelabelOptions, reduce: Reducer | None = None, *, locate_names: bool = True,
+         document: tuple[Buffer, Buffer | None] | None = None) -> Trace:
     """Read a trace, decoding in full only the events attribution looks at (with reduce: every
     event, handed to reduce as it is read, for what attribution does not need). locate_names=False
-    leaves the step names' bytes unlocated: for reading what will not be rewritten."""
+    leaves the step names' bytes unlocated: for reading what will not be rewritten. document: its
+    bytes, read already (reader.read_trace)."""
     return read_trace(source, select=indexed_name, reduce=reduce, locate_names=locate_names,
-                      **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
+                      document=document, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
 
 
 def analyse(trace: Trace, options: RelabelOptions) -> tuple[TraceIndex, Attribution, list[str]]:
@@ -143,8 +147,11 @@ def analyse(trace: Trace, options: RelabelOptions) -> tuple[TraceIndex, Attribut
     progress.phase("attributing")
     server_args, problem = read_server_args(trace.source)
     index = build_index(trace)
-    attribution = attribute(index, rules=options.rules, algorithm=options.algorithm, server_args=server_args,
-                            num_steps=options.num_steps)
+    try:
+        attribution = attribute(index, rules=options.rules, algorithm=options.algorithm, server_args=server_args,
+                                num_steps=options.num_steps)
+    except PatternTooSlow as exc:  # the fallback engine's bound (patterns.py): one line for this input
+        raise PatternTooSlow(f"{trace.source}: {exc}") from None
     return index, attribution, [*trace.warnings, *([problem] if problem else []), *attribution.algorithm.warnings,
                                 *attribution.unmatched_rules]
 
@@ -163,22 +170,28 @@ def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dr
     return write_relabelled(trace, index, attribution, warnings, options, output, in_place=in_place)
 
 
-def _target(source: str, output: str | None, in_place: bool) -> str:
+def _target(source: str, output: str | None, in_place: bool, read: Reads | None = None) -> str:
+    """Where the relabelled trace goes. Checked before reading, so a mistaken command fails at once,
+    not after minutes of work: only in_place replaces an input, and never standard input. read: the
+    files the output must not be (default: the input itself)."""
+    if in_place and is_standard_input(source):
+        raise TraceError(f"{source}: is standard input, which cannot be replaced; give -o for it")
     target = source if in_place else (output or default_output(source))
-    # Checked before reading, so a mistaken command fails at once, not after minutes of work.
-    if not in_place and target != STDIN and source != STDIN and _same_file(source, target):
+    if not in_place and (read or reads([source])).match(target) is not None:
         raise TraceError(f"{source}: output would overwrite the input; pass --in-place to replace it")
-    if in_place and source != STDIN:
+    if in_place:
         _regular_file(source)
     return target
 
 
 def write_relabelled(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: list[str],
-                     options: RelabelOptions, output: str | None, *, in_place: bool = False) -> RelabelResult:
+                     options: RelabelOptions, output: str | None, *, in_place: bool = False,
+                     read: Reads | None = None) -> RelabelResult:
     """Write a read and attributed trace with its spans renamed: all or nothing, only the renamed
-    bytes changed (an unchanged gzip input is copied as it is)."""
+    bytes changed (an unchanged gzip input is copied as it is). read: the files the output must not
+    be (default: the trace's own file)."""
     source = trace.source
-    target = _target(source, output, in_place)
+    target = _target(source, output, in_place, read)
     if target != STDIN:
         output_folder(target)
     patches, result = plan(trace, index, attribution, options)
@@ -204,14 +217,6 @@ def _regular_file(source: str) -> None:
         return  # reading it says what is wrong
     if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
         raise TraceError(f"{source}: --in-place replaces regular files only; give -o for this one")
-
-
-def _same_file(a: str, b: str) -> bool:
-    """By device and inode, so a symlink, a hard link or another spelling of the path is caught too."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # the output does not exist yet (or the input does not): they cannot be one file
-        return False
 
 
 def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: RelabelOptions, *,

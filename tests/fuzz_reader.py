@@ -15,8 +15,14 @@ check, in every format). Every case must end in one of two ways:
 - TraceError or OutputError, whose message is one line starting with the file's path;
 
 and a command must exit 0, 1 or 2, with no traceback or internal error, machine output that parses
-and output bounded by the input's size. Anything else is a crash: its input and traceback are saved
-for replay. Time is checked too: a case whose CPU time per input byte is far above the median of
+and output bounded by the input's size. Issue 22 added the surfaces that came after: the report
+(its page must hold a payload that parses and no early `</script`), the Python API (open from bytes,
+every method, relabel, close, each ending in a result or a SpanfixError), baselines (the case
+itself, a mutated saved stats result, a gzip of zeros), the device view (launches and kernels with
+times that overflow, hostile kernel names), CSV (no cell a spreadsheet reads as a formula) and CI
+output (under GITHUB_ACTIONS no line starts a workflow command or holds "##["); every JSON must be
+RFC 8259 (no NaN or Infinity), and no input or baseline may change. Anything else is a crash: its
+input and traceback are saved for replay. Time is checked too: a case whose CPU time per input byte is far above the median of
 the run's cases is run again, and if it stays slow it is a finding (saved under slow/), as a
 quadratic cost would be. Exit status 1 if there is a crash or a finding.
 
@@ -27,8 +33,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import gzip
 import hashlib
+import io
 import json
 import os
 import random
@@ -64,6 +72,7 @@ STEP_NAMES = [b"step[TARGET_VERIFY bs=2]", b"step[DECODE bs=4]", b"step[EXTEND b
               b"step[VERIFY bs=2]", b"step[decode bs=4]", b"\\u0073tep[TARGET_VERIFY bs=1]", b"step\\u005bDECODE bs=1]",
               b"step[", b"step[]", b"step[TARGET_VERIFY", b"step[ bs=1]", b"step[TARGET_VERIFY bs=2 \xff\xfe]"]
 ODD_VALUES = [b"5", b"-1", b"null", b"true", b'"x"', b"[]", b"{}", b"1" + b"0" * 30, b"1" + b"0" * 400, b"1e400",
+              b"1.7e308", b"-1.7e308", b"1e60", b"9.3e18", b"9223372036854775807",
               b"-0.0", b"NaN", b"Infinity", b"[" * 3000 + b"]" * 3000, b'"\\ud800"', b'"\x01"', b'"\xff"',
               b'"draft worker"', b'{"name": "draft"}', b'{"External id": 1}', b"12345678901234567.125"]
 INSERTS = [b'"', b"{", b"}", b"[", b"]", b",", b":", b"\\", b"\\u", b"\x00", b"\x01", b"\t", b"\xff", b"\xc3",
@@ -192,8 +201,15 @@ def _events_start(data: bytes) -> int | None:
 
 def _json_text(rng: random.Random) -> str:
     """A string value as markup, code, control characters or a lone surrogate would make it."""
-    pieces = [*hostile.MARKUP, "\udc80", "\ud83d", "[", "]", "\u00e9", "draft", "step[TARGET_VERIFY bs=1 "]
+    pieces = [*hostile.MARKUP, *CI_AND_SPREADSHEET, "\udc80", "\ud83d", "[", "]", "\u00e9", "draft",
+              "step[TARGET_VERIFY bs=1 "]
     return "".join(rng.choice(pieces) for _ in range(rng.randint(1, 4)))
+
+
+# Issue 22: what a CI log, a spreadsheet or Plotly reads as a command, a formula or markup.
+CI_AND_SPREADSHEET = ["::error file=x::forged", "\n::warning::x", "##[error]forged", "##vso[task.setvariable]x",
+                      "::stop-commands::t", '=HYPERLINK("http://x")', "+1", "-2", "@SUM(1)", "\tx",
+                      '<a href="https://x">click</a>', "<b>b</b><br>"]
 
 
 def _escaped(text: str) -> bytes:
@@ -248,8 +264,26 @@ def shared_external_id(rng: random.Random, data: bytes) -> bytes:
     return data[:at] + body + (b"," if rest[:1] not in (b"]", b"") else b"") + data[at:]
 
 
+def device_work(rng: random.Random, data: bytes) -> bytes:
+    """A step span with launches and their kernels (the device view), some with times whose end
+    overflows or reaches past 64 bits, and kernel names that hold markup, formulas or CI commands."""
+    at = _events_start(data)
+    if at is None:
+        return data
+    events = [hostile.x(hostile.VERIFY, 10, 500, tid=1), hostile.DRAFT_THREAD]
+    for k in range(rng.randint(1, 6)):
+        ts, dur = rng.choice([(20 + k, 5), (1.7e308, 1.7e308), (30, 1e60), (9e18, 9e18), (-1e308, 5), (40, -3)])
+        name = rng.choice(["gemm_kernel", "flash_attn", *CI_AND_SPREADSHEET, "a" * 40 + "!"])
+        events += [hostile.x("cudaLaunchKernel", 11 + k, 1, cat="cuda_runtime", correlation=100 + k),
+                   hostile.x(name, ts, dur, pid=0, tid=7, cat=rng.choice(["kernel", "gpu_memcpy"]), correlation=100 + k)]
+    body = b",".join(json.dumps(event).encode() for event in events)
+    rest = data[at:].lstrip()
+    return data[:at] + body + (b"," if rest[:1] not in (b"]", b"") else b"") + data[at:]
+
+
 TEXT_MUTATIONS = [flip_bits, truncate, insert, delete, duplicate, odd_value, odd_value, step_name, step_name,
-                  duplicate_key, container, hostile_string, hostile_string, hostile_events, shared_external_id]
+                  duplicate_key, container, hostile_string, hostile_string, hostile_events, shared_external_id,
+                  device_work]
 
 
 def gzip_level(rng: random.Random, data: bytes) -> bytes:
@@ -305,12 +339,15 @@ def halves_agree(source: Path) -> None:
         raise Crash(f"read in chunks, the trace differs from the trace read whole: {str(halves)[:200]}")
 
 
-FILE_NAMES = ["case", "d[/]case", "case [bold]x[/bold]", "case\x1b[31m", "case\nline", "=cmd()", "case <b>|x|", ":smile:"]
+FILE_NAMES = ["case", "d[/]case", "case [bold]x[/bold]", "case\x1b[31m", "case\nline", "=cmd()", "case <b>|x|", ":smile:",
+              "::error file=x::case", "##[error]case", "\t+case", '<a href="https://x">click</a>', "case\udcff\udcfe"]
 COMMANDS = [["relabel", "--json"], ["relabel", "--dry-run"], ["relabel", "--annotate", "--strict"], ["inspect"],
             ["inspect", "--json"], ["stats", "--by", "name", "--by", "file"], ["stats", "--format", "json", "--by", "bs"],
             ["stats", "--format", "csv", "--by", "name"], ["stats", "--format", "markdown", "--by", "rank"],
             ["stats", "--kernels", "--format", "json"], ["stats", "--device", "--kernels", "--by", "rank,file"],
-            ["check"], ["check", "--format", "junit"], ["check", "--format", "markdown"], ["check", "--format", "json"]]
+            ["check"], ["check", "--format", "junit"], ["check", "--format", "markdown"], ["check", "--format", "json"],
+            ["stats", "--kernels", "--format", "csv", "--by", "file"], ["stats", "--device", "--format", "json"],
+            ["report"], ["stats", "--baseline"], ["check", "--baseline"], ["report", "--baseline"]]
 OUTPUT_PER_INPUT_BYTE = 40  # a report may be larger than its trace, by a bounded factor: never by its square
 OUTPUT_ALLOWANCE = 2**20
 
@@ -325,13 +362,60 @@ def plain_size(data: bytes) -> int:
         return len(data)
 
 
+def baseline_for(rng: random.Random, source: Path, folder: Path) -> Path:
+    """A baseline for --baseline: the case itself, a saved stats result mutated, or a gzip of zeros."""
+    choice = rng.randrange(4)
+    if choice == 0:
+        return source
+    path = folder / ("base.json.gz" if choice == 3 else "base.json")
+    if choice == 3:
+        path.write_bytes(gzip.compress(bytes(rng.choice([10, 2**20, 2**24])), mtime=0))
+        return path
+    saved = {"by": ["stage"], "stages": [{"stage": "VERIFY", "clock": "cpu", "count": 40, "mean_us": 230.0},
+                                         {"stage": "DRAFT", "clock": "gpu", "count": 40, "mean_us": 60.0}],
+             "iterations": [{"clock": "cpu", "count": 30, "mean_us": 450.0, "parts": [{"part": "draft", "mean_us": 1}]}]}
+    text = json.dumps(saved).encode()
+    for _ in range(rng.randint(0, 3)):
+        text = odd_value(rng, text) if rng.random() < 0.7 else rng.choice(TEXT_MUTATIONS[:5])(rng, text)
+    path.write_bytes(text)
+    return path
+
+
+FORMULA = ("=", "+", "-", "@", "\t", "\r")
+EXTRA_BYTES = [0]  # bytes a case reads beyond its input (a baseline), counted in its expected time
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def strict_json(text: str) -> object:
+    """RFC 8259 JSON: NaN and Infinity, which Python's json reads by default, are no JSON."""
+    def refuse(constant: str):
+        raise ValueError(f"{constant} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def check_ci_lines(command: list[str], said: str) -> None:
+    for line in re.split(r"[\r\n]", said):
+        ours = re.match(r"::(error|warning) title=spanfix check::", line) is not None
+        if (line.lstrip().startswith("::") and not ours) or "##[" in line or "##vso[" in line:
+            raise Crash(f"{' '.join(command)}: a workflow command in CI output: {line[:120]!r}")
+
+
 def run_command(rng: random.Random, source: Path, folder: Path) -> str:
     """One command of the CLI on the case, in this process: exit 0, 1 or 2, no traceback, machine
-    output that parses, and output bounded by the input's size."""
-    command = rng.choice(COMMANDS)
+    output that parses, output bounded by the input's size, safe in CI, and nothing it read changed."""
+    command = list(rng.choice(COMMANDS))
     if command[0] == "relabel" and "--dry-run" not in command:
         command = [*command, "-o", str(folder / "cli-out.json")]
-    result = CliRunner().invoke(cli, [*command, str(source)], env={"GITHUB_ACTIONS": rng.choice(["true", ""])})
+    read = [source]
+    if command[-1] == "--baseline":
+        read.append(baseline_for(rng, source, folder))
+        command.append(str(read[-1]))
+        EXTRA_BYTES[0] += plain_size(read[-1].read_bytes())  # a second trace to read: the case's time allows it
+    if command[0] == "report":
+        command += ["-o", str(folder / "report.html")]
+    before = {path: path.read_bytes() for path in read}
+    ci = rng.choice(["true", ""])
+    result = CliRunner().invoke(cli, [*command, str(source)], env={"GITHUB_ACTIONS": ci})
     said = result.stdout + result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise Crash(f"{' '.join(command)}: {type(result.exception).__name__}: {result.exception}") from result.exception
@@ -339,22 +423,87 @@ def run_command(rng: random.Random, source: Path, folder: Path) -> str:
         raise Crash(f"{' '.join(command)}: exit {result.exit_code}: {said[-300:]!r}")
     if result.exit_code == 1 and command[0] not in ("check",) and "--strict" not in command:
         raise Crash(f"{' '.join(command)}: exit 1 without a check")
+    if any(path.read_bytes() != data for path, data in before.items()):
+        raise Crash(f"{' '.join(command)}: an input or the baseline was changed")
     size = plain_size(source.read_bytes())
     if len(said) > OUTPUT_PER_INPUT_BYTE * size + OUTPUT_ALLOWANCE:
         raise Crash(f"{' '.join(command)}: {len(said)} bytes of output for {size} bytes of input")
     if any(ord(c) < 32 and c not in "\n" for c in result.stderr):
         raise Crash(f"{' '.join(command)}: a raw control character on standard error")
+    if ci:
+        check_ci_lines(command, said)
     if result.exit_code != 2 or result.stdout.strip():
         try:
             if "json" in command or "--json" in command:
-                json.loads(result.stdout)
+                strict_json(result.stdout)
             elif "junit" in command:
                 ET.fromstring(result.stdout)
+            elif "csv" in command:
+                for row in csv.reader(io.StringIO(result.stdout)):
+                    bad = [cell for cell in row if cell.startswith(FORMULA) and not _NUMBER.fullmatch(cell)]
+                    if bad:
+                        raise Crash(f"{' '.join(command)}: a CSV cell a spreadsheet reads as a formula: {bad[0]!r}")
         except ValueError as exc:
             raise Crash(f"{' '.join(command)}: machine output that does not parse: {exc}") from None
         except ET.ParseError as exc:
             raise Crash(f"{' '.join(command)}: JUnit XML that does not parse: {exc}") from None
+    if command[0] == "report" and (folder / "report.html").exists():
+        check_report((folder / "report.html").read_text("utf-8", "replace"), command)
     return f"cli exit {result.exit_code}"
+
+
+def check_report(page: str, command: list[str]) -> None:
+    """The page's payload parses as RFC 8259 JSON and nothing in it can end its script early."""
+    found = re.search(r'<script type="application/json" id="spanfix-data">(.*?)</script>', page, re.DOTALL)
+    if found is None:
+        raise Crash(f"{' '.join(command)}: a report without its payload")
+    if "<" in found.group(1):
+        raise Crash(f"{' '.join(command)}: a raw < in the report's payload")
+    try:
+        strict_json(found.group(1))
+    except ValueError as exc:
+        raise Crash(f"{' '.join(command)}: a report payload that does not parse: {exc}") from None
+
+
+API_BYTES = 256 * 1024  # Trace.relabel() after open() finds the names' bytes by the exact tokenizer: 2 us a byte
+
+
+def run_api(rng: random.Random, data: bytes, folder: Path) -> str:
+    """The Python API on the case's bytes: open, every method, relabel to a file, close; each ends in
+    a result whose JSON is RFC 8259, or in a SpanfixError of one line."""
+    import spanfix
+    from spanfix.render.escape import dumps
+
+    try:
+        trace = spanfix.open(data, name="case.json", kernel_names=rng.random() < 0.5)
+    except spanfix.SpanfixError as exc:
+        if "\n" in str(exc):
+            raise Crash(f"api: an error of several lines: {exc!r}") from None
+        return "api error"
+    except Exception as exc:
+        raise Crash(f"api open: {type(exc).__name__}: {exc}") from exc
+    try:
+        for call in (lambda: trace.stats(by=rng.choice([(), ("name",), ("bs",)]), kernels=rng.random() < 0.5).to_json(),
+                     lambda: trace.inspect().to_json(), lambda: trace.relabel_plan().to_json(),
+                     lambda: [step.cpu_us for step in trace.steps()], lambda: len(trace.iterations()),
+                     lambda: trace.warnings, lambda: trace.relabel(str(folder / "api-out.json")).to_json()):
+            try:
+                value = call()
+            except spanfix.SpanfixError:
+                continue
+            strict_json(dumps(value).decode())
+        trace.close()
+        try:
+            trace.stats()
+        except spanfix.UsageError:
+            pass
+        else:
+            raise Crash("api: a closed Trace still answered")
+    except Crash:
+        raise
+    except Exception as exc:
+        raise Crash(f"api: {type(exc).__name__}: {exc}") from exc
+    return "api ok"
 
 
 def run_case(rng: random.Random, data: bytes, folder: Path, *, halves: bool = False, commands: float = 0.0) -> str:
@@ -368,6 +517,8 @@ def run_case(rng: random.Random, data: bytes, folder: Path, *, halves: bool = Fa
     source.write_bytes(data)
     if rng.random() < commands:
         run_command(rng, source, folder)
+    if rng.random() < commands / 2 and len(data) <= API_BYTES:
+        run_api(rng, data, folder)
     if halves:
         halves_agree(source)
     options = RelabelOptions(algorithm=rng.choice([None, None, "eagle", "dflash", "mtp", "frozen-kv"]),
@@ -454,6 +605,7 @@ def main() -> int:
             data = mutate(rng, plain)
             case_seed = rng.randrange(2**32)
             began, cpu = time.monotonic(), time.process_time()
+            EXTRA_BYTES[0] = 0
             try:
                 one(data, case_seed)
             except Crash as crash:
@@ -461,7 +613,7 @@ def main() -> int:
                 report = f"seed trace {name}, run seed {seed}\n{crash}\n" + "".join(traceback.format_exception(crash))
                 saved.append(save_crash(args.save_crashes, data, report))
             took = time.monotonic() - began
-            timings.append((time.process_time() - cpu, plain_size(data), data, name, case_seed))
+            timings.append((time.process_time() - cpu, plain_size(data) + EXTRA_BYTES[0], data, name, case_seed))
             slowest = max(slowest, (took, name))
             if took > args.slow:
                 slow.append(save_crash(args.save_crashes / "slow", data, f"seed trace {name}: {took:.2f} s\n"))

@@ -163,7 +163,7 @@ def test_the_public_api_type_checks_strictly(tmp_path):
                              Iterations, KernelGroup, Options, Outcome, OutputError, RelabelResult, Report,
                              SpanfixError, StageRow, StatsResult, Step, Steps, Summary, Table, Trace, TraceError,
                              UsageError, check, html_report, inspect, open, parse_budget, relabel, relabelled_path,
-                             stats)
+                             stats, AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow)
 
         path = {str(EAGLE)!r}
         options: Options = Options(algorithm=ALGORITHM_NAMES[0], num_steps=3)
@@ -195,6 +195,13 @@ def test_the_public_api_type_checks_strictly(tmp_path):
         also: InspectReport = trace.inspect()
         reasons: list[AmbiguityGroup] = also.ambiguous_by_reason()
         mean: float = first.cpu_us + (summary.mean_us if summary else 0.0)
+        spec: SpeculationResult = trace.speculation(accept_length=2.5)
+        used: AcceptFigure | None = spec.used
+        device: ModelTime | None = spec.model.get("gpu")
+        draft_share: float = device.share("draft") if device else 0.0
+        overall: SpeedRow | None = spec.overall
+        decodes: list[SpecIteration] = spec.iterations
+        accepted: float | None = decodes[0].accept_length if decodes else None
         try:
             open("missing.json")
         except (TraceError, OutputError, UsageError) as exc:

@@ -45,8 +45,8 @@ def test_a_trustworthy_trace_passes(old):
     result = run("check", old)
     assert result.exit_code == 0, result.output
     assert "spanfix check passed: all 3 rules hold" in result.stdout
-    assert "held    has step spans" in result.stdout
-    assert "held    no ambiguous step spans" in result.stdout
+    assert "held     has step spans" in result.stdout
+    assert "held     no ambiguous step spans" in result.stdout
 
 
 def test_ambiguous_span_fails_unless_allowed(tmp_path):
@@ -56,8 +56,8 @@ def test_ambiguous_span_fails_unless_allowed(tmp_path):
     lines = result.stdout.splitlines()
     # The input's path once, on its own line, then its rules; why one broke on the line below it.
     at = lines.index(str(path))
-    assert lines[at + 2].startswith("  BROKEN  no ambiguous step spans  1 ambiguous")
-    assert lines[at + 3].startswith("          step[TARGET_VERIFY bs=2] at 0.000 ms from the trace start:")
+    assert lines[at + 2].startswith("  BROKEN   no ambiguous step spans  1 ambiguous")
+    assert lines[at + 3].startswith("           step[TARGET_VERIFY bs=2] at 0.000 ms from the trace start:")
     assert "would decide it" in lines[at + 3]
     allowed = run("check", path, "--allow-ambiguous")
     assert allowed.exit_code == 0 and "allowed by --allow-ambiguous" in allowed.stdout
@@ -69,48 +69,70 @@ def test_conflicting_evidence_fails_even_when_ambiguity_is_allowed(tmp_path):
         thread_name(1, 2, "draft worker"), span("draft", 0, 20), span("step[DECODE bs=2]", 5, 10)])
     result = run("check", path, "--allow-ambiguous")
     assert result.exit_code == 1
-    assert "BROKEN  no conflicting evidence" in result.stdout and "evidence disagrees" in result.stdout
+    assert "BROKEN   no conflicting evidence" in result.stdout and "evidence disagrees" in result.stdout
 
 
 def test_old_names_fail_only_when_new_names_are_required(old, new):
     assert run("check", old).exit_code == 0
     result = run("check", old, "--require-new-names")
     assert result.exit_code == 1
-    assert "BROKEN  new step names only" in result.stdout and "13 old names" in result.stdout
+    assert "BROKEN   new step names only" in result.stdout and "13 old names" in result.stdout
     assert "TARGET_VERIFY -> VERIFY x10" in result.stdout
     assert run("check", new, "--require-new-names").exit_code == 0
 
 
 @pytest.mark.parametrize("budget, held, figure", [
-    ("VERIFY.p90<=90us", True, "90.0 us"),
-    ("VERIFY.p90<90us", False, "90.0 us"),
-    ("VERIFY.p90<=0.09ms", True, "90.0 us"),
-    ("verify.max<=1s", True, "100.0 us"),
-    ("VERIFY.total==550", True, "550.0 us"),
-    ("VERIFY.share>=0.94", True, "94.8%"),
-    ("DRAFT.share<=0.06", True, "5.2%"),
+    ("VERIFY.p90<=90us", True, "90.0 us (cpu)"),  # no device time in this trace: the host clock, said
+    ("VERIFY.p90<90us", False, "90.0 us (cpu)"),
+    ("VERIFY.p90<=0.09ms", True, "90.0 us (cpu)"),
+    ("VERIFY.cpu.p90<=0.09ms", True, "90.0 us"),  # a clock written is not repeated
+    ("verify.max<=1s", True, "100.0 us (cpu)"),
+    ("VERIFY.total==550us", True, "550.0 us (cpu)"),
+    ("VERIFY.share>=0.94", True, "94.8% (cpu)"),
+    ("DRAFT.share<=0.06", True, "5.2% (cpu)"),
     ("DRAFT.count>=3", True, "3"),
     ("DRAFT.count>3", False, "3"),
     ("DECODE.count>=100", False, "0"),  # a stage that never ran counts zero
     ("ambiguous.count==0", True, "0"),
     ("DRAFT.count>=1000000", False, "3"),
     ("iteration.count==2", True, "2"),
-    ("iteration.mean<=40ms", True, "200.0 us"),
-    ("iteration.verify.mean<=15us", True, "15.0 us"),  # verifies of 10 and 20 us
-    ("iteration.verify.share>0.1", False, "7.5%"),
+    ("iteration.mean<=40ms", True, "200.0 us (cpu)"),
+    ("iteration.verify.mean<=15us", True, "15.0 us (cpu)"),  # verifies of 10 and 20 us
+    ("iteration.verify.p90<=20us", True, "20.0 us (cpu)"),
+    ("iteration.verify.p50<20us", True, "10.0 us (cpu)"),
+    ("iteration.verify.share>0.1", False, "7.5% (cpu)"),
 ])
 def test_budgets(old, budget, held, figure):
     result = run("check", old, "--budget", budget, "--format", "json")
     assert result.exit_code == (0 if held else 1), result.output
     rule = json.loads(result.stdout)["rules"][-1]
     assert (rule["rule"], rule["kind"], rule["held"], rule["figure"]) == (budget, "budget", held, figure)
+    assert rule["status"] == ("held" if held else "broken")
 
 
-def test_a_budget_on_nothing_measured_breaks(old):
-    result = run("check", old, "--budget", "DECODE.p90<=1ms", "--budget", "VERIFY.gpu.mean<=1ms")
+def test_a_budget_on_a_figure_the_inputs_lack_is_skipped_and_fails_unless_allowed(old):
+    budgets = ["--budget", "DECODE.p90<=1ms", "--budget", "VERIFY.gpu.mean<=1ms"]
+    result = run("check", old, *budgets)
     assert result.exit_code == 1
-    assert "no DECODE step spans on the cpu clock" in result.stdout
-    assert "no VERIFY step spans on the gpu clock" in result.stdout
+    assert "skipped  DECODE.p90<=1ms" in result.stdout and "no DECODE step spans" in result.stdout
+    assert "skipped  VERIFY.gpu.mean<=1ms" in result.stdout
+    assert "the VERIFY step spans have no device time" in result.stdout
+    assert result.stdout.startswith("spanfix check FAILED: 2 of 5 rules skipped (not judged: --allow-skipped")
+    rules = json.loads(run("check", old, *budgets, "--format", "json").stdout)["rules"]
+    assert [(r["status"], r["held"], r["value"]) for r in rules[-2:]] == [("skipped", False, None)] * 2
+    allowed = run("check", old, *budgets, "--allow-skipped")
+    assert allowed.exit_code == 0, allowed.output
+    assert allowed.stdout.startswith("spanfix check passed: 3 of 5 rules hold, 2 skipped")
+
+
+def test_a_budget_on_no_usable_input_is_skipped(tmp_path):
+    result = run("check", tmp_path / "gone.json", "--budget", "VERIFY.p90<=1ms", "--format", "json")
+    assert result.exit_code == 2
+    data = json.loads(result.stdout)
+    assert data["rules"] == [{"rule": "VERIFY.p90<=1ms", "kind": "budget", "status": "skipped", "held": False,
+                              "value": None, "figure": "not measured", "detail": "no input could be measured",
+                              "input": None}]
+    assert data["passed"] is False and data["skipped"] == 1
 
 
 def test_gpu_clock_budget(tmp_path):
@@ -120,7 +142,7 @@ def test_gpu_clock_budget(tmp_path):
         span(VERIFY_NAME, 1002, 30, pid=0, tid=7, cat="gpu_user_annotation", ext=7)])
     assert run("check", path, "--budget", "VERIFY.gpu.max<=30us").exit_code == 0
     result = run("check", path, "--budget", "VERIFY.gpu.max<30us")
-    assert result.exit_code == 1 and "BROKEN  VERIFY.gpu.max<30us" in result.stdout
+    assert result.exit_code == 1 and "BROKEN   VERIFY.gpu.max<30us" in result.stdout
 
 
 @pytest.mark.parametrize("budget, message", [
@@ -134,10 +156,21 @@ def test_gpu_clock_budget(tmp_path):
     ("iteration.share<=0.5", "'share' is not a statistic of iteration"),
     ("iteration.think.mean<=1ms", "a decode iteration's parts are draft, verify, draft_extend, ambiguous, other"),
     ("DRAFTS.mean<=1ms", "'DRAFTS' is not a stage; stats rows are DECODE"),
-    ("DRAFT.busy_share>=0.5", "busy_share is a device figure: write DRAFT.gpu.busy_share"),
-    ("iteration.idle.share<=0.2", "parts are draft, verify, draft_extend, ambiguous, other (idle on the gpu clock only)"),
+    ("DRAFT.cpu.busy_share>=0.5", "busy_share is a device figure: write DRAFT.gpu.busy_share"),
+    ("iteration.cpu.idle.share<=0.2", "idle is a part of the device clock alone"),
     ("VERIFY.mean<=5%", "% goes with a share"),
-    ("iteration.draft.p90<=1ms", "'p90' is not a statistic of iteration.draft"),
+    ("iteration.draft.p99<=1ms", "'p99' is not a statistic of iteration.draft"),
+    # Budgets that could never fail, or not mean what they say:
+    ("DRAFT.share<=35", "a share is a fraction from 0 to 1 (or 0% to 100%), not 35; 35% is written 35% or 0.35"),
+    ("DRAFT.share<=135%", "a share is a fraction from 0 to 1 (or 0% to 100%), not 135%"),
+    ("DRAFT.gpu.busy_share>=1.5", "a share is a fraction from 0 to 1"),
+    ("iteration.draft.share<=40", "a share is a fraction from 0 to 1"),
+    ("VERIFY.p90<=12", "VERIFY.p90 is a time: give its unit, e.g. 12us, 12ms or 12s"),
+    ("iteration.mean<=40", "iteration.mean is a time: give its unit"),
+    ("iteration.verify.total>=0.5", "iteration.verify.total is a time: give its unit"),
+    ("VERIFY.p90<=\u0661\u0662ms", "budgets are written in ASCII; '\u0661' (U+0661) is not (write digits as 0-9)"),
+    ("VERIFY.p90<=１２ms", "budgets are written in ASCII"),
+    ("VERIFY.p90<=1e999ms", "is not a finite number"),
 ])
 def test_malformed_budgets_are_usage_errors(old, budget, message):
     with pytest.raises(BudgetError, match=re.escape(message)):
@@ -152,32 +185,43 @@ def test_budget_grammar():
         "VERIFY", "gpu", None, "p90", "<=", 1500)
     assert parse_budget("Iteration.Draft_Extend.share<.2").part == "draft_extend"
     assert parse_budget("ambiguous.count==0").stage == "ambiguous"
-    assert parse_budget("VERIFY.mean<=2s").limit == 2_000_000 and parse_budget("VERIFY.mean<=7").limit == 7
+    assert parse_budget("VERIFY.mean<=2s").limit == 2_000_000 and parse_budget("VERIFY.mean<=7us").limit == 7
+    assert parse_budget("DRAFT.share<=35%").limit == pytest.approx(0.35)
+    assert parse_budget("DRAFT.share<=100%").limit == 1 and parse_budget("DRAFT.share>=0").limit == 0
+    # No clock written: the device's where the inputs have it (None here), else the host's.
+    assert parse_budget("VERIFY.p90<=1ms").clock is None and parse_budget("VERIFY.cpu.p90<=1ms").clock == "cpu"
+    assert parse_budget("DRAFT.busy_share>=0.5").clock == "gpu" and parse_budget("iteration.idle.share<=0.2").clock == "gpu"
 
 
 def test_regression_against_baseline(old, tmp_path):
     faster = write_trace(tmp_path / "base.json", _events(scale=0.5))  # the baseline's verifies took half as long
-    # Ten spans a side: below the default --min-count, so the change is shown, not judged.
+    # Ten spans a side: below the default --min-count, so the change is shown, not judged: skipped, and
+    # a rule not judged fails the check unless --allow-skipped.
     unjudged = run("check", old, "--baseline", faster)
-    assert unjudged.exit_code == 0 and "not judged: too few to compare (10 here, 10 in the baseline" in unjudged.stdout
-    result = run("check", old, "--baseline", faster, "--min-count", "5")
+    assert unjudged.exit_code == 1 and "not judged: too few to compare (10 here, 10 in the baseline" in unjudged.stdout
+    assert "skipped  VERIFY.cpu.mean within +10% of baseline" in unjudged.stdout
+    assert run("check", old, "--baseline", faster, "--allow-skipped").exit_code == 0
+    result = run("check", old, "--baseline", faster, "--min-count", "2")
     assert result.exit_code == 1
-    assert "BROKEN  VERIFY.cpu.mean within +10% of baseline" in result.stdout and "(+100.0%)" in result.stdout
-    assert "held    DRAFT.cpu.mean within +10% of baseline" in result.stdout
-    assert run("check", old, "--baseline", faster, "--max-regression", "100", "--min-count", "5").exit_code == 0
-    assert run("check", faster, "--baseline", old, "--max-regression", "0", "--min-count", "5").exit_code == 0
+    assert "BROKEN   VERIFY.cpu.mean within +10% of baseline" in result.stdout and "(+100.0%)" in result.stdout
+    assert "held     DRAFT.cpu.mean within +10% of baseline" in result.stdout
+    # A part that took no time on either side holds (no change); it is not dropped.
+    assert re.search(r"held +iteration\.cpu\.draft\.mean within \+10% of baseline +0\.0 us vs 0\.0 us\n", result.stdout)
+    assert run("check", old, "--baseline", faster, "--max-regression", "100", "--min-count", "2").exit_code == 0
+    assert run("check", faster, "--baseline", old, "--max-regression", "0", "--min-count", "2").exit_code == 0
 
 
 def test_regression_against_a_saved_result(old, tmp_path):
     saved = tmp_path / "stats.json"
     saved.write_text(run("stats", old, "--format", "json").stdout)
-    result = run("check", old, "--baseline", saved, "--max-regression", "0")
+    result = run("check", old, "--baseline", saved, "--max-regression", "0", "--min-count", "1")
     assert result.exit_code == 0 and "VERIFY.cpu.mean within +0% of baseline" in result.stdout
 
 
 @pytest.mark.parametrize("args, message", [
     (["missing.json"], "missing.json: no such file"),
-    (["{old}", "--baseline", "missing.json"], "baseline missing.json: no such file"),
+    # A missing baseline is a baseline problem, said at once (not "1 inputs unusable" after reading them).
+    (["{old}", "--baseline", "missing.json"], "Invalid value for '--baseline': missing.json: no such file"),
     (["{old}", "--max-regression", "5"], "--max-regression needs --baseline"),
     (["{old}", "--max-regression", "-1", "--baseline", "{old}"], "--max-regression"),
     (["{old}", "--format", "xml"], "--format"),
@@ -198,7 +242,7 @@ def test_junit_has_one_case_per_rule(old):
                           f"no conflicting evidence [{old}]",
                           "VERIFY.p90<=1ms", "DRAFT.share<=0.01"}
     failure = cases["DRAFT.share<=0.01"].find("failure")
-    assert failure is not None and failure.get("message") == "DRAFT.share<=0.01: 5.2%"
+    assert failure is not None and failure.get("message") == "DRAFT.share<=0.01: 5.2% (cpu)"
     assert cases["VERIFY.p90<=1ms"].find("failure") is None
     assert cases["VERIFY.p90<=1ms"].get("classname") == "spanfix.budget"
 
@@ -214,7 +258,7 @@ def test_json_and_markdown(old):
     result = run("check", old, "--budget", "DRAFT.count>3", "--format", "json")
     data = json.loads(result.stdout)
     assert (data["passed"], data["broken"], data["errors"]) == (False, 1, [])
-    assert data["rules"][-1] == {"rule": "DRAFT.count>3", "kind": "budget", "held": False, "value": 3,
+    assert data["rules"][-1] == {"rule": "DRAFT.count>3", "kind": "budget", "status": "broken", "held": False, "value": 3,
                                  "figure": "3", "detail": "", "input": None}
     assert any(row["stage"] == "VERIFY" for row in data["stats"]["stages"])
     markdown = run("check", old, "--budget", "DRAFT.count>3", "--format", "markdown").stdout
@@ -306,10 +350,10 @@ def test_regression_by_iteration_part_on_both_clocks(tmp_path):
     saved.write_text(json.dumps(document))
     result = run("check", path, "--baseline", saved, "--min-count", "4")
     assert result.exit_code == 1
-    assert "BROKEN  iteration.gpu.draft.mean within +10% of baseline" in result.stdout
-    assert "BROKEN  iteration.cpu.draft.mean within +10% of baseline" in result.stdout
-    assert "held    iteration.gpu.verify.mean within +10% of baseline" in result.stdout
-    assert "held    iteration.gpu.mean within +10% of baseline" in result.stdout
+    assert "BROKEN   iteration.gpu.draft.mean within +10% of baseline" in result.stdout
+    assert "BROKEN   iteration.cpu.draft.mean within +10% of baseline" in result.stdout
+    assert "held     iteration.gpu.verify.mean within +10% of baseline" in result.stdout
+    assert "held     iteration.gpu.mean within +10% of baseline" in result.stdout
     stats = json.loads(run("stats", path, "--baseline", saved, "--format", "json").stdout)
     [gpu] = [it for it in stats["iterations"] if it["clock"] == "gpu"]
     draft = next(part for part in gpu["parts"] if part["part"] == "draft")
@@ -319,7 +363,7 @@ def test_regression_by_iteration_part_on_both_clocks(tmp_path):
 def test_an_input_without_step_spans_breaks_unless_allowed(tmp_path):
     empty = write_trace(tmp_path / "empty.json", [span("not a step", 0, 5)])
     result = run("check", empty)
-    assert result.exit_code == 1 and "BROKEN  has step spans" in result.stdout and "--allow-empty" in result.stdout
+    assert result.exit_code == 1 and "BROKEN   has step spans" in result.stdout and "--allow-empty" in result.stdout
     allowed = run("check", empty, "--allow-empty")
     assert allowed.exit_code == 0 and "allowed by --allow-empty" in allowed.stdout
 
@@ -330,7 +374,8 @@ def test_a_device_budget_reads_the_kernels_of_an_annotated_trace():
     from conftest import FIXTURES
     eagle = FIXTURES / "eagle-stock.trace.json.gz"
     plain = json.loads(run("stats", eagle, "--format", "json").stdout)
-    assert any("device view" in w for w in plain["warnings"])
+    assert any("--device reads them" in note for note in plain["notes"])  # information, not a warning
+    assert not any("--device" in warning for warning in plain["warnings"])
     assert all(row["busy_us"] is None for row in plain["stages"])
     result = run("check", eagle, "--budget", "DRAFT.gpu.busy_share>=0.5", "--budget", "iteration.gpu.idle.share<=0.1")
     assert result.exit_code == 0, result.stdout

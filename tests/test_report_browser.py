@@ -296,9 +296,12 @@ def test_tables_show_the_figures_of_stats_json(opened, stats_json):
         for key in ("mean_us", "p50_us", "p90_us", "p99_us", "max_us"):
             check_time(whole[key], it[key], unit)
         assert whole["change"][0] == change_text(it["baseline"], unit)
-        assert list(rows)[1:] == [part["part"] for part in it["parts"]]  # ambiguous has its own row
-        for part in it["parts"]:
+        # Every part has its own row, but ambiguous and idle only when they hold time.
+        shown = [part for part in it["parts"] if part["part"] not in ("ambiguous", "idle") or part["mean_us"]]
+        assert list(rows)[1:] == [part["part"] for part in shown]
+        for part in shown:
             check_time(rows[part["part"]]["mean_us"], part["mean_us"], unit)
+            check_time(rows[part["part"]]["p90_us"], part["p90_us"], unit)  # each part's p50 and p90 too
             assert rows[part["part"]]["share"][0] == share_text(part["share"])
 
     for entry in stats_json["kernels"]["stages"]:
@@ -368,5 +371,65 @@ def test_hostile_names_render_as_text(browser, tmp_path):
         kernels = page.page.evaluate("""Array.from(document.querySelectorAll('#kernels td[data-key=kernel]'))
             .map(c => [c.textContent, c.title])""")
         assert ["<…><…>alert(…)<…>", HOSTILE] in kernels  # shortened for show, whole on hover: text both
+    finally:
+        page.close()
+
+
+LINK = '<a href="https://x">click</a>'
+
+
+def test_plotly_markup_in_file_names_is_text(browser, tmp_path):
+    """Plotly draws its labels, ticks and hovers from a small HTML dialect (<a href>, <b>, <br>): a file
+    name that holds it is shown as the text it is, in every chart (issue 22). Two inputs of the same
+    base name, so that the charts name them by their whole paths."""
+    paths = []
+    for seed, side in enumerate(("one", "two")):
+        path = tmp_path / side / f"{LINK}.json"  # the "/" of </a> makes a folder: the path holds it whole
+        path.parent.mkdir(parents=True)  # two captures (alike, they would count once)
+        synth.write(synth.generate(synth.SynthSpec(algorithm="eagle", decode_iterations=6, seed=seed + 1)), path)
+        paths.append(path)
+    report = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", *map(str, paths), "-o", str(report), "-j", "1"])
+    assert result.exit_code == 0, result.output
+    page = Opened(browser, report)
+    try:
+        assert page.dialogs == [] and page.errors == [] and page.requests == [page.url]
+        drawn = page.page.evaluate("""() => ({
+            links: document.querySelectorAll('.js-plotly-plot svg a').length,
+            read: Array.from(document.querySelectorAll('.js-plotly-plot svg text'))  // "click" alone: read as a link
+                .filter(t => t.textContent.includes('click') && !t.textContent.includes('<a href=')).length,
+            text: Array.from(document.querySelectorAll('.js-plotly-plot svg text')).map(t => t.textContent).join('|')})""")
+        assert drawn["links"] == 0 and drawn["read"] == 0, drawn
+        assert str(paths[0]) in drawn["text"]  # the tick label, as written
+    finally:
+        page.close()
+
+
+def test_a_thousand_ranks_draw_the_slowest_and_say_so(browser, tmp_path):
+    """Past a few dozen ranks the charts draw the slowest (a chart per rank of a 1,000-rank trace did not
+    draw in 300 s) and the page says how many it left out; the slowest rank is named from all of them."""
+    from spanfix.report import rank_comparison
+
+    ranks = rank_comparison.DRAWN_RANKS + 8
+    path = tmp_path / "merged-many.trace.json"
+    synth.write(synth.merge(synth.generate_ranks(synth.SynthSpec(algorithm="eagle", decode_iterations=3), ranks,
+                                                 varied=True)), path)
+    report = tmp_path / "report.html"
+    result = CliRunner().invoke(main, ["report", str(path), "-o", str(report), "-j", "1"])
+    assert result.exit_code == 0, result.output
+    page = Opened(browser, report)
+    try:
+        assert page.errors == []
+        charts = page.charts()
+        timeline = charts["timeline-cpu"]
+        assert len({t["name"] for t in timeline["traces"]}) <= 6  # parts, and one chart per drawn rank:
+        axes = page.page.evaluate("Object.keys(document.querySelector('[data-chart=timeline-cpu]').layout)"
+                                  ".filter(k => k.startsWith('yaxis')).length")
+        assert axes == rank_comparison.TIMELINE_RANKS
+        boxes = charts["ranks-cpu"]["traces"][0]
+        assert boxes["points"] == rank_comparison.DRAWN_RANKS
+        notes = page.page.locator("#ranks .callout, #timeline .callout").all_inner_texts()
+        assert any(f"{ranks} ranks: the charts draw the {rank_comparison.DRAWN_RANKS} slowest" in n for n in notes)
+        assert any(f"the other {ranks - rank_comparison.TIMELINE_RANKS} are left out" in n for n in notes)
     finally:
         page.close()

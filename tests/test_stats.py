@@ -365,7 +365,8 @@ def test_json_iterations(tmp_path):
     data = json.loads(run("stats", path, "--format", "json").stdout)
     [it] = data["iterations"]
     assert (it["clock"], it["count"], it["mean_us"]) == ("cpu", 2, 75)
-    assert it["parts"][1] == {"part": "verify", "mean_us": 35, "share": round(70 / 150, 6), "baseline": None}
+    assert it["parts"][1] == {"part": "verify", "mean_us": 35, "p50_us": 30, "p90_us": 40, "share": round(70 / 150, 6),
+                              "baseline": None}
 
 
 def test_csv_format(timed):
@@ -383,8 +384,8 @@ def test_markdown_format(timed, tmp_path):
     lines = text.splitlines()
     header = lines.index("| stage | count | total | mean | p50 | p90 | p99 | max | share |")
     assert lines[header + 1].startswith("| :-- | --: |")
-    assert "### Host time (CPU spans), times in us" in lines
-    assert "### Decode iterations: where the time goes, host and device" in lines
+    assert "### Step spans per stage, times in us" in lines and "#### Host time (CPU spans)" in lines
+    assert "### Decode iterations: where the time goes, times in us" in lines and "#### Host time" in lines
     verify = next(line for line in lines[header:] if line.startswith("| VERIFY |"))
     assert verify.split(" | ")[1:3] == ["12", "620.0"]  # 10 + 2 verifies; 550 + 40 + 30 us
 
@@ -393,7 +394,8 @@ def test_table_format(timed):
     console = Console(width=120, record=True, file=io.StringIO())
     console.print(stats_table(stats_of(timed), bars=True))
     text = console.export_text()
-    assert "host time (CPU spans), times in us" in text and "VERIFY" in text and "mixed" in text
+    assert "step spans per stage, times in us" in text and "host time (CPU spans)" in text
+    assert "VERIFY" in text and "mixed" in text
     assert share_bar(550 / 570) in text
     assert run("stats", timed).exit_code == 0
 

@@ -101,3 +101,21 @@ def test_several_files_one_line_each_and_a_total(tmp_path, big_trace, columns):
 def test_no_bar_below_the_threshold_or_when_piped(tmp_path, big_trace):
     _, raw, _ = run_in_terminal(["relabel", big_trace.name], tmp_path)  # 100 MB by default
     assert b"0:00:" not in raw and b"\x1b[?25l" not in raw  # no bar, the cursor never hidden
+
+
+def test_stats_at_80_columns_breaks_no_word(tmp_path):
+    """The tables, the speculation's notes and the note on standard error at the end all wrap between
+    words: at 80 columns every word of what stats says is on the screen whole (a terminal's own wrap
+    would break one at the edge)."""
+    from conftest import FIXTURES
+
+    trace = FIXTURES / "eagle-stock.trace.json.gz"
+    code, _, screen = run_in_terminal(["stats", str(trace)], tmp_path, rows=200)
+    assert code == 0
+    lines = [line for line in screen if line]
+    assert all(len(line) <= 80 for line in lines)
+    words = " ".join(lines).split()
+    for word in ("annotation,", "computed:", "(--device", "them)", "decode", "FA3/Triton/TRT-LLM/FlashMLA"):
+        assert word in words, (word, "\n".join(lines))
+    note = next(k for k, line in enumerate(lines) if line.startswith(("note: fixtures/", "note: /")))
+    assert lines[note + 1].startswith("  ")  # the rest of the note indented under it

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -10,9 +11,9 @@ from ..errors import BudgetError
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
 from ..render.escape import dumps
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
-from .options import api_options, attribution_options, jobs_option
+from .options import api_options, attribution_options, existing_baseline, jobs_option, speculation_options
 from .progress import file_progress
-from .streams import say, write_out
+from .streams import say_command, terminal_width, write_out
 
 
 def _budgets(ctx, param, values):
@@ -27,10 +28,12 @@ def _budgets(ctx, param, values):
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
 @click.option("--budget", "budgets", multiple=True, callback=_budgets, metavar="EXPR",
-              help="A rule on the stats of all inputs together, e.g. VERIFY.p90<=12ms, VERIFY.gpu.mean<800us, "
-                   "DRAFT.share<=35%, DRAFT.gpu.busy_share>=0.5, iteration.mean<=40ms, "
-                   "iteration.gpu.draft.share<=0.3, iteration.gpu.idle.share<=0.2 (repeatable).")
-@click.option("--baseline", metavar="FILE",
+              help="A rule on the stats of all inputs together, e.g. VERIFY.p90<=12ms, DRAFT.share<=35%, "
+                   "iteration.mean<=40ms, iteration.draft.share<=0.3, VERIFY.cpu.mean<800us, "
+                   "model.gpu.draft.share<=0.2, speculation.accept_length>=2.5, speculation.speedup>=1.3 "
+                   "(repeatable). The clock is the device's where the inputs have device time, unless the "
+                   "budget names .cpu.; a time needs its unit (us, ms, s), a share is 0..1 or 0%..100%.")
+@click.option("--baseline", metavar="FILE", callback=existing_baseline,
               help="A trace or a saved `spanfix stats --format json` result; every stage's mean is compared with it.")
 @click.option("--max-regression", type=click.FloatRange(min=0), default=None, metavar="PCT",
               help=f"How much a mean may grow over the baseline, in percent (default {api.DEFAULT_MAX_REGRESSION:g}).")
@@ -39,24 +42,33 @@ def _budgets(ctx, param, values):
               help="Do not fail on an input with no step spans (by default a gate on nothing breaks).")
 @click.option("--min-count", type=click.IntRange(min=1), default=api.DEFAULT_MIN_COUNT, show_default=True, metavar="N",
               help="Spans (or iterations) each side needs before --baseline judges a regression; smaller rows "
-                   "are shown as not judged.")
+                   "are skipped (not judged).")
+@click.option("--allow-skipped", is_flag=True,
+              help="Do not fail on a rule that could not be judged (skipped: too few spans, a figure the inputs "
+                   "or the baseline lack, a baseline of another kind of run).")
 @click.option("--require-new-names", is_flag=True,
               help="Fail when a span still carries an old name (guards traces from newer SGLang).")
 @click.option("--format", "output_format", type=click.Choice(["text", "json", "markdown", "junit"]), default="text",
               show_default=True, help="text for people, json for machines, markdown for a job summary, junit XML.")
+@speculation_options
 @jobs_option
 @attribution_options
-def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empty, min_count, require_new_names,
-          output_format, jobs,
-          **attribution):
+def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empty, min_count, allow_skipped,
+          require_new_names, output_format, spec_metrics, accept_length, jobs, **attribution):
     """Gate CI on captured traces: exit 1 when one cannot be trusted or its timing broke a rule.
 
     Fails when a step span stays ambiguous (unless --allow-ambiguous), when evidence conflicts,
     when old names remain (with --require-new-names), when a --budget is broken, or when a
     stage's mean (or the decode iteration's, whole or by part) grew over the --baseline by more
-    than --max-regression percent. Budgets read STAGE[.CLOCK].STAT OP VALUE[UNIT] or
-    iteration[.CLOCK][.PART].STAT OP VALUE[UNIT]; the clock is cpu (host) unless it says gpu. On GitHub
-    Actions, broken rules are also written as ::error:: annotations (on standard error).
+    than --max-regression percent. A rule that cannot be judged (too few spans, a figure the
+    inputs or the baseline lack, a baseline of another kind of run) is skipped, saying why, and
+    fails too unless --allow-skipped. Budgets read STAGE[.CLOCK].STAT OP VALUE[UNIT] or
+    iteration[.CLOCK][.PART].STAT OP VALUE[UNIT]; where the inputs have device time (kernels
+    or GPU annotations) the clock is gpu (device) unless the budget names cpu. The draft
+    model's whole cost: model[.CLOCK][.iteration].PART.STAT (model.gpu.draft.share<=0.2);
+    speculation.accept_length, speculation[.CLOCK].speedup and .break_even (against a
+    plain-decode --baseline). On GitHub Actions, failing rules are also written as ::error::
+    annotations (on standard error).
 
     \b
     Examples:
@@ -66,26 +78,31 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
       spanfix check new.json.gz --baseline stats.json --max-regression 5 \\
           --format junit > check.xml
 
-    Exit codes: 0 every rule holds, 1 a rule is broken, 2 bad input or usage.
+    Exit codes: 0 every rule holds, 1 a rule is broken (or skipped), 2 bad input or usage.
     """
     if max_regression is not None and not baseline:
         raise click.UsageError("--max-regression needs --baseline")
+    if max_regression is not None and not math.isfinite(max_regression):
+        raise click.BadParameter(f"{max_regression} is not a finite number", param_hint="--max-regression")
+    api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
     with file_progress(list(inputs), machine_output=output_format != "text") as progress:
         report = api.check(inputs, api_options(**attribution), budgets=budgets, baseline=baseline,
                            max_regression=api.DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
                            allow_ambiguous=allow_ambiguous, require_new_names=require_new_names,
-                           allow_empty=allow_empty, min_count=min_count, each=progress.each(jobs))
-        for error in report.errors:
+                           allow_empty=allow_empty, min_count=min_count, allow_skipped=allow_skipped,
+                           each=progress.each(jobs), spec_metrics=spec_metrics, accept_length=accept_length)
+        for error in report.errors + ([report.baseline_error] if report.baseline_error else []):
             progress.say_line(f"spanfix: error: {error}")
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(report):
-            say(line)
+            say_command(line)
     if output_format == "json":
         write_out(dumps(report.to_json()) + b"\n")
+    elif output_format == "text":
+        write_out(check_text(report, terminal_width(sys.stdout)))
     else:
-        render = {"text": check_text, "markdown": check_markdown, "junit": check_junit}[output_format]
-        write_out(render(report))
-    if report.errors:
+        write_out({"markdown": check_markdown, "junit": check_junit}[output_format](report))
+    if report.errors or report.baseline_error:
         sys.exit(EXIT_BAD_INPUT)
-    if report.broken:
+    if report.failing:
         sys.exit(EXIT_CHECK_FAILED)

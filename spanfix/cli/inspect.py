@@ -42,6 +42,7 @@ def inspect(inputs, show_all, as_json, jobs, **attribution):
     Exit codes: 0 ok, 2 bad input or usage.
     """
     options = api_options(**attribution)
+    api.refuse_overwrite(api.STDOUT, api.reads(inputs))  # `>> t.json` would write into the trace
     reports, failed = [], []
     with file_progress(list(inputs), machine_output=as_json) as progress:
         for source, outcome in progress.each(jobs)(_inspect_one, [(source, options) for source in inputs]):

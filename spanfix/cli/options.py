@@ -8,13 +8,29 @@ from collections.abc import Callable
 
 import click
 
-from ..api import ALGORITHM_NAMES, Options
+from ..api import ALGORITHM_NAMES, Options, algorithm_name
 from ..errors import UsageError
+from ..render.escape import printable
+
+
+class AlgorithmName(click.ParamType):
+    """--algorithm: spanfix's names or SGLang's, in any case (EAGLE3, FROZEN_KV_MTP)."""
+
+    name = "algorithm"
+
+    def convert(self, value, param, ctx):
+        found = algorithm_name(value) if isinstance(value, str) else None
+        if found is None:
+            self.fail(f"{value!r} is not an algorithm spanfix knows; expected one of {', '.join(ALGORITHM_NAMES)} "
+                      "(any case; SGLang's names such as EAGLE3 or FROZEN_KV_MTP too)", param, ctx)
+        return found
+
 
 _ATTRIBUTION_OPTIONS = [
-    click.option("--algorithm", type=click.Choice(ALGORITHM_NAMES), default=None, metavar="NAME",
+    click.option("--algorithm", type=AlgorithmName(), default=None, metavar="NAME",
                  help="The speculative algorithm, when the trace cannot show it (server_args.json beside "
-                      f"the trace is read automatically): {', '.join(ALGORITHM_NAMES)}."),
+                      f"the trace is read automatically): {', '.join(ALGORITHM_NAMES)}, in any case "
+                      "(SGLang's names too: EAGLE3, FROZEN_KV_MTP)."),
     click.option("--num-steps", type=click.IntRange(min=1), default=None, metavar="N",
                  help="Draft steps per iteration (server_args.json's speculative_num_steps): tells the "
                       "multi-layer (MTP) worker's own graph span from its eager steps."),
@@ -45,8 +61,27 @@ def keys(values: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(key for value in values for key in value))
 
 
+def speculation_options(command: Callable) -> Callable:
+    """--spec-metrics and --accept-length: the accept length from outside the trace."""
+    command = click.option("--accept-length", type=click.FloatRange(min=1), default=None, metavar="L",
+                           help="The accept length (tokens per request per decode iteration, the bonus token "
+                                "included), stated: used before any other source.")(command)
+    return click.option("--spec-metrics", "spec_metrics", multiple=True, metavar="FILE",
+                        help="What SGLang wrote about acceptance: its server log ('Decode batch ... accept len:'), "
+                             "a bench_serving result (.jsonl) or a /server_info JSON (repeatable).")(command)
+
+
 jobs_option = click.option("-j", "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1,
                            show_default="cores", help="Files processed in parallel, one process each.")
+
+
+def existing_baseline(ctx, param, value):
+    """--baseline names a file that is there, or the command stops at once: a baseline problem, said
+    as one (not as an input that could not be read, after minutes of reading the inputs)."""
+    if value is not None and value != "-" and not os.path.exists(value):
+        raise click.BadParameter(f"{printable(value)}: no such file (a trace, or a saved `spanfix stats --format "
+                                 "json` result)")
+    return value
 
 
 def attribution_options(command: Callable) -> Callable:

@@ -20,10 +20,10 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from .. import api
 from ..errors import TraceError, out_of_memory
 from ..progress import Reporter, reporting
 from .interrupt import exit_code
-from .streams import STDIN
 
 STOP_SECONDS = 10.0  # how long stopped workers get to remove their temporary files
 
@@ -34,13 +34,38 @@ def run_each(function: Callable, jobs_of: list[tuple], jobs: int,
     outcome, errors included, rather than raising them; a worker that fails anyway (killed, out of
     memory, a bug) gives a TraceError for its input. started(input): a job begins in this process
     (whose progress the caller then sees)."""
-    if jobs == 1 or len(jobs_of) <= 1 or STDIN in [job[0] for job in jobs_of] or not hasattr(os, "fork"):
+    jobs = jobs_within_descriptors(jobs)
+    if jobs == 1 or len(jobs_of) <= 1 or any(api.is_standard_input(job[0]) for job in jobs_of) or not hasattr(os, "fork"):
         for job in jobs_of:
             if started is not None:
                 started(job[0])
             yield job[0], function(*job)
         return
     yield from _forked(function, jobs_of, min(jobs, len(jobs_of)))
+
+
+DESCRIPTORS_PER_WORKER = 1  # the parent keeps the reading end of each running worker's pipe
+DESCRIPTORS_KEPT = 16  # for what a worker opens (its input, output folder and file, server_args.json) and the parent
+
+
+def jobs_within_descriptors(jobs: int) -> int:
+    """jobs, or fewer when open files would run out (`ulimit -n`): every running worker holds a pipe
+    in the parent, and each worker starts with every descriptor open in the parent and opens a few
+    of its own. 1 (no worker at all) when not even one fits."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not a Unix
+        return jobs
+    if soft == resource.RLIM_INFINITY:
+        return jobs
+    try:
+        in_use = len(os.listdir("/proc/self/fd")) - 1  # less the one listing them
+    except OSError:
+        in_use = 3
+    room = (soft - in_use - DESCRIPTORS_KEPT) // DESCRIPTORS_PER_WORKER
+    return max(1, min(jobs, room))
 
 
 @dataclass(eq=False)

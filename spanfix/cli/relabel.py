@@ -55,12 +55,14 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
     """
     if in_place and output:
         raise click.UsageError("--in-place and --output exclude each other")
-    if in_place and STDIN in inputs:
+    if in_place and any(map(api.is_standard_input, inputs)):
         raise click.UsageError("--in-place cannot replace standard input")
     if output == STDIN and len(inputs) > 1:
         raise click.UsageError("-o - takes one input: several traces on standard output would run together")
     if output == STDIN and as_json and not dry_run:
         raise click.UsageError("-o - and --json would both write to standard output; drop one, or add --dry-run")
+    if as_json:  # standard output takes the summary: `--json >> t.json` would write into a trace
+        api.refuse_overwrite(api.STDOUT, api.reads(inputs))
     folder = _output_folder(output, len(inputs), dry_run)
     options = api_options(**attribution)
     jobs_of, refused = [], []
@@ -134,10 +136,11 @@ def _output_folder(output: str | None, inputs: int, dry_run: bool) -> str | None
 
 def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[tuple[str, str]]]:
     """Refuse, before anything runs, an input whose output would replace another input or an
-    output written for an earlier input (`a/t.json b/t.json -o out/`): only --in-place replaces."""
-    inputs = {os.path.realpath(job[0]): job[0] for job in jobs_of if job[0] != STDIN}
-    written: dict[str, str] = {}
-    kept, refused = [], []
+    output written for an earlier input (`a/t.json b/t.json -o out/`): only --in-place replaces.
+    Inputs are told apart by what they are (overwrite.Reads: links and every spelling), outputs
+    yet to be written by the path they resolve to."""
+    read = api.reads(job[0] for job in jobs_of)
+    kept, refused, written = [], [], {}
     for job in jobs_of:
         source = job[0]
         try:
@@ -148,12 +151,13 @@ def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[t
         if target == STDIN:
             kept.append(job)
             continue
+        clash = read.match(target)
         key = os.path.realpath(target)
-        if key in inputs and key != os.path.realpath(source):
+        if clash is not None and api.reads([source]).match(target) is None:
             refused.append((source, f"{source}: output {target} is another input; choose another --output"))
         elif key in written:
-            clash = f"{source}: output {target} is also the output of {written[key]}; choose another --output"
-            refused.append((source, clash))
+            clash_text = f"{source}: output {target} is also the output of {written[key]}; choose another --output"
+            refused.append((source, clash_text))
         else:
             written[key] = source
             kept.append(job)

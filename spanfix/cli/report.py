@@ -11,7 +11,7 @@ from ..errors import CategoryError, OutputError, ReaderGone
 from ..progress import human_size
 from ..render.escape import printable
 from . import EXIT_BAD_INPUT
-from .options import api_options, attribution_options, jobs_option
+from .options import api_options, attribution_options, existing_baseline, jobs_option, speculation_options
 from .progress import file_progress
 from .streams import say
 
@@ -21,15 +21,16 @@ from .streams import say
 @click.option("-o", "--output", default="report.html", show_default=True, metavar="FILE",
               help="Where to write the HTML file: a file, a folder (report.html in it; a path ending in / is "
                    "created), or - for standard output.")
-@click.option("--baseline", metavar="OTHER",
+@click.option("--baseline", metavar="OTHER", callback=existing_baseline,
               help="A trace (its distributions are overlaid) or a saved `spanfix stats --format json` result "
                    "(its means and percentiles) to compare with.")
 @click.option("--kernel-category", "kernel_categories", multiple=True, metavar="NAME=REGEX",
               help="Add a kernel category, or replace one, matched on the lower-cased kernel name before "
                    "SGLang's own classes (repeatable).")
+@speculation_options
 @jobs_option
 @attribution_options
-def report(inputs, output, baseline, kernel_categories, jobs, **attribution):
+def report(inputs, output, baseline, kernel_categories, spec_metrics, accept_length, jobs, **attribution):
     """One self-contained HTML file of what `stats` measures, to look at and to share.
 
     It opens from disk, offline, and makes no network request: its charting library
@@ -48,11 +49,13 @@ def report(inputs, output, baseline, kernel_categories, jobs, **attribution):
     """
     options = api_options(**attribution)
     output = _output(output)
+    api.refuse_overwrite(output, api.reads(inputs, baseline, spec_metrics))  # before any work: the trace stays a trace
     command = shlex.join(["spanfix", *sys.argv[1:]]) if sys.argv else "spanfix report"
     with file_progress(list(inputs), machine_output=False) as progress:
         try:
             built = api.html_report(inputs, options, baseline=baseline, kernel_categories=kernel_categories,
-                                    command=command, each=progress.each(jobs))
+                                    command=command, each=progress.each(jobs), spec_metrics=spec_metrics,
+                                    accept_length=accept_length)
         except CategoryError as exc:
             raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
         for error in built.errors:

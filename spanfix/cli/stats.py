@@ -7,11 +7,11 @@ import click
 from .. import api
 from ..errors import CategoryError
 from ..render.escape import dumps
-from ..render.stats import stats_csv, stats_markdown, stats_table
+from ..render.stats import stats_csv, stats_markdown, stats_messages, stats_table
 from . import EXIT_BAD_INPUT
-from .options import Keys, api_options, attribution_options, jobs_option, keys
+from .options import Keys, api_options, attribution_options, existing_baseline, jobs_option, keys, speculation_options
 from .progress import file_progress
-from .streams import render, terminal_width, write_out
+from .streams import render, say_wrapped, terminal_width, write_out
 
 
 @click.command()
@@ -33,13 +33,17 @@ from .streams import render, terminal_width, write_out
                    "SGLang's own classes (repeatable).")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Kernels listed per group in tables (JSON and CSV list all).")
-@click.option("--baseline", metavar="OTHER",
-              help="A trace, or a saved `spanfix stats --format json` result, to compare the mean of every row with.")
+@click.option("--baseline", metavar="OTHER", callback=existing_baseline,
+              help="A trace, or a saved `spanfix stats --format json` result, to compare the mean of every row with "
+                   "(rows match on every --by key; a baseline of another kind of run is named); a capture "
+                   "without speculation also gives the speedup.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
               show_default=True, help="table for people; json (docs/json.md), csv, markdown for CI summaries.")
+@speculation_options
 @jobs_option
 @attribution_options
-def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_format, jobs, **attribution):
+def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_format, spec_metrics, accept_length,
+          jobs, **attribution):
     """Per-stage timing of step spans: where a speculative step spends its time.
 
     Every INPUT (old or new naming; nothing is written) is attributed like relabel does, and
@@ -48,7 +52,9 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
     with the share of that device time its kernels were busy. Several inputs make one table.
     Speculative traces also get the split of a decode iteration into draft, verify,
     draft_extend, ambiguous and other, on the host and on the device (plus idle), CUDA-graph
-    replays included.
+    replays included, and the speculation table: the draft model's whole cost, the accept
+    length and its source, time per token, and against a plain-decode --baseline the
+    estimated speedup and the break-even accept length.
 
     \b
     Examples:
@@ -58,13 +64,16 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
       spanfix stats new.json.gz --baseline old.json.gz --format markdown \\
           >> "$GITHUB_STEP_SUMMARY"
       spanfix stats traces/*.json.gz --format json > stats.json  # a baseline
+      spanfix stats spec.json.gz --baseline plain.json.gz \\
+          --spec-metrics server.log                 # does speculation pay?
     """
     options = api_options(**attribution)
+    api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
     with file_progress(list(inputs), machine_output=output_format != "table") as progress:
         try:
             result = api.stats(inputs, options, by=keys(by), kernels=kernels, kernel_categories=kernel_categories,
                                baseline=baseline, errors="collect", device=True if device else None,
-                               each=progress.each(jobs))
+                               each=progress.each(jobs), spec_metrics=spec_metrics, accept_length=accept_length)
         except CategoryError as exc:
             raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
         for error in result.errors:
@@ -81,5 +90,7 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
             width = terminal_width(sys.stdout)
             write_out(render(stats_table(result, bars=width is not None, top=top, width=width),
                              width=width or 200))
+    for line in stats_messages(result):  # in every format: standard output holds the figures alone
+        say_wrapped(line)
     if result.errors:
         sys.exit(EXIT_BAD_INPUT)

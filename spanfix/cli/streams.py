@@ -8,12 +8,13 @@ import contextlib
 import io
 import os
 import sys
+import textwrap
 from collections.abc import Iterator
 
 from rich.console import Console, RenderableType
 
 from ..limits import memory_budget
-from ..render.escape import printable
+from ..render.escape import ci_reads_commands, ci_safe, printable
 from ..stdout import standard_output, stdout_failure
 
 STDIN = "-"  # as an input; as an output (-o -), standard output
@@ -39,9 +40,19 @@ def ensure_standard_descriptors() -> None:
 _PIECE = 2**20
 
 
+def for_the_log(text: str) -> str:
+    """Every line spanfix prints passes here: in CI that reads commands from the log (GitHub Actions,
+    Azure Pipelines), no line may start one, whatever a trace or a file name holds (render.escape.ci_safe;
+    JSON stays the same JSON). spanfix's own ::error:: annotations go out by say_command."""
+    return ci_safe(text) if ci_reads_commands() else text
+
+
 def write_out(data: bytes | str) -> None:
     """A command's output on standard output, all at once. OutputError when it cannot be written."""
     stream = standard_output()
+    if ci_reads_commands():
+        text = data if isinstance(data, str) else bytes(data).decode("utf-8", "surrogateescape")
+        data = for_the_log(text) if isinstance(data, str) else for_the_log(text).encode("utf-8", "surrogateescape")
     if isinstance(data, str):
         data = data.encode(getattr(sys.stdout, "encoding", None) or "utf-8", "backslashreplace")
     view = memoryview(data)
@@ -66,10 +77,30 @@ def say_rendered(text: str) -> None:
     _to_stderr(text)
 
 
-def _to_stderr(text: str) -> None:
+def say_command(line: str) -> None:
+    """A workflow command of spanfix's own (`::error ...`) on standard error, as it is: its data was
+    escaped for the format by the renderer (render.check.github_annotations)."""
+    _to_stderr(line + "\n", command=True)
+
+
+def say_wrapped(line: str, indent: int = 2) -> None:
+    """A rendered line for a person on standard error: on a terminal, wrapped between words at its
+    width (the rest indented), so that the terminal does not break a word at its edge; in a file or
+    a pipe, one line, as said."""
+    width = terminal_width(sys.stderr)
+    if width is not None and len(line) > width:
+        line = "\n".join(textwrap.wrap(line, width, subsequent_indent=" " * indent, break_long_words=False,
+                                       break_on_hyphens=False)) or line
+    _to_stderr(line + "\n")
+
+
+def _to_stderr(text: str, *, command: bool = False) -> None:
+    """Everything spanfix prints on standard error goes through here, and in CI through for_the_log
+    (but for spanfix's own workflow commands)."""
     stream = sys.stderr
     if stream is None:
         return
+    text = text if command else for_the_log(text)
     try:
         stream.write(text)
         stream.flush()

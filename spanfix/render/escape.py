@@ -10,7 +10,10 @@ one of the functions here. JSON output needs no escaping but for what orjson ref
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
+from collections.abc import Iterable
 
 import orjson
 from rich.text import Text
@@ -50,6 +53,13 @@ def shown(text: object) -> str:
     return printable(text, SHOWN)
 
 
+def clip(text: object) -> str:
+    """Trace text (a name, a path) to put inside one of spanfix's own messages: cut when longer than
+    SHOWN, so that the message around it can be shown whole (whole_reason) and keep its hint."""
+    text = str(text)
+    return text if len(text) <= SHOWN else f"{text[:SHOWN]}... ({len(text) - SHOWN} more characters)"
+
+
 def whole_reason(text: object) -> str:
     """printable, whole: why spanfix left a span alone or a rule broke is its own text, ending in what
     would decide it, and is not cut as trace data is (only a runaway one, quoting data, stops here)."""
@@ -70,10 +80,11 @@ class Markdown(str):
     """Text that is markdown already (the renderer's own, never data): left as it is."""
 
 
-def markdown_text(text: object) -> str:
+def markdown_text(text: object, *, whole: bool = False) -> str:
+    """text escaped for markdown; whole: one of spanfix's own messages (whole_reason), not cut as data is."""
     if isinstance(text, Markdown):
         return text
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", shown(text))
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", whole_reason(text) if whole else shown(text))
 
 
 def code_span(text: object) -> Markdown:
@@ -85,21 +96,68 @@ def code_span(text: object) -> Markdown:
     return Markdown(f"{fence}{pad}{text}{pad}{fence}")
 
 
-_FORMULA_START = ("=", "+", "-", "@")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_text(text: object) -> str:
     """A text cell for CSV: printable, and never read as a formula by a spreadsheet (OWASP's advice:
-    a leading quote). Numbers are written as numbers by the caller, not through here."""
+    a leading quote before =, +, -, @, tab or carriage return). Numbers are written as numbers by
+    the caller, not through here."""
     text = printable(text)
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
-def dumps(document: object) -> bytes:
-    """JSON for machines, indented. orjson refuses two things a trace can hold: integers beyond 64
-    bits (a pid, a bs) and lone surrogates (a name with an escape such as "\\udc80"); then the
-    standard library writes them, as the numbers they are and as \\u escapes."""
-    try:
-        return orjson.dumps(document, option=orjson.OPT_INDENT_2)
+def csv_row(cells: Iterable[object]) -> list[object]:
+    """A CSV row as every CSV spanfix writes it: each text cell through csv_text (names, kernels,
+    files, --by keys alike), None empty, numbers as they are."""
+    return ["" if cell is None else csv_text(cell) if isinstance(cell, str) else cell for cell in cells]
+
+
+# CI runners read commands from a job's log: GitHub Actions a line that starts with "::" after
+# whitespace (`::error file=x::`, `::add-mask::`, `::stop-commands::`) and "##[" anywhere in a line
+# (`##[error]`), Azure Pipelines "##vso[" and "##[". A name from a trace or a file name holding one
+# would forge annotations, masks, or stop the runner reading spanfix's own commands.
+_LOG_COMMAND = re.compile(r"##(vso)?\[")
+_LINE_COMMAND = re.compile(r"(^|[\r\n])(\s*)::")  # the runner splits lines at \r too, and trims any whitespace
+
+
+def log_commands_neutral(text: str) -> str:
+    """text without "##[" or "##vso[": the bracket written as \\u005b, an escape in spanfix's
+    printable style that JSON reads back as the same "[" (the sequence only occurs inside strings)."""
+    return _LOG_COMMAND.sub(lambda m: f"##{m.group(1) or ''}\\u005b", text) if "##" in text else text
+
+
+def ci_safe(text: str) -> str:
+    """text that starts no workflow command on any of its lines: log_commands_neutral, and a line
+    whose first characters after whitespace are "::" gets its first colon as \\u003a."""
+    text = log_commands_neutral(text)
+    return _LINE_COMMAND.sub(lambda m: f"{m.group(1)}{m.group(2)}\\u003a:", text) if "::" in text else text
+
+
+def ci_reads_commands() -> bool:
+    """Is spanfix running where the log is read for commands (GitHub Actions, Azure Pipelines)?"""
+    return os.environ.get("GITHUB_ACTIONS") == "true" or os.environ.get("TF_BUILD", "").lower() == "true"
+
+
+def dumps(document: object, *, indent: bool = True) -> bytes:
+    """JSON for machines, RFC 8259 whatever the document holds: every JSON spanfix writes comes from
+    here. A float that is not finite (which spanfix refuses at its causes: times beyond 64 bits,
+    device work without an end) is written as null, never as the Infinity or NaN that no JSON
+    parser must accept. orjson refuses two things a trace can hold: integers beyond 64 bits (a pid,
+    a bs) and lone surrogates (a name with an escape such as "\\udc80", a file name that is not
+    UTF-8); then the standard library writes them, as the numbers they are and as \\u escapes."""
+    try:  # orjson writes non-finite floats as null itself
+        return orjson.dumps(document, option=orjson.OPT_INDENT_2 if indent else 0)
     except (orjson.JSONEncodeError, TypeError):
-        return json.dumps(document, indent=2, ensure_ascii=True, default=repr).encode()
+        return json.dumps(_finite(document), indent=2 if indent else None, ensure_ascii=True, allow_nan=False,
+                          default=repr).encode()
+
+
+def _finite(value: object) -> object:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from ..clock import offset_text
 from ..inspection import InspectReport
+from ..naming import NO_STEP_SPANS
 from .escape import rich_text, shown, whole_reason
 
 SHOWN_TRACKS = 100  # tables for a person; --all and --json list every one
@@ -25,9 +26,12 @@ def inspect_report(report: InspectReport, *, show_all: bool = False) -> Group:
         ", gzip" if report.gzipped else "", "\nalgorithm: ", (shown(report.algorithm), "bold"),
         shown(f" ({'; '.join(report.algorithm_reasons)})") if report.algorithm_reasons
         else " (no evidence either way)")
+    if not report.tracks and not report.ambiguous:  # no step span: one line, not empty tables
+        return Group(head, *[Text.assemble(("warning:", "yellow"), " ", whole_reason(w)) for w in report.warnings],
+                     Text(NO_STEP_SPANS), Text(""))
     parts: list = [head, *_tracks(report, show_all), *_decided(report)]
-    parts += [Text.assemble(("conflict:", "red"), " ", shown(c)) for c in report.conflicts]
-    parts += [Text.assemble(("warning:", "yellow"), " ", shown(w)) for w in report.warnings]
+    parts += [Text.assemble(("conflict:", "red"), " ", whole_reason(c)) for c in report.conflicts]
+    parts += [Text.assemble(("warning:", "yellow"), " ", whole_reason(w)) for w in report.warnings]
     if report.ambiguous:
         parts += _ambiguous_by_reason(report, every=show_all)
     else:

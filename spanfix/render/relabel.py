@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..clock import offset_text
+from ..naming import NO_STEP_SPANS
 from ..relabelling import AmbiguousSpan, RelabelResult, by_reason
 from .escape import rich_text, shown, whole_reason
 
@@ -25,7 +26,14 @@ def relabel_heading(result: RelabelResult) -> Text:
     return Text.assemble((shown(result.input), "bold"), " (dry run: nothing written)")
 
 
+def has_no_steps(result: RelabelResult) -> bool:
+    return not result.changes and not result.left_alone and not result.ambiguous
+
+
 def relabel_summary(result: RelabelResult) -> Group:
+    if has_no_steps(result):  # not a table of nothing: one line saying what an SGLang capture holds
+        return Group(*[Text.assemble(("warning:", "yellow"), " ", whole_reason(w)) for w in result.warnings],
+                     Text(NO_STEP_SPANS))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
     table.add_column("stage", style="bold")
     table.add_column("spans", justify="right", no_wrap=True)
@@ -41,8 +49,8 @@ def relabel_summary(result: RelabelResult) -> Group:
                                                             if result.algorithm_reasons else ""))]
     if result.gpu_copies:
         lines.append(Text(f"{result.gpu_copies:,} GPU annotations renamed with their CPU spans"))
-    lines += [Text.assemble(("conflict:", "red"), " ", shown(c)) for c in result.conflicts]
-    lines += [Text.assemble(("warning:", "yellow"), " ", shown(w)) for w in result.warnings]
+    lines += [Text.assemble(("conflict:", "red"), " ", whole_reason(c)) for c in result.conflicts]
+    lines += [Text.assemble(("warning:", "yellow"), " ", whole_reason(w)) for w in result.warnings]
     lines += ambiguity_lines(result.ambiguous)
     if not result.changes and not result.ambiguous:
         lines.append(Text("nothing to rename"))
@@ -76,7 +84,8 @@ def relabel_line(result: RelabelResult, width: int | None = None) -> Text:
     renamed: Counter = Counter()
     for change in result.changes:
         renamed[change.new] += change.count
-    what = ", ".join(f"{stage} {count:,}" for stage, count in renamed.most_common()) or "nothing to rename"
+    what = ", ".join(f"{stage} {count:,}" for stage, count in renamed.most_common()) or (
+        "no step spans (not an SGLang capture?)" if has_no_steps(result) else "nothing to rename")
     counts = Text(f"{result.changed:,} renamed ({what})" if result.changed else what)
     if result.ambiguous:
         counts.append(f", {len(result.ambiguous):,} ambiguous", "yellow")

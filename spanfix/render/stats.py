@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from collections.abc import Collection
 
 from rich import box
@@ -18,21 +19,23 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..timing import CLOCKS, CPU, GPU, STATISTICS, Change, IterationBreakdown, StatsResult, format_us
+from ..timing import CLOCKS, CPU, GPU, STATISTICS, Change, StatsResult, format_us
 from ..timing.kernels import short_kernel_name
 from ..timing.numbers import TIME_UNITS, time_unit
 from ..timing.table import category_rows, kernel_rows
-from .escape import Markdown, code_span, csv_text, markdown_text, rich_text, shown
+from .escape import Markdown, clip, code_span, csv_row, markdown_text, printable, rich_text, whole_reason
+from .speculation import iteration_note, speculation_csv_rows, speculation_markdown, speculation_tables, stage_note
 
 BAR_WIDTH = 8
 TOP_KERNELS = 10
 TEXT_COLUMNS = frozenset({"file", "rank", "stage", "name", "mode-name", "source", "part", "kernel", "category",
-                          "group"})  # left-aligned; figures go right
+                          "group", "figure"})  # left-aligned; figures go right
 CLOCK_TITLES = {"cpu": "host time (CPU spans)", "gpu": "device time (GPU annotations, or launched kernels)"}
 _SOURCE_TITLES = {"annotation": "device time (GPU annotations)", "kernels": "device time (launched kernels)"}
 # When a stage table is too wide for the terminal, once its bars are gone and its paths shortened:
 # the figure columns left out, one at a time in this order (total is count times mean), never a key.
 LEAVE_OUT = ("total", "p90", "p50", "max", "source", "p99")
+ITERATION_LEAVE_OUT = ("p50", "p90")
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
@@ -65,10 +68,16 @@ def _keys(values: tuple) -> list[str]:
     return ["-" if value is None else str(value) for value in values]
 
 
-def stage_cells(result: StatsResult, clock: str, bars: bool = False) -> tuple[str, list[str], list[list[str]]]:
+def stage_unit(result: StatsResult) -> str:
+    """One unit for the stage tables of both clocks (a table pair reads alike), stated once."""
+    return time_unit(row.summary.mean_us for row in result.rows)
+
+
+def stage_cells(result: StatsResult, clock: str, bars: bool = False, unit: str | None = None
+                ) -> tuple[str, list[str], list[list[str]]]:
     """Unit, header and rows of one clock's stage table, shared by the rich and the markdown renderings."""
     rows = [row for row in result.rows if row.clock == clock]
-    unit = time_unit(row.summary.mean_us for row in rows)
+    unit = unit or stage_unit(result)
     scale, digits = TIME_UNITS[unit]
     found = _device_sources(result, clock)
     sources = len(found) > 1 or found == {"mixed"}  # one source for all: the title says it
@@ -98,50 +107,53 @@ def clock_title(result: StatsResult, clock: str) -> str:
     return CLOCK_TITLES[clock]
 
 
-def iteration_cells(result: StatsResult, bars: bool = False) -> tuple[list[str], list[list[str]]]:
-    """Per decode iteration, host and device side by side: the whole iteration, then where its time
-    goes. A clock no iteration was measured on gets no columns."""
+ITERATION_TITLES = {CPU: "host time", GPU: "device time (the work each iteration launched)"}
+# Parts that are shown only when they hold something: a residue, not a stage of speculation.
+RESIDUAL_PARTS = ("ambiguous", "idle")
+
+
+def iteration_unit(result: StatsResult) -> str:
+    return time_unit(it.summary.mean_us for it in result.iterations)
+
+
+def shown_parts(result: StatsResult, clock: str) -> list[str]:
+    """The parts of the clock's iterations worth a row: every part, but ambiguous and idle only where
+    they hold time (an `ambiguous 0.0` row says nothing)."""
+    found = [it for it in result.iterations if it.clock == clock]
+    parts = dict.fromkeys(part for it in found for part in it.parts)
+    return [part for part in parts
+            if part not in RESIDUAL_PARTS or any(round(it.parts.get(part, 0.0), 3) > 0 for it in found)]
+
+
+def iteration_cells(result: StatsResult, clock: str, bars: bool = False, unit: str | None = None
+                    ) -> tuple[str, list[str], list[list[str]]]:
+    """Unit, header and rows of one clock's decode iteration table: the whole iteration, then where
+    its time goes, each part's mean, p50 and p90 per iteration, and share."""
+    unit = unit or iteration_unit(result)
+    scale, digits = TIME_UNITS[unit]
     baseline = bool(result.baseline)
-    clocks = [clock for clock in CLOCKS if any(it.clock == clock for it in result.iterations)]
-    side = {CPU: "host", GPU: "device"}
-    header = [*result.scope, "part", "count"]
-    for clock in clocks:
-        header += [f"{side[clock]} mean", *_share_header(bars, side[clock])]
-    header += [f"{side[clock]} vs baseline" for clock in clocks] if baseline else []
+    header = [*result.iteration_keys, "part", "count", "mean", "p50", "p90", *_share_header(bars)]
+    header += ["mean vs baseline"] if baseline else []
+    parts = shown_parts(result, clock)
     rows = []
-    for keys in dict.fromkeys(it.keys for it in result.iterations):
-        found = {clock: result.iteration(clock, keys) for clock in clocks}
-        count = next(it.summary.count for it in found.values() if it is not None)
-        line = [*_keys(keys), "iteration", str(count)]
-        for clock in clocks:
-            line += _whole(found[clock], bars)
-        line += [_vs(found[clock], None) for clock in clocks] if baseline else []
-        rows.append(line)
-        for part in dict.fromkeys(part for it in found.values() if it is not None for part in it.parts):
-            line = [*_keys(keys), part, ""]
-            for clock in clocks:
-                line += _part(found[clock], part, bars)
-            line += [_vs(found[clock], part) for clock in clocks] if baseline else []
-            rows.append(line)
-    return header, rows
 
+    def figures(values: list[float | None]) -> list[str]:
+        return ["-" if v is None else f"{v / scale:.{digits}f}" for v in values]
 
-def _whole(it: IterationBreakdown | None, bars: bool) -> list[str]:
-    if it is None:
-        return ["-", *_share(None, bars)]
-    return [format_us(it.summary.mean_us), *_share(1.0, bars)]
-
-
-def _part(it: IterationBreakdown | None, part: str, bars: bool) -> list[str]:
-    if it is None or part not in it.parts:
-        return ["-", *_share(None, bars)]
-    return [format_us(it.part_mean(part)), *_share(it.part_share(part), bars)]
-
-
-def _vs(it: IterationBreakdown | None, part: str | None) -> str:
-    if it is None or (part is not None and part not in it.parts):
-        return "-"
-    return _change(it.baseline if part is None else it.part_baselines.get(part))
+    for it in (it for it in result.iterations if it.clock == clock):
+        line = [*_keys(it.keys), "iteration", str(it.summary.count)]
+        line += figures([it.summary.mean_us, it.summary.p50_us, it.summary.p90_us]) + _share(1.0, bars)
+        rows.append(line + ([_change(it.baseline)] if baseline else []))
+        for part in parts:
+            if part not in it.parts:
+                continue
+            summary = it.part_summaries.get(part)
+            line = [*_keys(it.keys), part, ""]
+            line += figures([it.part_mean(part), *(None if summary is None else summary.statistic(name)
+                                                  for name in ("p50", "p90"))])
+            line += _share(it.part_share(part), bars)
+            rows.append(line + ([_change(it.part_baselines.get(part))] if baseline else []))
+    return unit, header, rows
 
 
 CATEGORY_TABLES = ((False, "kernel categories by stage: share of each row's device busy time"),
@@ -195,46 +207,103 @@ def _clocks(result: StatsResult) -> list[str]:
 def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, width: int | None = None) -> Group:
     """The tables for a terminal of `width` columns (None: as wide as they are). Where a table is
     wider, its bars go first, then its paths are shortened (the folder all inputs share, then the
-    middle); a figure is never cut."""
-    tables = []
-    for clock in _clocks(result):
-        unit, header, rows = stage_cells(result, clock, bars)
-        tables.append((f"{clock_title(result, clock)}, times in {unit}", header, rows, LEAVE_OUT))
-    if result.iterations:
-        both = {it.clock for it in result.iterations} == set(CLOCKS)
-        tables.append((f"decode iterations: where the time goes{', host and device' if both else ''}",
-                       *iteration_cells(result, bars)))
-    if result.kernels:
-        for parts, title in CATEGORY_TABLES:
-            header, rows = category_cells(result, parts)
-            tables += [(title, header, rows)] if rows else []
-        for group in result.kernels:
-            tables.append((f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
-                           *kernel_cells(result, group, top)))
+    middle), then figure columns are left out, each named; a figure is never cut. Warnings and notes
+    are not here: the command writes them to standard error (stats_messages). The speculation's notes
+    on what a table's rows leave out of the draft model's time stay under that table."""
     parts: list = []
-    for title, header, rows, *leave_out in tables:
-        header, rows, left_out = fitted(header, rows, width, *leave_out)
+
+    def add(title: str, header: list[str], rows: list[list[str]], leave_out: Collection[str] = (),
+            notes: Collection[str] = ()) -> None:
+        header, rows, left_out = fitted(header, rows, width, leave_out)
         parts.append(_rich(title, header, rows))
         if left_out:
             parts.append(Text(f"({', '.join(left_out)}: left out to fit {width} columns; --format csv has them all)",
                               style="dim"))
-    if not result.rows:
-        parts.append(Text("no step spans"))
+        for note in notes:
+            parts.append(Text(note, style="dim"))
+        if left_out or notes:
+            parts.append(Text(""))
+
+    def blank() -> None:  # one blank line between sections: a table ends in one of its own
+        if parts and not isinstance(parts[-1], Table) and not (isinstance(parts[-1], Text) and not parts[-1].plain):
+            parts.append(Text(""))
+
+    def heading(text: str) -> None:
+        blank()
+        parts.append(Text(text, style="bold"))
+
+    clocks = _clocks(result)
+    if clocks:
+        unit = stage_unit(result)
+        heading(f"step spans per stage, times in {unit}")
+        for clock in clocks:
+            note = stage_note(result, clock)
+            add(clock_title(result, clock), *stage_cells(result, clock, bars, unit)[1:], LEAVE_OUT,
+                [f"note: {note}"] if note else ())
+    if result.iterations:
+        unit = iteration_unit(result)
+        heading(f"decode iterations: where the time goes, times in {unit}")
+        iteration_clocks = [c for c in CLOCKS if result.iteration(c) is not None]
+        note = iteration_note(result)
+        for clock in iteration_clocks:
+            add(ITERATION_TITLES[clock], *iteration_cells(result, clock, bars, unit)[1:], ITERATION_LEAVE_OUT,
+                [f"note: {note}"] if note and clock == iteration_clocks[-1] else ())
+    elif result.no_iterations and result.rows:
+        parts.append(rich_text(f"decode iterations: none ({result.no_iterations})"))
+    for title, header, rows, leave_out, *notes in speculation_tables(result):
+        if header:
+            add(title, header, rows, leave_out, *notes)
+        else:  # inputs without speculation: a line that says so
+            blank()
+            parts.append(rich_text(title))
+    if result.kernels:
+        for in_parts, title in CATEGORY_TABLES:
+            header, rows = category_cells(result, in_parts)
+            if rows:
+                add(title, header, rows)
+        for group in result.kernels:
+            add(f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
+                *kernel_cells(result, group, top))
     if result.baseline:
         parts.append(rich_text(f"baseline: {result.baseline}"))
-    parts += [Text.assemble(("warning: ", "yellow"), shown(warning)) for warning in grouped_warnings(result)]
+        parts += [rich_text(f"the baseline differs: {difference}") for difference in result.baseline_differences]
     return Group(*parts)
 
 
+def stats_messages(result: StatsResult) -> list[str]:
+    """The warnings and notes of a stats result as lines for standard error, in every format. They are
+    grouped() already: printable, each input's name clipped, spanfix's own words whole."""
+    return [*(f"warning: {warning}" for warning in grouped_warnings(result)),
+            *(f"note: {note}" for note in grouped_notes(result))]
+
+
 def grouped_warnings(result: StatsResult) -> list[str]:
-    """The warnings, those that say the same of several inputs once ("a.json, b.json: ...")."""
-    inputs = sorted(result.inputs, key=len, reverse=True)
+    """The warnings, those that say the same of several inputs once ("a.json, b.json: ..."), each
+    made printable: an input's name clipped as data, the message itself (spanfix's) whole."""
+    return grouped(result.warnings, result.inputs)
+
+
+def grouped_notes(result: StatsResult) -> list[str]:
+    """The notes (information, not problems), grouped as the warnings are."""
+    return grouped(result.notes, result.inputs)
+
+
+NAMED_INPUTS = 5  # inputs named in one grouped line; the rest are counted
+
+
+def grouped(messages: list[str], inputs: list[str]) -> list[str]:
+    ordered = sorted(inputs, key=len, reverse=True)
     said: dict[str, list[str]] = {}
-    for warning in result.warnings:
-        source = next((i for i in inputs if warning.startswith(f"{i}: ")), None)
-        text = warning[len(source) + 2:] if source else warning
+    for message in messages:
+        source = next((i for i in ordered if message.startswith(f"{i}: ")), None)
+        text = message[len(source) + 2:] if source else message
         said.setdefault(text, []).extend([source] if source else [])
-    return [f"{', '.join(sources)}: {text}" if sources else text for text, sources in said.items()]
+    lines = []
+    for text, sources in said.items():
+        names = [printable(clip(source)) for source in sources[:NAMED_INPUTS]]
+        names += [f"{len(sources) - NAMED_INPUTS} more"] if len(sources) > NAMED_INPUTS else []
+        lines.append(f"{', '.join(names)}: {whole_reason(text)}" if sources else whole_reason(text))
+    return lines
 
 
 PATH_COLUMNS = ("file",)
@@ -274,7 +343,19 @@ def fitted(header: list[str], rows: list[list[str]], width: int | None, leave_ou
         if excess > 0 and longest > SHORTEST_PATH:
             room = max(SHORTEST_PATH, longest - excess, len(header[column]))
             rows = [[*row[:column], middle_cut(row[column], room), *row[column + 1:]] for row in rows]
+    if table_width(header, rows) > width:
+        # Figures so large that the table cannot fit (a broken trace's spans of centuries): rich would
+        # squeeze the stage and key columns, headers and all, to nothing. Such figures are written
+        # with an exponent instead (9.223e+12: the same number, shorter; JSON and CSV keep every digit).
+        rows = [[_LONG_NUMBER.sub(_with_exponent, cell) for cell in row] for row in rows]
     return header, rows, left_out
+
+
+_LONG_NUMBER = re.compile(r"\d{10,}(?:\.\d+)?")
+
+
+def _with_exponent(match: re.Match) -> str:
+    return f"{float(match.group()):.4g}"
 
 
 def table_width(header: list[str], rows: list[list[str]]) -> int:
@@ -328,14 +409,30 @@ def _rich(title: str, header: list[str], rows: list[list[str]]) -> Table:
 
 
 def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
+    """A job summary: the same tables as the terminal's (warnings and notes go to standard error)."""
     sections = []
-    for clock in _clocks(result):
-        unit, header, rows = stage_cells(result, clock)
-        title = clock_title(result, clock)
-        sections += [f"### {title[0].upper()}{title[1:]}, times in {unit}", "", markdown_table(header, rows), ""]
+    clocks = _clocks(result)
+    if clocks:
+        unit = stage_unit(result)
+        sections += [f"### Step spans per stage, times in {unit}", ""]
+        for clock in clocks:
+            title = clock_title(result, clock)
+            sections += [f"#### {title[0].upper()}{title[1:]}", "",
+                         markdown_table(*stage_cells(result, clock, unit=unit)[1:]), ""]
+            note = stage_note(result, clock)
+            sections += [f"> note: {markdown_text(note, whole=True)}", ""] if note else []
     if result.iterations:
-        sections += ["### Decode iterations: where the time goes, host and device", "",
-                     markdown_table(*iteration_cells(result)), ""]
+        unit = iteration_unit(result)
+        sections += [f"### Decode iterations: where the time goes, times in {unit}", ""]
+        for clock in (c for c in CLOCKS if result.iteration(c) is not None):
+            title = ITERATION_TITLES[clock]
+            sections += [f"#### {title[0].upper()}{title[1:]}", "",
+                         markdown_table(*iteration_cells(result, clock, unit=unit)[1:]), ""]
+        note = iteration_note(result)
+        sections += [f"> note: {markdown_text(note, whole=True)}", ""] if note else []
+    elif result.no_iterations and result.rows:
+        sections += [f"Decode iterations: none ({markdown_text(result.no_iterations, whole=True)}).", ""]
+    sections += speculation_markdown(result, markdown_table)
     if result.kernels:
         for parts, title in CATEGORY_TABLES:
             header, rows = category_cells(result, parts)
@@ -347,7 +444,7 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
         sections += ["No step spans.", ""]
     if result.baseline:
         sections += [f"Baseline: {code_span(result.baseline)}", ""]
-    sections += [f"> warning: {markdown_text(warning)}" for warning in result.warnings]
+        sections += [f"> the baseline differs: {markdown_text(d, whole=True)}" for d in result.baseline_differences]
     return "\n".join(sections).rstrip("\n") + "\n"
 
 
@@ -362,7 +459,8 @@ def markdown_table(header: list[str], rows: list[list[str]], left: Collection[st
 
 
 def stats_csv(result: StatsResult) -> str:
-    """The stage rows, one line each, in raw microseconds (the iteration breakdown is in the JSON); with
+    """The stage rows, one line each, in raw microseconds, then the decode iterations' (stage
+    `iteration`, and the part in the last column: `iteration` for the whole, or a part's name); with
     kernels asked for, the kernel rows instead: one line per group and kernel."""
     if result.kernels is not None:
         return kernels_csv(result)
@@ -371,12 +469,25 @@ def stats_csv(result: StatsResult) -> str:
     baseline = ["baseline_mean_us", "change_us", "change_pct"] if result.baseline else []
     times = [f"{name}_us" for name in STATISTICS[1:]]
     columns = ("clock", "count", *times, "share", "device_source", "busy_us", "busy_share")
-    writer.writerow([*result.by, *columns, *baseline])
-    for data in result.to_json()["stages"]:
-        change = data["baseline"] or {}
-        cells = [data[key] for key in (*result.by, *columns)]
-        cells += [change.get(key) for key in ("mean_us", "change_us", "change_pct")][:len(baseline)]
-        writer.writerow(["" if cell is None else csv_text(cell) if isinstance(cell, str) else cell for cell in cells])
+    writer.writerow(csv_row([*result.by, *columns, *baseline, "part"]))
+
+    def write(data: dict, change: dict | None, part: str) -> None:
+        cells = [data.get(key) for key in (*result.by, *columns)]
+        cells += [(change or {}).get(key) for key in ("mean_us", "change_us", "change_pct")][:len(baseline)]
+        writer.writerow(csv_row([*cells, part]))
+
+    document = result.to_json()
+    for data in document["stages"]:
+        write(data, data["baseline"], "")
+    for it in document["iterations"]:
+        whole = {**it, "stage": "iteration", "share": 1.0}
+        write(whole, it["baseline"], "iteration")
+        for part in it["parts"]:
+            write({**{key: it.get(key) for key in result.iteration_keys}, "stage": "iteration", "clock": it["clock"],
+                   "count": it["count"], "total_us": round(part["mean_us"] * it["count"], 3), **part},
+                  part["baseline"], part["part"])
+    for cells in speculation_csv_rows(result, [*result.by, *columns, *baseline]):  # the model view: model:PART
+        writer.writerow(csv_row([*cells, ""]))
     return out.getvalue()
 
 
@@ -384,11 +495,12 @@ def kernels_csv(result: StatsResult) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     document = result.to_json()["kernels"]
-    writer.writerow([*result.by, "part", "kernel", "category", "count", "total_us", "mean_us", "share", "busy_us"])
+    writer.writerow(csv_row([*result.by, "part", "kernel", "category", "count", "total_us", "mean_us", "share",
+                             "busy_us"]))
     for group in (*document["stages"], *document["iteration_parts"]):
         keys = ["" if group.get(key) is None else group.get(key) for key in result.by]
         for kernel in group["kernels"]:
-            writer.writerow([*keys, group.get("part", ""), kernel["name"], kernel["category"], kernel["count"],
-                             kernel["total_us"], kernel["mean_us"], "" if kernel["share"] is None else kernel["share"],
-                             group["busy_us"]])
+            writer.writerow(csv_row([*keys, group.get("part", ""), kernel["name"], kernel["category"],
+                                     kernel["count"], kernel["total_us"], kernel["mean_us"], kernel["share"],
+                                     group["busy_us"]]))
     return out.getvalue()

@@ -19,12 +19,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from .. import __version__
-from ..errors import TraceError, UsageError
-from ..timing import KernelClasses, StatsResult, TraceMeasures, aggregate, compare, load_baseline
-from ..timing.baseline import baseline_from_json
+from ..errors import TraceError, UsageError, out_of_memory
+from ..overwrite import Reads, reads, refuse_overwrite
+from ..timing import KernelClasses, StatsResult, TraceMeasures, aggregate, compare
 from .html import render_html
 from .model import build_payload
 
@@ -39,46 +37,57 @@ class Report:
     result: StatsResult | None
     errors: list[str] = field(default_factory=list)
     payload: dict | None = None
+    reads: Reads = field(default_factory=Reads)  # the files it was made from: never written over
 
     def write(self, output: str | os.PathLike[str]) -> None:
-        """Write the page, atomically ("-": standard output); OutputError when it cannot be written."""
+        """Write the page, atomically ("-": standard output); OutputError when it cannot be written,
+        or when output is one of the traces or the baseline the report was made from."""
         from ..output import write_output
 
+        if not isinstance(output, (str, os.PathLike)) or not isinstance(os.fspath(output), str):
+            raise UsageError(f"output must be a path (str or os.PathLike), not {type(output).__name__}")
+        refuse_overwrite(os.fspath(output), self.reads)
         write_output(os.fspath(output), [self.html], gzip=False)
 
 
 def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, baseline: str | None = None,
-                 kernel_categories: Sequence[str] = (), command: str = "", each=None) -> Report:
+                 kernel_categories: Sequence[str] = (), command: str = "", each=None, spec_metrics: Sequence[str] = (),
+                 accept_length: float | None = None) -> Report:
     """Measure the inputs (and the baseline) and build the page. Inputs that cannot be used are listed in
     Report.errors (and on the page); with none usable, Report.html is empty. options: spanfix.Options;
     each: how to run the inputs (spanfix.api.Each; the CLI passes one that uses processes)."""
-    from ..api import Options, measure_all, measure_path
+    from ..api import Options, _baseline_read, _speculation, accept_figures, measure_all
 
     options = options or Options()
+    files_read = reads([os.fspath(source) for source in sources], None if baseline is None else os.fspath(baseline),
+                       [os.fspath(path) for path in spec_metrics])
+    try:  # before any trace is read
+        figures = accept_figures(spec_metrics, accept_length)
+    except TraceError as exc:
+        return Report(b"", None, [str(exc)], reads=files_read)
     classes = KernelClasses.with_overrides(tuple(kernel_categories))
     # The device view is always read (the kernels section needs it): the figures are those of
     # `stats --device` (equal to plain stats wherever plain stats has them).
     measured = measure_all([os.fspath(source) for source in sources], options, classes, each, True)
     errors = list(measured.errors)
     if not measured.measures:
-        return Report(b"", None, errors)
-    baseline_measures = baseline_document = None
+        return Report(b"", None, errors, reads=files_read)
+    baseline_measures = baseline_document = read = None
     result = aggregate(measured.measures, (), kernel_categories=classes.names)
+    result.warnings[:0] = measured.repeated
     if baseline is not None:
-        outcome = measure_path(os.fspath(baseline), options, None, True)  # as stats measures a baseline trace
-        try:
-            if isinstance(outcome, TraceMeasures):
-                baseline_measures = outcome
-                document = aggregate([outcome], ()).to_json()
-                result = compare(result, baseline_from_json(document, result.by, os.fspath(baseline)))
-            else:  # not a trace: a saved `stats --format json` result, or an error to report
-                result = compare(result, load_baseline(os.fspath(baseline), options.relabel_options(), ()))
-                baseline_document = _saved(os.fspath(baseline))
+        try:  # read and measured once (as stats measures a baseline trace), for every comparison below
+            read = _baseline_read(os.fspath(baseline), options)
+            result = compare(result, read.timing(result.by))
+            baseline_measures, baseline_document = read.measures, read.document
         except TraceError as exc:
             errors.append(f"baseline {exc}")
+        except MemoryError:
+            errors.append(f"baseline {out_of_memory(os.fspath(baseline))}")
+    result.speculation = _speculation(measured.measures, figures, read)
     payload = render_payload(measured.measures, result, command=command, baseline_measures=baseline_measures,
                              baseline_document=baseline_document, errors=errors)
-    return Report(render_html(payload), result, errors, payload)
+    return Report(render_html(payload), result, errors, payload, files_read)
 
 
 def render_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, command: str = "",
@@ -93,16 +102,6 @@ def render_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, co
 def render_report(measures: Sequence[TraceMeasures], result: StatsResult, **kwargs) -> bytes:
     """The page of measures already taken and their stats (grouped by stage), as bytes of HTML."""
     return render_html(render_payload(measures, result, **kwargs))
-
-
-def _saved(source: str) -> dict | None:
-    from ..reader import read_document_bytes
-    try:
-        data, _ = read_document_bytes(source)
-        document = orjson.loads(memoryview(data))
-    except (TraceError, orjson.JSONDecodeError):
-        return None
-    return document if isinstance(document, dict) else None
 
 
 def default_output(sources: Sequence[str]) -> str:

@@ -26,7 +26,7 @@ def step_durations(measures: Iterable[TraceMeasures], clock: str) -> dict[str, l
     found: dict[str, list[float]] = defaultdict(list)
     for step in (step for m in measures for step in m.steps):
         value = step.cpu_us if clock == CPU else step.gpu_us
-        if value is not None:
+        if value is not None and math.isfinite(value):  # a duration that is no number cannot be drawn
             found[step.stage].append(value)
     return found
 
@@ -39,9 +39,10 @@ def _bins(values: Iterable[float]) -> tuple[list[float], bool]:
     lo, hi = min(positive), max(positive)
     if hi <= lo:
         return [lo * 0.95, hi * 1.05], False
-    if hi / lo >= LOG_SPAN:
-        count = max(1, math.ceil(math.log10(hi / lo) * BINS_PER_DECADE))
-        edges = [lo * (hi / lo) ** (i / count) for i in range(count + 1)]
+    decades = math.log10(hi) - math.log10(lo)  # hi / lo itself can overflow (a denormal lo)
+    if decades >= math.log10(LOG_SPAN):
+        count = max(1, math.ceil(decades * BINS_PER_DECADE))
+        edges = [10 ** (math.log10(lo) + decades * i / count) for i in range(count + 1)]
         edges[-1] = hi
         return edges, True
     return [lo + (hi - lo) * i / LINEAR_BINS for i in range(LINEAR_BINS + 1)], False

@@ -41,6 +41,13 @@ def format_change(change: dict | None, unit: str) -> str:
     return f"{sign}{format_time(abs(change['change_us']), unit)} {unit}{pct}"
 
 
+def plotly_text(text: str) -> str:
+    """Text for Plotly's label dialect, as the page's esc() writes it: &, < and > as entities (no tag
+    can start), quotes as numeric ones (Plotly shows a named &quot; as it is written)."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&#34;")
+            .replace("'", "&#39;"))
+
+
 def _round(value: float, digits: int = 4) -> float:
     """A chart coordinate: four significant digits are plenty to draw, and keep the file small."""
     if value == 0 or not math.isfinite(value):

@@ -50,4 +50,12 @@ def _header(measures: Sequence[TraceMeasures], document: dict, errors: Sequence[
         "warnings": list(document["warnings"]),
         "errors": list(errors),
         "baseline": document["baseline"],
+        "baseline_differences": list(document.get("baseline_differences") or []),
+        "plain_baseline": _plain_baseline(document),
     }
+
+
+def _plain_baseline(document: dict) -> bool:
+    """Is the baseline the same server without speculation, the speculation section's plain decode?"""
+    section = document.get("speculation") or {}
+    return bool(section.get("speculative") and (section.get("baseline") or {}).get("plain"))

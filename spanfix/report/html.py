@@ -17,7 +17,7 @@ import re
 from functools import cache
 from importlib import resources
 
-import orjson
+from ..render.escape import dumps, log_commands_neutral
 
 ASSETS = "assets"
 PLOTLY = "plotly-cartesian.min.js"
@@ -42,8 +42,9 @@ def inline_script(code: str) -> str:
 
 def json_for_script(payload: dict) -> str:
     """The payload as JSON that no HTML parser can end early: <, > and & escaped as JSON's \\u escapes."""
-    data = orjson.dumps(payload).decode("utf-8")
-    return data.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+    data = dumps(payload, indent=False).decode("utf-8")
+    # "##[" is a CI log command (render.escape.ci_safe), should the page ever be printed to a job's log.
+    return log_commands_neutral(data.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
 
 
 def render_html(payload: dict) -> bytes:
@@ -52,7 +53,7 @@ def render_html(payload: dict) -> bytes:
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
         f"<meta name=\"generator\" content=\"spanfix {html.escape(str(payload.get('version', '')))}\">\n",
-        f"<title>{html.escape(payload.get('title', 'spanfix report'))}</title>\n",
+        f"<title>{html.escape(payload.get('title', 'spanfix report')).replace('[', '&#91;')}</title>\n",
         f"<style>\n{asset('report.css')}</style>\n</head>\n<body>\n",
         ("<noscript><p class=\"noscript\">This report draws its tables and charts with JavaScript: "
          "open it in a browser with scripts allowed.</p></noscript>\n"),
@@ -62,4 +63,4 @@ def render_html(payload: dict) -> bytes:
         f"<script>\n{inline_script(asset('report.js'))}</script>\n",
         "</body>\n</html>\n",
     ])
-    return page.encode("utf-8")
+    return page.encode("utf-8", "backslashreplace")  # a file name that is not UTF-8, in the title

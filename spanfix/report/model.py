@@ -21,13 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..render.speculation import iteration_note, stage_note
 from ..timing import StatsResult, TraceMeasures
 from .colors import PART_COLORS, _category_colors, colors_for
 from .distributions import BINS_PER_DECADE, CDF_POINTS, CDF_TAIL, LINEAR_BINS, _bins, _distributions, cdf, histogram
 from .formatting import format_change, format_count, format_share, format_time, table_unit
 from .header import _header, _title
 from .kernel_tables import TOP_KERNELS, _kernels
-from .rank_comparison import _ranks, rank_groups
+from .rank_comparison import TIMELINE_RANKS, _ranks, drawn_ranks, rank_groups
+from .speculation import _speculation
 from .stats_tables import _iteration_tables, _stage_tables
 from .timeline import _timeline
 
@@ -47,16 +49,28 @@ def build_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, ver
     stages = [row["stage"] for row in document["stages"]]
     colors = colors_for(stages)
     ranks = rank_groups(measures)
+    drawn = drawn_ranks(measures, ranks)
+    slowest = drawn_ranks(measures, ranks, TIMELINE_RANKS)
+    tables = _stage_tables(document)
+    for found in tables:  # what the draft rows leave out of the draft model's time, under their table
+        note = stage_note(result, found["clock"])
+        if note:
+            found["note"] = note[0].upper() + note[1:] + "."
+    iterations = _iteration_tables(document)
+    note = iteration_note(result)  # the draft model's share of the iteration, under the last of its tables
+    if iterations and note:
+        iterations[-1]["note"] = note[0].upper() + note[1:] + "."
     return {
         "version": version,
         "command": command,
         "title": _title(result.inputs),
         "colors": {"stage": colors, "part": PART_COLORS, "category": _category_colors(result.kernel_categories)},
         "header": _header(measures, document, errors),
-        "stages": _stage_tables(document),
-        "iterations": _iteration_tables(document),
+        "stages": tables,
+        "iterations": iterations,
         "distributions": _distributions(measures, document, baseline_measures, baseline_document),
-        "timeline": _timeline(measures, ranks),
-        "ranks": _ranks(measures, ranks),
+        "timeline": _timeline(measures, ranks, slowest),
+        "ranks": _ranks(measures, ranks, drawn),
         "kernels": _kernels(document),
+        "speculation": _speculation(result.speculation),  # render.speculation's figures (a SpeculationResult)
     }

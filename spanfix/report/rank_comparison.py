@@ -16,6 +16,8 @@ from ..timing.numbers import TIME_UNITS
 from .colors import stage_sort_key
 from .formatting import CLOCK_LONG, CLOCK_TITLES, _cell, _column, _round, _table, format_time, table_unit
 
+_SHORT = {CPU: "host clock", GPU: "device clock"}
+
 
 def _natural(text: str) -> tuple:
     return tuple(int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text))
@@ -32,6 +34,33 @@ def rank_groups(measures: Sequence[TraceMeasures]) -> tuple[str | None, list[str
     if len(files) > 1:
         return "file", files
     return None, [_series_label(measures[0].source) if measures else ""]
+
+
+DRAWN_RANKS = 32  # ranks (or inputs) side by side in the per-rank boxes; past this, the slowest, said so
+TIMELINE_RANKS = 8  # the timeline draws a chart per rank, each costly to draw: past this, the slowest
+
+
+def drawn_ranks(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]], most: int = DRAWN_RANKS
+                ) -> dict:
+    """Which ranks a chart draws: every one up to `most` (so that the page stays quick to draw and
+    to read), else the `most` slowest, in rank order: by the mean decode iteration on the host clock
+    (what the whole step waits for), without decode iterations by host time in step spans. A page
+    drawing a thousand ranks took minutes in a browser."""
+    key, labels = ranks
+    if key is None or len(labels) <= most:
+        return {"labels": labels, "left_out": 0, "of": len(labels), "by": None}
+    by_rank = aggregate(list(measures), (key,)).to_json()
+    slowness: dict[str, float] = {it[key]: it["mean_us"] for it in by_rank["iterations"]
+                                  if it["clock"] == CPU and it.get(key) is not None}
+    by = "mean decode iteration on the host clock"
+    if not slowness:
+        by = "host time in step spans"
+        for row in by_rank["stages"]:
+            if row["clock"] == CPU and row.get(key) is not None:
+                slowness[row[key]] = slowness.get(row[key], 0.0) + row["total_us"]
+    slowest = set(sorted(labels, key=lambda label: -slowness.get(label, -math.inf))[:most])
+    kept = [label for label in labels if label in slowest]
+    return {"labels": kept, "left_out": len(labels) - len(kept), "of": len(labels), "by": by}
 
 
 def _series_label(source: str) -> str:
@@ -54,11 +83,13 @@ def _group_of(key: str | None, item: StepTiming | IterationTiming, single: str) 
     return single
 
 
-def _ranks(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]]) -> dict:
-    key, labels = ranks
+def _ranks(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]], drawn: dict | None = None) -> dict:
+    key, every = ranks
     if key is None:
-        return {"key": None, "labels": labels, "clocks": [], "table": None, "slowest": None}
-    shown = _shown(key, labels)
+        return {"key": None, "labels": every, "clocks": [], "table": None, "slowest": None}
+    drawn = drawn or drawn_ranks(measures, ranks)
+    labels = drawn["labels"]  # the boxes and the table: the drawn ranks; the slowest rank: of every one
+    shown = _shown(key, every)
     by_rank = aggregate(list(measures), (key,)).to_json()
     means = {(row[key], row["stage"], row["clock"]): row["mean_us"] for row in by_rank["stages"]}
     clocks = []
@@ -96,8 +127,31 @@ def _ranks(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]
                                                                    "fastest": shown[fastest],
                                                                    "fastest_mean_us": exact[fastest]}})
         clocks.append({"clock": clock, "title": CLOCK_LONG[clock], "unit": unit, "stages": stages})
+    unlike = _unlike_work(measures) if key == "file" else None
     return {"key": key, "labels": [shown[label] for label in labels], "clocks": clocks,
-            "table": _rank_table(by_rank, key, labels, shown), "slowest": _slowest_rank(by_rank, key, shown)}
+            "table": _rank_table(by_rank, key, labels, shown),
+            "slowest": None if unlike else _slowest_rank(by_rank, key, shown), "unranked": unlike,
+            "drawn": {name: drawn[name] for name in ("left_out", "of", "by")}}
+
+
+def work_of(measured: TraceMeasures) -> str:
+    """What an input ran, in the words the page uses: decode, prefill, or both (inputs that ran other
+    work are not ranked against each other: a prefill step is not a slow decode step)."""
+    stages = {step.stage for step in measured.steps}
+    prefill = any(step.toks is not None for step in measured.steps)
+    decode = bool(measured.iterations) or bool(stages & {"VERIFY", "DECODE"})
+    return "prefill and decode" if prefill and decode else "prefill" if prefill else "decode" if decode else "other"
+
+
+def _unlike_work(measures: Sequence[TraceMeasures]) -> str | None:
+    """Why the inputs are not ranked, when they ran different work; None when they are alike."""
+    kinds: dict[str, list[str]] = defaultdict(list)
+    for m in measures:
+        kinds[work_of(m)].append(Path(m.source).name)
+    if len(kinds) < 2:
+        return None
+    said = "; ".join(f"{kind}: {', '.join(names)}" for kind, names in kinds.items())
+    return f"not ranked: the inputs ran different work ({said})"
 
 
 def _rank_table(by_rank: dict, key: str, labels: list[str], shown: dict[str, str]) -> dict:
@@ -140,20 +194,27 @@ def _rank_table(by_rank: dict, key: str, labels: list[str], shown: dict[str, str
 
 
 def _slowest_rank(by_rank: dict, key: str, shown: dict[str, str]) -> dict | None:
-    """The rank whose decode iterations take longest on the host (what the whole step waits for); without
-    decode iterations, the rank with the most host time in step spans."""
-    host = [it for it in by_rank["iterations"] if it["clock"] == CPU and it.get(key) is not None]
-    if len(host) > 1:
-        slowest = max(host, key=lambda it: it["mean_us"])
-        fastest = min(host, key=lambda it: it["mean_us"])
-        return {"label": shown[slowest[key]], "by": "mean decode iteration on the host clock",
-                "value_us": slowest["mean_us"], "fastest": shown[fastest[key]], "fastest_value_us": fastest["mean_us"]}
-    totals: dict[str, float] = defaultdict(float)
-    for row in by_rank["stages"]:
-        if row["clock"] == CPU and row.get(key) is not None:
-            totals[row[key]] += row["total_us"]
-    if len(totals) < 2:
-        return None
-    slowest, fastest = max(totals, key=totals.get), min(totals, key=totals.get)
-    return {"label": shown[slowest], "by": "host time in step spans", "value_us": round(totals[slowest], 3),
-            "fastest": shown[fastest], "fastest_value_us": round(totals[fastest], 3)}
+    """The rank whose decode iterations take longest (what the whole step waits for), on the device
+    clock where every rank's iterations have it, else the host's; without decode iterations, the rank
+    with the most time in step spans, on the device clock where every rank has device time."""
+    labels = {row[key] for row in by_rank["stages"] if row.get(key) is not None}
+    for clock in (GPU, CPU):
+        found = [it for it in by_rank["iterations"] if it["clock"] == clock and it.get(key) is not None]
+        if len(found) > 1 and {it[key] for it in found} == labels:
+            slowest = max(found, key=lambda it: it["mean_us"])
+            fastest = min(found, key=lambda it: it["mean_us"])
+            return {"label": shown[slowest[key]], "by": f"mean decode iteration on the {_SHORT[clock]}",
+                    "value_us": slowest["mean_us"], "fastest": shown[fastest[key]],
+                    "fastest_value_us": fastest["mean_us"], "clock": clock}
+    for clock in (GPU, CPU):
+        totals: dict[str, float] = defaultdict(float)
+        for row in by_rank["stages"]:
+            if row["clock"] == clock and row.get(key) is not None:
+                totals[row[key]] += row["total_us"]
+        if len(totals) < 2 or set(totals) != labels:
+            continue
+        slowest, fastest = max(totals, key=totals.get), min(totals, key=totals.get)
+        return {"label": shown[slowest], "by": f"time in step spans on the {_SHORT[clock]}",
+                "value_us": round(totals[slowest], 3), "fastest": shown[fastest],
+                "fastest_value_us": round(totals[fastest], 3), "clock": clock}
+    return None

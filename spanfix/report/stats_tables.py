@@ -99,12 +99,15 @@ def _iteration_tables(document: dict) -> list[dict]:
             whole += _baseline_cells(it["baseline"], unit)
         rows = [whole]
         for part in it["parts"]:
+            if part["part"] in ("ambiguous", "idle") and not part["mean_us"]:
+                continue  # a residue that holds nothing says nothing
             flagged = part["part"] == "ambiguous" and part["mean_us"] > 0
             cells = [_cell(part["part"], part["part"], tone="ambiguous" if flagged else None),
                      _cell("", None), _cell(format_time(part["mean_us"], unit), part["mean_us"],
                                             title=f"{part['mean_us']} us"),
                      _cell(format_share(part["share"]), part["share"])]
-            cells += [_cell("", None) for _ in _STAT_COLUMNS[3:]]
+            cells += [_cell(format_time(part.get(key), unit), part.get(key), title=f"{part[key]} us")
+                      if part.get(key) is not None else _cell("", None) for key, _ in _STAT_COLUMNS[3:]]
             if baseline:
                 cells += _baseline_cells(part["baseline"], unit)
             rows.append(cells)

@@ -5,7 +5,6 @@ stands for a bucket of them: the mean of each part, with the slowest of the buck
 from __future__ import annotations
 
 import bisect
-import html
 import math
 from collections import defaultdict
 from collections.abc import Sequence
@@ -14,20 +13,22 @@ from ..timing import CPU, GPU, TraceMeasures, summarize
 from ..timing.iterations import DEVICE_PARTS, PARTS
 from ..timing.measure import IterationTiming, StepTiming
 from ..timing.numbers import TIME_UNITS
-from .formatting import CLOCK_LONG, CLOCK_TITLES, _round, format_time
+from .formatting import CLOCK_LONG, CLOCK_TITLES, _round, format_time, plotly_text
 from .rank_comparison import _group_of, _shown
 
 MAX_BARS = 1500  # decode iterations drawn one bar each per rank and clock; more are drawn in buckets
 STEPS_IN_HOVER = 12
 
 
-def _timeline(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]]) -> dict:
-    key, labels = ranks
+def _timeline(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[str]], drawn: dict | None = None
+              ) -> dict:
+    key, every = ranks
+    labels = drawn["labels"] if drawn else every  # one chart each: past a few dozen, the slowest (drawn_ranks)
     by_series: dict[str, list[IterationTiming]] = defaultdict(list)
     for it in (it for m in measures for it in m.iterations):
         by_series[_group_of(key, it, labels[0])].append(it)
     steps_of = _steps_by_process(measures)
-    shown = _shown(key, labels)
+    shown = _shown(key, every)
     clocks = []
     for clock in (CPU, GPU):
         parts = PARTS if clock == CPU else DEVICE_PARTS
@@ -45,7 +46,8 @@ def _timeline(measures: Sequence[TraceMeasures], ranks: tuple[str | None, list[s
                 series.append(_series(shown[label], found, clock, parts, unit, steps_of))
         clocks.append({"clock": clock, "title": CLOCK_LONG[clock], "unit": unit, "parts": list(parts),
                        "series": series})
-    return {"clocks": clocks, "max_bars": MAX_BARS, "labelled": key is not None}
+    left_out = {name: drawn[name] for name in ("left_out", "of", "by")} if drawn else None
+    return {"clocks": clocks, "max_bars": MAX_BARS, "labelled": key is not None, "drawn": left_out}
 
 
 def _steps_by_process(measures: Sequence[TraceMeasures]) -> dict[tuple, tuple[list[float], list[StepTiming]]]:
@@ -105,7 +107,7 @@ def _iteration_hover(it: IterationTiming, index: int, n: int, clock: str, unit: 
     shown = []
     for step in inside[:STEPS_IN_HOVER]:
         value = step.cpu_us if clock == CPU else step.gpu_us
-        shown.append(f"{html.escape(step.stage)} {format_time(value, unit)}" + ("" if value is None else f" {unit}"))
+        shown.append(f"{plotly_text(step.stage)} {format_time(value, unit)}" + ("" if value is None else f" {unit}"))
     if len(inside) > STEPS_IN_HOVER:
         shown.append(f"… {len(inside) - STEPS_IN_HOVER} more")
     lines.append("steps: " + (", ".join(shown) if shown else "none"))

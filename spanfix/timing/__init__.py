@@ -24,7 +24,7 @@ into rows, baseline.py compares them with an earlier result. Definitions, also i
 """
 
 from ..ranks import rank_from_file_name, rank_from_pid
-from .baseline import Baseline, baseline_from_json, compare, load_baseline
+from .baseline import Baseline, BaselineRead, baseline_from_json, compare, load_baseline, read_baseline
 from .device import DEVICE_CATEGORIES, DeviceReducer, DeviceWork, device_work, union_length
 from .iterations import DEVICE_PARTS, DRAFT_WORK, PARTS, Iteration, decode_iterations
 from .kernels import CATEGORIES, SGLANG_CLASSES, CategoryError, KernelClasses, KernelTally, short_kernel_name
@@ -71,6 +71,7 @@ __all__ = [
     "SGLANG_CLASSES",
     "STATISTICS",
     "Baseline",
+    "BaselineRead",
     "CategoryError",
     "Change",
     "DeviceReducer",
@@ -101,6 +102,7 @@ __all__ = [
     "nearest_rank",
     "rank_from_file_name",
     "rank_from_pid",
+    "read_baseline",
     "short_kernel_name",
     "stage_of",
     "summarize",

@@ -5,6 +5,7 @@ and every decode iteration's, whole and by part, on both clocks."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -13,34 +14,80 @@ import orjson
 
 from ..reader import TraceError, read_document_bytes
 from ..relabelling import RelabelOptions
-from .measure import load, measure
+from .measure import Then, TraceMeasures, load, measure
 from .numbers import us
-from .table import CPU, SCOPE_KEYS, Change, StatsResult, aggregate, group_keys
+from .profile import RunProfile, differences
+from .table import CLOCKS, CPU, GPU, ITERATION_KEYS, Change, StatsResult, aggregate, group_keys
 
 
 @dataclass(frozen=True, slots=True)
 class Baseline:
     source: str
     means: dict[tuple, float]  # (match key, clock) -> mean_us of a stage row
-    iteration_means: dict[tuple, float]  # (match key of the scope, clock) -> mean_us of the decode iterations
-    part_means: dict[tuple, float]  # (match key of the scope, clock, part) -> mean_us of the part
+    iteration_means: dict[tuple, float]  # (match key of the iteration keys, clock) -> mean_us of the decode iterations
+    part_means: dict[tuple, float]  # (match key of the iteration keys, clock, part) -> mean_us of the part
     counts: dict[tuple, int] = field(default_factory=dict)  # the same keys -> spans or iterations measured
+    profile: RunProfile | None = None  # what kind of run it was (None: a result saved before profiles)
+
+    @property
+    def has_device_iterations(self) -> bool:
+        return any(clock == GPU for _, clock in self.iteration_means)
+
+    def has_clock(self, clock: str) -> bool:
+        return any(key[1] == clock for key in (*self.means, *self.iteration_means))
+
+    def subjects(self) -> dict[str, float]:
+        """Every mean of a baseline grouped by stage alone, named as check's regression rules name them
+        (`VERIFY.gpu.mean`, `iteration.cpu.draft.mean`)."""
+        found = {f"{key[0]}.{clock}.mean": mean for (key, clock), mean in self.means.items() if len(key) == 1}
+        found.update({f"iteration.{clock}.mean": mean for (key, clock), mean in self.iteration_means.items()
+                      if not key})
+        found.update({f"iteration.{clock}.{part}.mean": mean for (key, clock, part), mean in self.part_means.items()
+                      if not key and part in ("draft", "verify", "draft_extend")})
+        return found
+
+
+@dataclass(frozen=True, slots=True)
+class BaselineRead:
+    """A baseline read and measured once, for every comparison made with it (timing's means here, the
+    speculation's plain DECODE steps in speculation/baseline.py): a trace's measures, with what the
+    `then` of its measuring added, or a saved result's document."""
+
+    source: str
+    measures: TraceMeasures | None = None
+    document: dict | None = None
+
+    def timing(self, by: Iterable[str]) -> Baseline:
+        """The means to compare stats grouped by `by` with (TraceError: a saved result grouped otherwise)."""
+        by = group_keys(by)
+        document = aggregate([self.measures], by).to_json() if self.measures is not None else self.document
+        return baseline_from_json(document or {}, by, self.source)
+
+
+def read_baseline(source: str, options: RelabelOptions, *, then: Then | None = None,
+                  device: bool | None = None) -> BaselineRead:
+    """A baseline trace measured like the inputs (then, device: as measure's), or a saved `spanfix stats
+    --format json` result, checked field by field to be one. Raises TraceError when it is neither.
+    Its bytes are read once, within max_bytes as every input's are (gzip inflation bounded, a device
+    such as /dev/zero refused by its first bytes), and looked at as a trace, then as a saved result."""
+    document = read_document_bytes(source, max_bytes=options.max_bytes)
+    try:
+        trace, index, attribution, warnings = load(source, options, device=device, document=document)
+        return BaselineRead(source, measures=measure(trace, index, attribution, warnings, device=device, then=then))
+    except TraceError:
+        saved = _saved_result(document[0])
+        if saved is None:
+            raise
+        validate_saved(saved, source)
+        return BaselineRead(source, document=saved)
 
 
 def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Baseline:
     """A baseline from a trace (measured like the inputs) or from a saved `spanfix stats --format json`."""
-    by = group_keys(by)
-    try:
-        document = aggregate([measure(*load(source, options))], by).to_json()
-    except TraceError:
-        document = _saved_result(source)
-        if document is None:
-            raise
-    return baseline_from_json(document, by, source)
+    return read_baseline(source, options).timing(by)
 
 
-def _saved_result(source: str) -> dict | None:
-    data, _ = read_document_bytes(source)
+def _saved_result(data: bytes | bytearray) -> dict | None:
     try:
         document = orjson.loads(memoryview(data))
     except orjson.JSONDecodeError:
@@ -48,12 +95,61 @@ def _saved_result(source: str) -> dict | None:
     return document if isinstance(document, dict) and isinstance(document.get("stages"), list) else None
 
 
+def validate_saved(document: dict, source: str) -> None:
+    """A saved stats result is an input like any other: every field the comparison reads must be what
+    `stats --format json` writes, or it is refused whole (exit 2) rather than compared with."""
+    by = document.get("by", ["stage"])
+    if not isinstance(by, list) or not all(isinstance(key, str) for key in by):
+        _not_saved(source, f"'by' is {_shown(by)}, not a list of grouping keys")
+    stages = document.get("stages")
+    if not isinstance(stages, list):
+        _not_saved(source, f"'stages' is {_shown(stages)}, not a list")
+    for number, row in enumerate(stages):
+        _check_row(source, row, f"stages[{number}]", [*by, "clock"])
+    iterations = document.get("iterations") or []
+    if not isinstance(iterations, list):
+        _not_saved(source, f"'iterations' is {_shown(iterations)}, not a list")
+    for number, it in enumerate(iterations):
+        _check_row(source, it, f"iterations[{number}]", [])
+        parts = it.get("parts") or []
+        if not isinstance(parts, list):
+            _not_saved(source, f"iterations[{number}].parts is {_shown(parts)}, not a list")
+        for k, part in enumerate(parts):
+            _check_row(source, part, f"iterations[{number}].parts[{k}]", ["part"], counted=False)
+
+
+def _check_row(source: str, row: object, where: str, keys: list[str], counted: bool = True) -> None:
+    if not isinstance(row, dict):
+        _not_saved(source, f"{where} is {_shown(row)}, not an object")
+    missing = [key for key in keys if key not in row]
+    if missing:
+        _not_saved(source, f"{where} has no {', '.join(missing)}")
+    if "clock" in row and row["clock"] not in CLOCKS:
+        _not_saved(source, f"{where}.clock is {_shown(row['clock'])}, not one of {', '.join(CLOCKS)}")
+    mean = row.get("mean_us")
+    # A mean is a time: a finite number of microseconds, 0 or more (0 when every span had no duration).
+    if not isinstance(mean, (int, float)) or isinstance(mean, bool) or not math.isfinite(mean) or mean < 0:
+        _not_saved(source, f"{where}.mean_us is {_shown(mean)}, not a time in microseconds")
+    count = row.get("count")
+    if counted and count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
+        _not_saved(source, f"{where}.count is {_shown(count)}, not a count")
+
+
+def _not_saved(source: str, problem: str) -> None:
+    raise TraceError(f"{source}: not a spanfix stats result ({problem})")
+
+
+def _shown(value: object) -> str:
+    return orjson.dumps(value, default=repr).decode()[:60]  # JSON: control characters escaped
+
+
 def baseline_from_json(document: dict, by: tuple[str, ...], source: str) -> Baseline:
+    validate_saved(document, source)
     saved_by = tuple(document.get("by") or ("stage",))
     if saved_by != by:
         raise TraceError(f"{source}: the baseline is grouped by {'+'.join(saved_by)}, these stats by "
                          f"{'+'.join(by)}; ask for the same --by")
-    scope = tuple(key for key in by if key in SCOPE_KEYS)
+    scope = tuple(key for key in by if key in ITERATION_KEYS)
     try:
         means, counts = {}, {}
         for row in document["stages"]:
@@ -68,7 +164,7 @@ def baseline_from_json(document: dict, by: tuple[str, ...], source: str) -> Base
                 counts[(*key, part["part"])] = counts[key]
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise TraceError(f"{source}: not a spanfix stats result (bad or missing {exc})") from None
-    return Baseline(source, means, iteration_means, part_means, counts)
+    return Baseline(source, means, iteration_means, part_means, counts, RunProfile.from_json(document.get("profile")))
 
 
 def _count(row: dict) -> int | None:
@@ -91,13 +187,14 @@ def compare(result: StatsResult, baseline: Baseline) -> StatsResult:
                                                   baseline.counts.get(key))))
     iterations = []
     for it in result.iterations:
-        key = _match_key(result.scope, it.keys), it.clock
+        key = _match_key(result.iteration_keys, it.keys), it.clock
         count = it.summary.count
         parts = {part: _change(it.part_mean(part), baseline.part_means.get((*key, part)), count,
                                baseline.counts.get((*key, part))) for part in it.parts}
         iterations.append(replace(it, baseline=_change(it.summary.mean_us, baseline.iteration_means.get(key), count,
                                                        baseline.counts.get(key)), part_baselines=parts))
-    return replace(result, rows=rows, iterations=iterations, baseline=baseline.source)
+    unlike = [] if baseline.profile is None else differences(result.profile, baseline.profile)
+    return replace(result, rows=rows, iterations=iterations, baseline=baseline.source, baseline_differences=unlike)
 
 
 def _change(mean_us: float, baseline_us: float | None, count: int | None = None,

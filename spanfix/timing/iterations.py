@@ -2,7 +2,10 @@
 
 Iterations are the `scheduler.run_batch` spans of a process; in a process without any (SGLang before
 mid-2026), a window from a `draft` stage span to the end of the `draft_extend` span that follows a
-verify. An iteration is a decode iteration when it holds a VERIFY step. Work is matched to the
+verify; in a process with neither, where the algorithm drafts before the verify and extends once after
+it (EAGLE v1, or EAGLE v2 with its stage spans gone), a window from the first draft step after the
+last iteration or prefill step to the end of the first draft step after a verify (`order=True`). An
+iteration is a decode iteration when it holds a VERIFY step. Work is matched to the
 iteration in which it starts, on any track of the same process (a draft worker may have a thread of
 its own). Its parts:
 
@@ -52,6 +55,7 @@ class Iteration:
     start_ns: int  # the host window, in nanoseconds from the trace's start
     end_ns: int
     parts: dict[str, float]  # host microseconds per part (PARTS)
+    bs: int | None = None  # its verifies' batch size, when they agree
     device: tuple[int, int] | None = None  # the device extent (nanoseconds), None when it launched no device work
     device_parts: dict[str, float] | None = None  # device microseconds per part (DEVICE_PARTS)
     items: dict[str, list[range]] | None = None  # the device items each part queued
@@ -69,8 +73,9 @@ class Iteration:
 class _Member:
     start: int  # nanoseconds from the trace's start
     end: int
-    kind: str  # a part, or "draft work" until the first verify is known
+    kind: str  # a part, or "draft work" until the first verify is known; "prefill": a boundary, no part
     track: Track
+    bs: int | None = None
 
 
 class _Launching:
@@ -102,17 +107,29 @@ class _Launching:
 class _Process:
     runs: list[tuple[int, int]] = field(default_factory=list)  # scheduler.run_batch windows
     members: list[_Member] = field(default_factory=list)
+    bounds: list[_Member] = field(default_factory=list)  # prefill steps, which end an order window
 
 
-def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | None = None) -> list[Iteration]:
-    """Every decode iteration with its parts, on the host clock and, given the device work, the device's."""
+def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | None = None,
+                      members: dict[Span, str] | None = None, *, order: bool = False) -> list[Iteration]:
+    """Every decode iteration with its parts, on the host clock and, given the device work, the device's.
+    members: work_spans(index, stages), when the caller has it already; order: the algorithm drafts
+    before the verify and extends once after it, so that the steps' order delimits iterations where no
+    scheduler.run_batch or stage span does."""
     processes: dict[Hashable, _Process] = defaultdict(_Process)
     for (pid, _), spans in index.spans.items():
         for span in spans:
             if span.kind == "iteration":
                 processes[pid].runs.append((span.start_ns, span.end_ns))
-    for span, kind in _members(index, stages).items():
-        processes[span.track[0]].members.append(_Member(span.start_ns, span.end_ns, kind, span.track))
+    batch = {step.span: step.step.bs for step in index.steps}
+    for span, kind in (_members(index, stages) if members is None else members).items():
+        processes[span.track[0]].members.append(_Member(span.start_ns, span.end_ns, kind, span.track,
+                                                        batch.get(span)))
+    if order:
+        for step, stage in zip(index.steps, stages):
+            if step.step.toks is not None:  # a prefill's steps (target and draft): no decode iteration spans them
+                processes[step.track[0]].bounds.append(_Member(step.span.start_ns, step.span.end_ns, "prefill",
+                                                               step.track))
 
     launching: dict[Hashable, _Launching] = defaultdict(_Launching)
     for track, launches in (work.tracks.items() if work is not None else ()):
@@ -122,11 +139,15 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
     for pid, process in processes.items():
         members = sorted(process.members, key=_start)
         starts = [member.start for member in members]
-        for start, end in _outermost(process.runs) or _stage_windows(members):
+        windows = _outermost(process.runs) or _stage_windows(members)
+        if not windows and order:
+            windows = _order_windows(members, process.bounds)
+        for start, end in windows:
             inside = members[bisect_left(starts, start):bisect_right(starts, end)]
             verifies = [member.start for member in inside if member.kind == "verify"]
             if not verifies:
                 continue
+            sizes = {member.bs for member in inside if member.kind == "verify"}
             nanoseconds = dict.fromkeys(PARTS, 0)
             placed = []
             for member in inside:
@@ -136,13 +157,21 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
                 nanoseconds[member.kind] += member.end - member.start
                 placed.append(member)
             nanoseconds["other"] = max(0, (end - start) - sum(nanoseconds.values()))
-            iteration = Iteration(pid, start, end, {part: ns / 1000 for part, ns in nanoseconds.items()})
+            iteration = Iteration(pid, start, end, {part: ns / 1000 for part, ns in nanoseconds.items()},
+                                  sizes.pop() if len(sizes) == 1 else None)
             if work is not None and not work.empty and pid in launching:
                 pending.append((iteration, placed, launching[pid].between(start, end)))
             found.append(iteration)
     if pending:
         _on_devices(pending, work)
     return found
+
+
+def work_spans(index: TraceIndex, stages: list[str]) -> dict[Span, str]:
+    """The spans whose time is an iteration part's, outermost only, each with its kind: "draft" and
+    "draft_extend" (stage spans), "draft work" (draft frames, draft steps and workers' spans),
+    "verify", "ambiguous". Anywhere in the trace, iterations or not."""
+    return _members(index, stages)
 
 
 def _members(index: TraceIndex, stages: list[str]) -> dict[Span, str]:
@@ -220,6 +249,55 @@ def _stage_windows(members: list[_Member]) -> list[tuple[float, float]]:
             windows.append((opened, member.end))
             opened, verified = None, False
     return windows
+
+
+def _order_windows(members: list[_Member], bounds: list[_Member]) -> list[tuple[float, float]]:
+    """Windows from the steps' order alone: from the first draft work since the last window or prefill
+    step (or the verify, when none came before it) to the end of the first draft work after a verify,
+    the draft's extend. A prefill step in between starts over."""
+    windows = []
+    opened: float | None = None
+    verified = False
+    prefill = {(bound.start, bound.end, bound.track) for bound in bounds}
+    steps = [member for member in members if (member.start, member.end, member.track) not in prefill]
+    for member in sorted([*bounds, *steps], key=_start):
+        if member.kind == "prefill":
+            opened, verified = None, False
+        elif member.kind == "verify":
+            opened = member.start if opened is None else opened
+            verified = True
+        elif member.kind == "draft work":
+            if verified:
+                windows.append((opened, member.end))
+                opened, verified = None, False
+            elif opened is None:
+                opened = member.start
+    return windows
+
+
+def why_no_iterations(index: TraceIndex, stages: list[str], speculative: bool | None, order: bool,
+                      orderable: bool) -> str | None:
+    """Why a trace has no decode iteration, in a phrase; None where there is nothing to explain (no
+    step spans at all, or no speculative decoding, whose decode steps are the whole iteration)."""
+    if not index.steps or speculative is False:
+        return None
+    if "VERIFY" not in stages:
+        if "ambiguous" in stages:
+            return "no VERIFY step: its verifies stay ambiguous (spanfix inspect says why)"
+        return None if speculative is None else "no VERIFY step"
+    runs = any(span.kind == "iteration" for spans in index.spans.values() for span in spans)
+    if runs:
+        return "no scheduler.run_batch span holds a VERIFY step"
+    if any(span.kind == "stage" for spans in index.spans.values() for span in spans):
+        return "no draft stage span is followed by a VERIFY step and a draft_extend stage span"
+    why = ("no scheduler.run_batch spans (SGLang before mid-2026) and no draft/draft_extend stage spans to delimit "
+           "them")
+    if order:
+        return why + ", and no draft step follows a verify (CUDA graphs leave the draft extend without a step span)"
+    if orderable:
+        return why + ("; the algorithm is not known to draft before each verify and extend once after it: with "
+                      "--algorithm eagle-v1 (or eagle) the order of the steps delimits them")
+    return why
 
 
 def _on_devices(pending: list[tuple[Iteration, list[_Member], list[Track]]], work: DeviceWork) -> None:

@@ -19,7 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import CategoryError
+from ..errors import CategoryError, UsageError
+from ..patterns import UserPattern
 
 # SGLang's merger's classes, in its order, with the additions above. A starting point, not gospel:
 # `topk` still sends sampling kernels to moe, as in SGLang.
@@ -40,21 +41,23 @@ CATEGORIES = (*(name for name, _ in SGLANG_CLASSES), "memcpy", "memset", OTHER)
 
 @dataclass(frozen=True)
 class KernelClasses:
-    rules: tuple[tuple[str, re.Pattern], ...]
+    rules: tuple[tuple[str, re.Pattern | UserPattern], ...]
 
     @classmethod
     def with_overrides(cls, overrides: Sequence[str] = ()) -> KernelClasses:
-        """SGLang's classes, with the user's NAME=REGEX first (a NAME SGLang has replaces its rule)."""
-        mine: dict[str, re.Pattern] = {}
+        """SGLang's classes, with the user's NAME=REGEX first (a NAME SGLang has replaces its rule).
+        The user's patterns run in time linear in the kernel name (patterns.py). A NAME of memcpy,
+        memset or other adds kernels to that category (it is listed once)."""
+        mine: dict[str, UserPattern] = {}
         for text in overrides:
             name, equals, pattern = text.partition("=")
             name = name.strip()
             if not equals or not re.fullmatch(r"[A-Za-z_][\w.-]*", name):
                 raise CategoryError(f"{text!r}: expected NAME=REGEX, e.g. fp8_gemm=fp8.*gemm")
             try:
-                mine[name] = re.compile(pattern, re.IGNORECASE)
-            except re.error as exc:
-                raise CategoryError(f"{text!r}: not a regular expression: {exc}") from None
+                mine[name] = UserPattern(pattern, f"--kernel-category {text!r}")
+            except UsageError as exc:
+                raise CategoryError(str(exc)) from None
         rules = [*mine.items(), *((name, re.compile(pattern)) for name, pattern in SGLANG_CLASSES if name not in mine)]
         return cls(tuple(rules))
 
@@ -63,7 +66,7 @@ class KernelClasses:
 
     @property
     def names(self) -> tuple[str, ...]:
-        return (*(name for name, _ in self.rules), "memcpy", "memset", OTHER)
+        return tuple(dict.fromkeys((*(name for name, _ in self.rules), "memcpy", "memset", OTHER)))
 
 
 @functools.lru_cache(maxsize=2**14)  # a trace has a few hundred distinct kernel names

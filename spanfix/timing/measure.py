@@ -3,23 +3,29 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
 from .. import progress
 from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from ..clock import ns_of
 from ..index import GPU_CATEGORY, STAGE_SPANS, StepSpan, TraceIndex, Track
-from ..naming import new_stage, relabel_step_name
+from ..naming import NO_STEP_SPANS, new_stage, relabel_step_name
+from ..patterns import PatternTooSlow
 from ..ranks import rank_from_file_name, rank_from_pid
 from ..reader import Trace, TraceError
 from ..relabelling import RelabelOptions, analyse
 from ..relabelling import load as load_trace
 from .device import DeviceReducer, DeviceWork, device_work
-from .iterations import Iteration, decode_iterations, is_draft_frame
+from .iterations import Iteration, decode_iterations, is_draft_frame, why_no_iterations, work_spans
 from .kernels import KernelClasses, KernelTable
+from .once import fingerprint
+from .profile import RunProfile, profile_of
 
 AMBIGUOUS_STAGE = "ambiguous"
+# Algorithms that draft before the verify and extend once after it: the steps' order delimits a decode
+# iteration where no scheduler.run_batch or stage span does (iterations.decode_iterations).
+ORDERED = frozenset({"eagle-v1", "eagle", "eagle3", "nextn", "standalone"})
 
 
 @dataclass(slots=True)  # not frozen: a frozen dataclass sets each field by a call, and there are many rows
@@ -62,6 +68,7 @@ class IterationTiming:
     file: str
     rank: str | None
     pid: Hashable
+    bs: int | None  # its verify's batch size (None: the verifies of the iteration disagree, or give none)
     start_us: float  # host clock, as in the trace
     end_us: float
     start_from_trace_us: float
@@ -85,32 +92,47 @@ class TraceMeasures:
     algorithm_reasons: list[str] = field(default_factory=list)
     decided_by: dict[str, int] = field(default_factory=dict)  # evidence -> step spans it decided
     ambiguous_reasons: dict[str, int] = field(default_factory=dict)  # why -> step spans left ambiguous
+    fingerprint: str | None = None  # the same capture read twice has the same one (once.py)
+    profile: RunProfile = field(default_factory=RunProfile)  # what kind of run it is (profile.py)
+    no_iterations: str | None = None  # why it has no decode iteration, when it has none (iterations.py)
+    notes: list[str] = field(default_factory=list)  # information, not a problem (what was not computed, and how)
+    # What a `then` of measure() made of the same read (spanfix.speculation's figures); timing does not
+    # know what it is, and never imports it.
+    speculation: object | None = None
 
 
-def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, device: bool | None = True
-         ) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
+def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, device: bool | None = True,
+         document: tuple | None = None) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
     """Read, index and attribute one trace, exactly as relabel does; with device (or None: the device
     view only where device time needs it, see measure), read its launches and kernels on the way, in
     the same pass: whether the device view is needed is known only once the trace is read, and
-    reading it again would cost more than keeping its columns does."""
+    reading it again would cost more than keeping its columns does. document: its bytes, read
+    already (a baseline, read once whatever it turns out to be)."""
     reduce = DeviceReducer(kernel_names) if device or kernel_names or device is None else None
-    trace = load_trace(source, options, reduce=reduce, locate_names=False)
+    trace = load_trace(source, options, reduce=reduce, locate_names=False, document=document)
     return (trace, *analyse(trace, options))
 
 
-NO_DEVICE_VIEW = ("the device view (busy time, decode iterations on the device clock) was not computed: every "
-                  "step and stage span has a GPU annotation, so no kernel was used; pass --device to use them")
+NO_DEVICE_VIEW = ("busy time, the decode iterations and the model view on the device clock were not computed: "
+                  "every step and stage span has a GPU annotation, so no kernel was needed (--device reads them)")
+
+
+# Called with what measure() read and made, to measure more of the same read (see measure's `then`).
+Then = Callable[[Trace, TraceIndex, Attribution, DeviceWork, "TraceMeasures", list[str], dict], None]
 
 
 def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
             kernels: KernelClasses | None = None, work: DeviceWork | None = None,
-            device: bool | None = True, advise_device: bool = True) -> TraceMeasures:
+            device: bool | None = True, advise_device: bool = True, then: Then | None = None) -> TraceMeasures:
     """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each.
 
     device: read the launches and kernels for the device view (busy time, iterations on the device
     clock); None: only when device time needs them anyway (see needs_kernels), which leaves a
     trace whose every span has a GPU annotation as fast to measure as its host spans; advise_device:
-    then say so, and how to get it (check reads it whenever a budget needs it: no news there)."""
+    then say so, and how to get it, in a note (check reads it whenever a budget needs it: no news there);
+    then: called last with the trace, index, attribution, device work, the measures, the step stages
+    and the iterations' work spans (iterations.work_spans), for figures made from the same read (the
+    speculation figures: timing does not import them)."""
     notes = []
     progress.phase("measuring")
     if work is None:
@@ -118,7 +140,7 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
             work = device_work(trace, names=kernels is not None)
         else:
             work = DeviceWork.nothing()
-            notes += [NO_DEVICE_VIEW] if advise_device else []
+            notes += [NO_DEVICE_VIEW] if advise_device and index.steps else []
     file_rank = rank_from_file_name(trace.source)
     origin = trace.origin_ns or 0
 
@@ -128,23 +150,37 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     stages = [stage_of(step, verdict.role) for step, verdict in zip(index.steps, attribution.verdicts)]
     table = None
     if kernels is not None and work.names is not None:
-        table = KernelTable.of(work.names, work.name_ids, work.categories, work.ends - work.starts, kernels)
+        try:
+            table = KernelTable.of(work.names, work.name_ids, work.categories, work.ends - work.starts, kernels)
+        except PatternTooSlow as exc:  # the fallback engine's bound (patterns.py): one line for this input
+            raise PatternTooSlow(f"{trace.source}: {exc}") from None
     devices = _step_devices(trace, work, index.steps)
-    names: dict[tuple[str, str], tuple[str, str]] = {}  # (name, role) -> (new name, mode name): few per trace
+    names: dict[tuple[str, str], tuple[str, str]] = {}  # (name, role) -> (new name, mode name)
     ranks: dict[Hashable, str | None] = {}
     steps = [_step_timing(trace, step, verdict, stage, ranks[step.track[0]] if step.track[0] in ranks
                           else ranks.setdefault(step.track[0], rank_of(step.track[0])), origin, found, table, names)
              for step, verdict, stage, found in zip(index.steps, attribution.verdicts, stages, devices)]
+    guess = attribution.algorithm
+    order = bool(guess.candidates) and guess.candidates <= ORDERED and not guess.conflicts
+    members = work_spans(index, stages)
     iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, origin, table)
-                  for iteration in decode_iterations(index, stages, work)]
-    notes = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings(), *notes)]
+                  for iteration in decode_iterations(index, stages, work, members, order=order)]
+    said = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings())]
     if not index.steps:
-        notes.append(f"{trace.source}: no step spans")
+        said.append(f"{trace.source}: {NO_STEP_SPANS}")
     ambiguous = Counter(verdict.detail for verdict in attribution.verdicts if verdict.role == AMBIGUOUS)
     ambiguous.update(f"GPU annotation: {orphan.why}" for orphan in index.gpu_orphans)
-    return TraceMeasures(trace.source, steps, iterations, notes, table, origin / 1000,
-                         attribution.algorithm.label, list(attribution.algorithm.reasons),
-                         dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()))
+    measured = TraceMeasures(trace.source, steps, iterations, said, table, origin / 1000, guess.label,
+                             list(guess.reasons),
+                             dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()),
+                             fingerprint(index, len(trace.events)),
+                             profile_of(steps, iterations, guess.label, guess.candidates, guess.settings),
+                             None if iterations else why_no_iterations(index, stages, guess.fact("speculative"), order,
+                                                                       bool(guess.candidates & ORDERED)),
+                             [f"{trace.source}: {note}" for note in notes])
+    if then is not None:
+        then(trace, index, attribution, work, measured, stages, members)
+    return measured
 
 
 def trace_start(trace: Trace) -> float:
@@ -256,7 +292,7 @@ def _iteration_timing(source: str, rank: str | None, iteration: Iteration, origi
         table.iterations.append({part: [(items.start, items.stop) for items in ranges]
                                  for part, ranges in (iteration.items or {}).items()})
     device = iteration.device
-    return IterationTiming(source, rank, iteration.pid, (origin + iteration.start_ns) / 1000,
+    return IterationTiming(source, rank, iteration.pid, iteration.bs, (origin + iteration.start_ns) / 1000,
                            (origin + iteration.end_ns) / 1000, iteration.start_ns / 1000, iteration.host_us,
                            iteration.parts, iteration.device_us, iteration.device_parts,
                            None if device is None else (origin + device[0]) / 1000,
@@ -294,9 +330,9 @@ def _mode_name(name: str) -> str:
 
 
 def measure_file(source: str, options: RelabelOptions, *, kernels: KernelClasses | None = None,
-                 device: bool | None = None) -> TraceMeasures:
+                 device: bool | None = None, then: Then | None = None) -> TraceMeasures:
     return measure(*load(source, options, kernel_names=kernels is not None, device=device), kernels=kernels,
-                   device=device)
+                   device=device, then=then)
 
 
 def measure_files(sources: Iterable[str], options: RelabelOptions, *, kernels: KernelClasses | None = None,

@@ -14,6 +14,7 @@ from .iterations import DEVICE_PARTS, PARTS
 from .kernels import KernelTally
 from .measure import IterationTiming, StepTiming, TraceMeasures
 from .numbers import STATISTICS, Summary, summarize, us
+from .profile import RunProfile, combined
 
 if TYPE_CHECKING:
     import pandas
@@ -22,6 +23,7 @@ CPU, GPU = "cpu", "gpu"
 CLOCKS = (CPU, GPU)
 GROUP_KEYS = ("file", "rank", "stage", "name", "mode-name", "bs", "toks")  # every grouping key, in column order
 SCOPE_KEYS = ("file", "rank")  # keys that split the whole (shares, iterations); the others split stages
+ITERATION_KEYS = ("file", "rank", "bs")  # keys that split the decode iterations (bs: their verifies')
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,12 +51,13 @@ class StageRow:
 
 @dataclass(frozen=True, slots=True)
 class IterationBreakdown:
-    keys: tuple  # the values of StatsResult.scope
+    keys: tuple  # the values of StatsResult.iteration_keys
     clock: str
     summary: Summary  # of the decode iterations' durations on this clock
     parts: dict[str, float]  # total microseconds per part, over all the iterations
     baseline: Change | None = None
     part_baselines: dict[str, Change | None] = field(default_factory=dict)
+    part_summaries: dict[str, Summary] = field(default_factory=dict)  # each part's time per iteration
 
     def part_mean(self, part: str) -> float:
         return self.parts[part] / self.summary.count
@@ -67,7 +70,7 @@ class IterationBreakdown:
 class KernelGroup:
     """The kernels of one stage row (part None) or of one iteration part."""
 
-    keys: tuple  # the values of StatsResult.by, or of StatsResult.scope for an iteration part
+    keys: tuple  # the values of StatsResult.by, or of StatsResult.iteration_keys for an iteration part
     part: str | None
     busy_us: float  # the group's device time: its spans' busy time, or the part's share of the device
     tally: KernelTally
@@ -84,10 +87,20 @@ class StatsResult:
     kernels: list[KernelGroup] | None = None  # when kernels were asked for
     kernel_categories: tuple[str, ...] = ()
     errors: list[str] = field(default_factory=list)  # inputs that could not be used, one line each
+    notes: list[str] = field(default_factory=list)  # information, not a problem (what was not computed, and how)
+    profile: RunProfile = field(default_factory=RunProfile)  # what kind of run the inputs are
+    baseline_differences: list[str] = field(default_factory=list)  # how the baseline's run is unlike it
+    no_iterations: str | None = None  # why there is no decode iteration, when there is none
+    # spanfix.speculation's figures of the same inputs (anything with to_json()); timing does not know them.
+    speculation: object | None = None
 
     @property
     def scope(self) -> tuple[str, ...]:
         return tuple(key for key in self.by if key in SCOPE_KEYS)
+
+    @property
+    def iteration_keys(self) -> tuple[str, ...]:
+        return tuple(key for key in self.by if key in ITERATION_KEYS)
 
     def stage_of(self, row: StageRow) -> str:
         return row.keys[self.by.index("stage")]
@@ -120,24 +133,30 @@ class StatsResult:
             "by": list(self.by),
             "percentiles": "nearest-rank",
             "baseline": self.baseline,
+            "profile": self.profile.to_json(),
+            "baseline_differences": self.baseline_differences,
             "stages": [{**dict(zip(self.by, row.keys)), "clock": row.clock, **_summary_json(row.summary),
                         "share": round(row.share, 6), "device_source": row.device_source,
                         "busy_us": None if row.busy_us is None else us(row.busy_us),
                         "busy_share": None if row.busy_share is None else round(row.busy_share, 6),
                         "baseline": change_json(row.baseline)} for row in self.rows],
-            "iterations": [{**dict(zip(self.scope, it.keys)), "clock": it.clock, **_summary_json(it.summary),
+            "iterations": [{**dict(zip(self.iteration_keys, it.keys)), "clock": it.clock, **_summary_json(it.summary),
                             "parts": [{"part": part, "mean_us": us(it.part_mean(part)),
+                                       **_part_percentiles(it.part_summaries.get(part)),
                                        "share": round(it.part_share(part), 6),
                                        "baseline": change_json(it.part_baselines.get(part))} for part in it.parts],
                             "baseline": change_json(it.baseline)} for it in self.iterations],
+            "no_iterations": self.no_iterations,
             "kernels": None if self.kernels is None else self._kernels_json(),
+            "speculation": None if self.speculation is None else self.speculation.to_json(),
             "warnings": self.warnings,
+            "notes": self.notes,
         }
 
     def _kernels_json(self) -> dict:
         stages, parts = [], []
         for group in self.kernels:
-            entry = {**dict(zip(self.by if group.part is None else self.scope, group.keys)),
+            entry = {**dict(zip(self.by if group.part is None else self.iteration_keys, group.keys)),
                      **({} if group.part is None else {"part": group.part}), "busy_us": us(group.busy_us),
                      "kernels": [{"name": name, "category": group.tally.category_of[name], "count": count,
                                   "total_us": us(total), "mean_us": us(total / count),
@@ -166,6 +185,10 @@ def category_rows(kernels: KernelTally, order: Iterable[str]) -> list[tuple[str,
     rank = {category: position for position, category in enumerate(order)}
     return sorted(((category, count, total) for category, (count, total) in found.items()),
                   key=lambda row: (-row[2], rank.get(row[0], len(rank))))
+
+
+def _part_percentiles(summary: Summary | None) -> dict:
+    return {name: None if summary is None else us(summary.statistic(name[:-3])) for name in ("p50_us", "p90_us")}
 
 
 def _summary_json(summary: Summary) -> dict:
@@ -232,8 +255,7 @@ def aggregate(measures: list[TraceMeasures], by: Iterable[str] = (), *, kernel_c
     # Biggest first within each clock and scope, so a table reads from where the time goes.
     rows.sort(key=lambda row: (CLOCKS.index(row.clock), _sortable(row.keys[i] for i in scope), -row.summary.total_us,
                                _sortable(row.keys)))
-    scope_names = tuple(by[i] for i in scope)
-    iterations, part_kernels = _breakdowns(measures, scope_names)
+    iterations, part_kernels = _breakdowns(measures, tuple(key for key in by if key in ITERATION_KEYS))
     groups = None
     if measures and any(m.kernels is not None for m in measures):
         groups = [KernelGroup(row.keys, None, row.busy_us or 0.0, _tally(measures, kernel_ranges[row.keys]))
@@ -241,8 +263,24 @@ def aggregate(measures: list[TraceMeasures], by: Iterable[str] = (), *, kernel_c
         groups += part_kernels
     warnings = [warning for m in measures for warning in m.warnings]
     warnings += _mostly_ambiguous(measures)
+    notes = [note for m in measures for note in m.notes]
     return StatsResult([m.source for m in measures], by, rows, iterations, warnings, kernels=groups,
-                       kernel_categories=kernel_categories)
+                       kernel_categories=kernel_categories, notes=notes,
+                       profile=combined(m.profile for m in measures),
+                       no_iterations=None if iterations else _why_none(measures))
+
+
+def _why_none(measures: list[TraceMeasures]) -> str | None:
+    """Why no input has a decode iteration: each input's reason (one for all when they share it)."""
+    said: dict[str, list[str]] = {}
+    for m in measures:
+        if m.no_iterations:
+            said.setdefault(m.no_iterations, []).append(m.source)
+    if not said:
+        return None
+    if len(said) == 1 and len(measures) == 1:
+        return next(iter(said))
+    return "; ".join(f"{', '.join(sources)}: {why}" for why, sources in said.items())
 
 
 MOSTLY = 0.5
@@ -283,11 +321,15 @@ def _breakdowns(measures: list[TraceMeasures], scope: tuple[str, ...]
     breakdowns, kernels = [], []
     for key, found in sorted(grouped.items(), key=lambda item: _sortable(item[0])):
         breakdowns.append(IterationBreakdown(key, CPU, summarize(it.cpu_us for it in found),
-                                             {part: math.fsum(it.parts[part] for it in found) for part in PARTS}))
+                                             {part: math.fsum(it.parts[part] for it in found) for part in PARTS},
+                                             part_summaries={part: summarize(it.parts[part] for it in found)
+                                                             for part in PARTS}))
         on_device = [it for it in found if it.gpu_us is not None]
         if on_device:
             parts = {part: math.fsum(it.gpu_parts[part] for it in on_device) for part in DEVICE_PARTS}
-            breakdowns.append(IterationBreakdown(key, GPU, summarize(it.gpu_us for it in on_device), parts))
+            breakdowns.append(IterationBreakdown(key, GPU, summarize(it.gpu_us for it in on_device), parts,
+                                                 part_summaries={part: summarize(it.gpu_parts[part] for it in on_device)
+                                                                 for part in DEVICE_PARTS}))
             found = part_ranges.get(key, {})
             kernels += [KernelGroup(key, part, parts.get(part, 0.0), _tally(measures, found[part]))
                         for part in DEVICE_PARTS if part in found]

@@ -21,12 +21,13 @@ iterations), `traces` (generate, generate_ranks), `merging` (merge, shuffle, rel
 from __future__ import annotations
 
 from .merging import RANK_KINDS, merge, relabelled, shuffle
-from .spec import ALGORITHMS, FORMS, KernelTruth, Micros, StepTruth, SynthSpec, SynthTrace
+from .spec import ALGORITHMS, FORMS, HostTruth, IterationTruth, KernelTruth, Micros, StepTruth, SynthSpec, SynthTrace
 from .streaming import stream_large
-from .traces import generate, generate_ranks
+from .traces import generate, generate_ranks, plain_twin
 from .writing import dumps, truths_json, write
 
 __all__ = [
-    "ALGORITHMS", "FORMS", "RANK_KINDS", "KernelTruth", "Micros", "StepTruth", "SynthSpec", "SynthTrace", "dumps",
-    "generate", "generate_ranks", "merge", "relabelled", "shuffle", "stream_large", "truths_json", "write",
+    "ALGORITHMS", "FORMS", "RANK_KINDS", "HostTruth", "IterationTruth", "KernelTruth", "Micros", "StepTruth",
+    "SynthSpec", "SynthTrace", "dumps", "generate", "generate_ranks", "merge", "plain_twin", "relabelled", "shuffle",
+    "stream_large", "truths_json", "write",
 ]

@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, nullcontext
 
-from .spec import KernelTruth, Micros, SynthSpec
+from .spec import HostTruth, KernelTruth, Micros, SynthSpec
 from .vocabulary import (
     _ARGMAX,
     _DRAFT_MODEL,
@@ -77,6 +77,10 @@ class _Builder:
         self.gpu_ann: list[dict] = []
         self.truths: list[tuple[dict, dict | None, str, str, str]] = []
         self.kernel_truths: list[KernelTruth] = []
+        # The draft's host time as the trace marks it: (event, rank, iteration) of each stage span,
+        # draft frame, draft step or worker span, outermost kept at the end (draft_host).
+        self.draft_marks: list[tuple[dict, int]] = []
+        self.window: tuple[int, int] = (self.t, self.t)  # the last scheduler iteration's run_batch window
         self.iteration_number, self.phase, self.verified = -1, "prefill", False
         self.roots: list[dict] = []
         loop = _LOOP_NORMAL if spec.algorithm == "eagle-v1" else _LOOP_OVERLAP
@@ -136,7 +140,7 @@ class _Builder:
                                                   "Python id": self.python_id, "Ev Idx": self.py_ev_idx})
         self.frames.append(event)
         track.frames.append(self.python_id)
-        yield
+        yield event
         track.frames.pop()
         self._close(event)
 
@@ -157,7 +161,7 @@ class _Builder:
             track.steps.append((stage, truth[1]))
             if truth[1] == "target" and stage == "VERIFY":
                 self.verified = True
-        yield
+        yield event
         if truth is not None:
             track.steps.pop()
         track.ops.pop()
@@ -210,7 +214,7 @@ class _Builder:
         self.activity.append(event)
         if self.keep_truths:
             self.kernel_truths.append(KernelTruth(self.rank, self.iteration_number, self.phase, start, start + dur, name,
-                                                  *self._whose()))
+                                                  *self._whose(), model=self._model()))
         if annotated:
             for entry in self.track.ops:
                 if entry.user:
@@ -226,6 +230,27 @@ class _Builder:
         if role in ("draft", "worker") or (role is None and track.drafting):
             return stage, "draft_extend" if self.verified else "draft"
         return stage, "verify" if stage == "VERIFY" and role == "target" else "other"
+
+    def _model(self) -> str:
+        track = self.track
+        role = track.steps[-1][1] if track.steps else None
+        return "draft" if role in ("draft", "worker") or (role is None and track.drafting) else "target"
+
+    def mark_draft(self, event: dict | None) -> None:
+        """This span, frame or step marks host time as the draft model's (or NGRAM's CPU proposal)."""
+        if event is not None and self.keep_truths:
+            self.draft_marks.append((event, self.iteration_number))
+
+    def draft_host(self) -> list[HostTruth]:
+        """The marked draft host time, outermost only (the generator's events nest properly)."""
+        found, reach = [], -1
+        marks = sorted(((e["ts"].ns, -e["dur"].ns, e, i) for e, i in self.draft_marks if e["dur"] is not None),
+                       key=lambda m: (m[0], m[1]))
+        for start, minus, _, iteration in marks:
+            if start >= reach:
+                found.append(HostTruth(self.rank, iteration, start, start - minus))
+                reach = start - minus
+        return found
 
     def _flow_start(self, corr: int, ts: Micros) -> None:
         self.activity.append({"ph": "s", "id": corr, "pid": self.pid, "tid": self.tid, "ts": ts,
@@ -288,9 +313,13 @@ class _Builder:
             frames = frames if thread_frames is None else thread_frames
         self.track.drafting += 1
         with ExitStack() as stack:
-            stack.enter_context(self.maybe_annotation(stage, stage is not None and spec.stage_spans))
+            marked = stack.enter_context(self.maybe_annotation(stage, stage is not None and spec.stage_spans))
+            self.mark_draft(marked)
             for name in frames:
-                stack.enter_context(self.frame(name))
+                event = stack.enter_context(self.frame(name))
+                if marked is None and _names_the_draft(name):
+                    self.mark_draft(event)
+                    marked = event
             yield
         self.track.drafting -= 1
         self.tid = previous
@@ -311,8 +340,11 @@ class _Builder:
             expected = old
         return self.annotation(expected if self.spec.new_names else old, truth=(expected, role))
 
+    @contextmanager
     def worker_span(self, name: str):
-        return self.annotation(name, truth=(name, "worker"))
+        with self.annotation(name, truth=(name, "worker")) as event:
+            self.mark_draft(event)
+            yield event
 
     def forward(self, role: str, mode: str, bs: int, toks: int | None = None, suffix: str = "") -> None:
         """ModelRunner.forward of the target or a draft runner, eager or replaying its CUDA graph."""
@@ -322,9 +354,12 @@ class _Builder:
             model, kernels = _TARGET_MODEL.get(algorithm, "models/qwen3.py(507): forward"), self.target_kernels
         else:
             model, kernels = _DRAFT_MODEL[algorithm], self.draft_kernels
-        with (self.frame(_FORWARD), self.step(role, mode, bs, toks, suffix), self.frame(_FORWARD_RAW),
+        scale = _extend_scale(toks) * (self.spec.draft_scale if role == "draft" else 1.0)
+        with (self.frame(_FORWARD), self.step(role, mode, bs, toks, suffix) as step, self.frame(_FORWARD_RAW),
               self.frame(_TARGET_REPLAY if graph else f"{_SRT}/{model}")):
-            self.launch(kernels, graph, annotated=not graph or role == "target", scale=_extend_scale(toks))
+            if role == "draft":
+                self.mark_draft(step)
+            self.launch(kernels, graph, annotated=not graph or role == "target", scale=scale)
 
     def target_forward(self, mode: str, bs: int, toks: int | None = None, suffix: str = "") -> None:
         with self.frame(_TP_WORKER):
@@ -333,7 +368,7 @@ class _Builder:
     def replay_draft(self, replay_frame: str, forwards: int) -> None:
         """A draft CUDA graph replayed by the worker itself: no ModelRunner.forward, so no step span."""
         with self.frame(replay_frame):
-            self.launch(self.draft_kernels * max(1, forwards), graph=True, annotated=False)
+            self.launch(self.draft_kernels * max(1, forwards), graph=True, annotated=False, scale=self.spec.draft_scale)
 
     # -- scheduler iterations
 
@@ -345,8 +380,10 @@ class _Builder:
             self.work(3_000, 12_000)
         with self.maybe_annotation("scheduler.get_next_batch_to_run", annotate), self.frame(_NEXT_BATCH):
             self.work(8_000, 40_000)
-        with self.maybe_annotation("scheduler.run_batch", annotate), self.frame(_RUN_BATCH):
+        start = self.t
+        with self.maybe_annotation("scheduler.run_batch", annotate) as run, self.frame(_RUN_BATCH):
             body()
+        self.window = (run["ts"].ns, run["ts"].ns + run["dur"].ns) if run is not None else (start, self.t)
         with self.maybe_annotation("scheduler.process_batch_result", annotate), self.frame(_PROCESS):
             self.sync()
             self.work(5_000, 25_000)
@@ -407,3 +444,11 @@ class _Builder:
 
 def _extend_scale(toks: int | None) -> float:
     return 1.0 if toks is None else 1.0 + toks / 256
+
+
+def _names_the_draft(frame: str) -> bool:
+    """A speculative worker's frame whose file or function names the draft (its draft functions)."""
+    where, _, function = frame.rpartition(": ")
+    path = where.rsplit("(", 1)[0]
+    speculative = "/speculative/" in path or "/dspark_components/" in path
+    return speculative and ("draft" in path.rsplit("/", 1)[-1].lower() or "draft" in function.lower())

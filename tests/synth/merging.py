@@ -49,7 +49,9 @@ def merge(traces: list[SynthTrace], kinds: tuple[str, ...] = ("TP",)) -> SynthTr
         metadata["deviceProperties"] = devices
     first = traces[0]
     return SynthTrace(first.spec, events, metadata, truths, dict(first.server_args), leading_keys=0,
-                      kernels=[kernel for trace in traces for kernel in trace.kernels])
+                      kernels=[kernel for trace in traces for kernel in trace.kernels],
+                      iterations=[it for trace in traces for it in trace.iterations],
+                      draft_host=[host for trace in traces for host in trace.draft_host])
 
 
 def shuffle(trace: SynthTrace, seed: int) -> SynthTrace:

@@ -35,6 +35,17 @@ class SynthSpec:
     mixed_iterations: int = 0  # chunked-prefill MIXED iterations between prefill and decode ("none" only)
     target_kernels: int = 40  # kernels one target forward launches (about four decoder layers)
     draft_kernels: int = 12  # a draft forward launches far fewer: often one layer's worth
+    draft_scale: float = 1.0  # the draft's kernels take this many times their usual time (a slower draft)
+    # Whether decode-time spans carry their g_ suffix with detailed annotations: False is the default
+    # overlap scheduler with FA3-like backends, which drop the CPU copy of the lengths (DFLASH then
+    # writes its GPU-only fallback's allocation bound instead). server_args says which.
+    cpu_lengths: bool = True
+    # Requests that come and go, by decode iteration (from 0): after iteration i one request finishes
+    # (finish_at), or another takes its place without a prefill the trace shows (replace_at); before
+    # iteration i a new request is prefilled on its own and joins the batch (join_at).
+    finish_at: tuple[int, ...] = ()
+    replace_at: tuple[int, ...] = ()
+    join_at: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +69,39 @@ class KernelTruth:
     name: str
     stage: str | None  # the stage word (newer naming) of the step span that launched it; None outside steps
     part: str | None  # decode iterations: draft, verify, draft_extend or other
+    model: str = "target"  # whose work it was: "draft" (the draft model or its worker) or "target"
+
+
+@dataclass(frozen=True)
+class IterationTruth:
+    """One scheduler iteration as the generator ran it: its run_batch window (host, ns), its phase and
+    batch size, and for a decode iteration each request's accept length (accepted draft tokens plus
+    the bonus token) and whether a trace's g_sk deltas can tell it (step-spans.md section 8)."""
+
+    rank: int
+    number: int  # the scheduler iteration, from 0 (KernelTruth.iteration)
+    phase: str  # "prefill", "mixed" or "decode"
+    start_ns: int
+    end_ns: int
+    bs: int
+    accepts: tuple[int, ...] = ()  # per request, decode iterations of a speculative run
+    knowable: bool = False  # the next verify's g_sk minus this one's, over bs, is this mean accept length
+    why: str = ""  # why not, when it is not
+
+    @property
+    def accept_length(self) -> float | None:
+        return sum(self.accepts) / len(self.accepts) if self.accepts else None
+
+
+@dataclass(frozen=True)
+class HostTruth:
+    """A stretch of host time that was the draft model's (or NGRAM's CPU proposal), as the outermost
+    span, frame or step the trace marks it with; rank and scheduler iteration."""
+
+    rank: int
+    iteration: int
+    start_ns: int
+    end_ns: int
 
 
 @dataclass
@@ -69,6 +113,8 @@ class SynthTrace:
     server_args: dict
     leading_keys: int = 0  # how many metadata keys are written before "traceEvents"
     kernels: list[KernelTruth] = field(default_factory=list)
+    iterations: list[IterationTruth] = field(default_factory=list)
+    draft_host: list[HostTruth] = field(default_factory=list)
 
 
 class Micros(float):

@@ -23,6 +23,9 @@ def _server_args(spec: SynthSpec, world: int) -> dict:
         "speculative_eagle_topk": spec.topk if speculative else None,
         "speculative_num_draft_tokens": spec.num_steps * spec.topk + 1 if speculative else None,
         "enable_multi_layer_eagle": spec.algorithm == "mtp",
+        # FlashInfer keeps the CPU copy of the sequence lengths under the overlap scheduler, FA3 drops it
+        # (step-spans.md section 8): the detailed suffixes then go, and DFLASH writes its fallback's bound.
+        "attention_backend": "flashinfer" if spec.cpu_lengths else "fa3",
     }
 
 
@@ -51,7 +54,8 @@ def _metadata(spec: SynthSpec, rank: int, world: int) -> tuple[dict, int]:
 def _generate(spec: SynthSpec, rank: int, world: int) -> SynthTrace:
     _check(spec)
     b = _Builder(spec, rank)
-    for _ in _run(b, spec):
+    iterations: list = []
+    for _ in _run(b, spec, truths=iterations):
         pass
     events = b.cpu_ops + b.close_roots() + b.frames + b.activity + b.gpu_ann + b.tail()
     position = {id(event): i for i, event in enumerate(events)}
@@ -62,7 +66,8 @@ def _generate(spec: SynthSpec, rank: int, world: int) -> SynthTrace:
             truths.append(StepTruth(position[id(gpu)], written, expected, role, "gpu"))
     truths.sort(key=lambda truth: truth.index)
     metadata, leading = _metadata(spec, rank, world)
-    return SynthTrace(spec, events, metadata, truths, _server_args(spec, world), leading, b.kernel_truths)
+    return SynthTrace(spec, events, metadata, truths, _server_args(spec, world), leading, b.kernel_truths, iterations,
+                      b.draft_host())
 
 
 def generate(spec: SynthSpec) -> SynthTrace:
@@ -82,3 +87,9 @@ def generate_ranks(spec: SynthSpec, ranks: int, *, varied: bool = False) -> list
             return spec
         return replace(spec, batch_size=spec.batch_size + rank, prefill_iterations=spec.prefill_iterations + rank % 2)
     return [_generate(rank_spec(rank), rank, ranks) for rank in range(ranks)]
+
+
+def plain_twin(spec: SynthSpec) -> SynthSpec:
+    """The same server without speculative decoding: the same requests, batch sizes and iterations,
+    plain DECODE steps (a baseline for the speedup of speculation)."""
+    return replace(spec, algorithm="none", stage_spans=False, draft_thread=False)

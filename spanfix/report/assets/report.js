@@ -31,10 +31,11 @@
     else node.appendChild(child);
   }
 
-  /* A name for Plotly: its labels, legends and hover read &, <, > as markup. */
+  /* A name for Plotly: its labels, legends, ticks and hovers read &, <, > as markup (<a href>, <b>, <br>).
+   * Quotes as numeric entities: Plotly decodes those, and shows a named &quot; as it is written. */
   function esc(text) {
     return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
-      .replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+      .replace(/"/g, "&#34;").replace(/'/g, "&#39;");
   }
 
   function rgba(hex, alpha) {
@@ -175,7 +176,7 @@
         plural(hd.inputs.length, "input", "inputs") + (hd.ranks.length ? ", ranks " + hd.ranks.join(", ") : "") + "."));
     var nav = h("nav", {"class": "toc"});
     [["summary", "Summary"], ["stages", "Stages"], ["distributions", "Distributions"], ["timeline", "Iterations"],
-     ["ranks", "Ranks"], ["kernels", "Kernels"]].forEach(function (l) {
+     ["speculation", "Speculation"], ["ranks", "Ranks"], ["kernels", "Kernels"]].forEach(function (l) {
       nav.appendChild(h("a", {href: "#" + l[0], text: l[1]}));
     });
     top.appendChild(nav);
@@ -238,6 +239,15 @@
         text: "Step spans each kind of evidence decided (docs/design.md, \"Telling draft from target\", lists the kinds)."}))],
       ["Ambiguous", ambNode, amb.spans ? "bad" : null],
       ["Baseline", hd.baseline === null ? h("span", {text: "none"}) : h("code", {"class": "path", text: hd.baseline})],
+      hd.baseline_differences.length ? ["Baseline differs", (function () {
+        var list = h("ul", {"class": "warnings"});
+        hd.baseline_differences.forEach(function (d) { list.appendChild(h("li", {text: d})); });
+        return h("div", null, list, h("p", {"class": "note", text: hd.plain_baseline
+          ? "A capture without speculative decoding: it gives the speculation section its plain decode step " +
+            "(speedup, break-even); its means are not a regression of these (check compares none with it)."
+          : "Its means are of another kind of run: a change against it is not a regression of this one " +
+            "(check skips such rules)."}));
+      })(), "bad"] : null,
       errors ? ["Not used", errors, "bad"] : null,
       ["Warnings", warnings || h("span", {text: "none"})]
     ]));
@@ -258,10 +268,15 @@
     data.iterations.forEach(function (t) {
       card("decode iteration, " + CLOCK_NAME[t.clock] + " mean", fmtUs(cellOf(t, t.rows[0], "mean_us").v));
     });
-    data.stages.forEach(function (t) {
-      if (!t.rows.length) return;
-      card("largest share, " + CLOCK_NAME[t.clock], t.rows[0][0].t + " " + cellOf(t, t.rows[0], "share").t);
-    });
+    var spec = data.speculation;
+    if (spec && spec.speculative) {
+      spec.cards.forEach(function (c) { card(c[0], c[1]); });  // figures of the speculation table below
+    } else {
+      data.stages.forEach(function (t) {
+        if (!t.rows.length) return;
+        card("largest share of step-span time, " + CLOCK_NAME[t.clock], t.rows[0][0].t + " " + cellOf(t, t.rows[0], "share").t);
+      });
+    }
     if (data.ranks.slowest) card("slowest " + (data.ranks.key === "rank" ? "rank" : "input"), data.ranks.slowest.label);
     if (data.header.ambiguous.spans) card("ambiguous spans", data.header.ambiguous.spans.toLocaleString("en-US"));
     return cards;
@@ -355,6 +370,8 @@
       "to the last end of the device work it queued; idle is when nothing of the rank ran. Beyond " +
       tl.max_bars.toLocaleString("en-US") + " iterations per rank, consecutive iterations share one bar (the mean " +
       "of each part) and a thin black line follows the slowest of them; the tables below are exact.");
+    var note = leftOut(tl.drawn, data.ranks.key);
+    if (note) s.appendChild(note);
     tl.clocks.forEach(function (c) {
       s.appendChild(h("h3", {text: "Decode iterations, " + c.title}));
       var n = c.series.length;
@@ -404,12 +421,58 @@
     });
   }
 
+  /* Past a few dozen ranks the charts draw the slowest (report/rank_comparison.py: drawn_ranks). */
+  function leftOut(drawn, key) {
+    if (!drawn || !drawn.left_out) return null;
+    var what = key === "file" ? "inputs" : "ranks";
+    return h("p", {"class": "callout", text: plural(drawn.of, key === "file" ? "input" : "rank", what) + ": the charts " +
+      "draw the " + (drawn.of - drawn.left_out).toLocaleString("en-US") + " slowest, by " + drawn.by + "; the other " +
+      drawn.left_out.toLocaleString("en-US") + " are left out of them (spanfix stats --by " + (key || "rank") +
+      " lists every one)."});
+  }
+
   function medianGap(xs) {
     var gaps = [];
     for (var i = 1; i < xs.length; i++) if (xs[i] > xs[i - 1]) gaps.push(xs[i] - xs[i - 1]);
     if (!gaps.length) return 0;
     gaps.sort(function (a, b) { return a - b; });
     return gaps[Math.floor(gaps.length / 2)];
+  }
+
+  /* 4b. Speculation --------------------------------------------------------------------------------- */
+
+  function speculation(root) {
+    var spec = data.speculation;
+    var s = section(root, "speculation", "Speculation: does it pay?",
+      "The draft model's whole cost (every draft pass, CUDA-graph replays included, whether or not a step span " +
+      "surrounds it), the accept length and where it came from, time per token, and against a plain-decode " +
+      "baseline the estimated speedup (accept length × plain decode step / speculative iteration) and the " +
+      "break-even accept length (speculative iteration / plain decode step). docs/stats.md defines each figure.");
+    if (!spec) { s.appendChild(h("p", {text: "No speculation figures."})); return; }
+    if (!spec.speculative) { s.appendChild(h("p", {text: spec.line})); return; }
+    spec.tables.forEach(function (t) {
+      s.appendChild(h("h3", {text: t.title}));
+      s.appendChild(table(t, false));
+    });
+    var notes = h("ul", {"class": "warnings"});
+    spec.notes.forEach(function (n) { notes.appendChild(h("li", {text: n})); });
+    s.appendChild(notes);
+    var known = spec.series.filter(function (sr) { return sr.known > 0; });
+    if (!known.length) {
+      s.appendChild(h("p", {"class": "note", text: "No decode iteration whose accept length the trace tells (the " +
+        "notes say why): no chart of it over time."}));
+      return;
+    }
+    var traces = known.map(function (sr) {
+      return {type: "scatter", mode: "lines+markers", name: esc(sr.label), x: sr.x, y: sr.y, connectgaps: false,
+        marker: {size: 5}, line: {width: 1.5},
+        hovertemplate: "<b>" + esc(sr.label) + "</b><br>%{x:,.3f} ms: accept length %{y:.2f}<extra></extra>"};
+    });
+    chart(s, "speculation-accept", traces, layout({
+      title: {text: "Accept length per decode iteration (trace annotations; gaps: unknown)", x: 0, xanchor: "left",
+              font: {size: 14}},
+      xaxis: axis("capture time (ms from the trace's first event)"),
+      yaxis: axis("tokens per request per iteration", {rangemode: "tozero"}), hovermode: "closest"}), 360);
   }
 
   /* 5. Ranks ---------------------------------------------------------------------------------------- */
@@ -424,6 +487,9 @@
     }
     s.appendChild(h("p", {"class": "intro", text: "Each stage's step durations per " + (r.key === "rank" ? "rank" : "input") +
       ", side by side. Box: p25 to p75, the line the median, the dashed line the mean; whiskers p1 to p99; ◇ the max."}));
+    var skipped = leftOut(r.drawn, r.key);
+    if (skipped) s.appendChild(skipped);
+    if (r.unranked) s.appendChild(h("p", {"class": "callout", text: "Slowest input: " + r.unranked + "."}));
     if (r.slowest) {
       s.appendChild(h("p", {"class": "callout"}, "Slowest " + (r.key === "rank" ? "rank" : "input") + ": ",
         h("strong", {text: r.slowest.label}), " — " + r.slowest.by + ": " + fmtUs(r.slowest.value_us) + ", against " +
@@ -445,11 +511,12 @@
         lay["yaxis" + suffix] = axis(col === 0 ? "step duration (" + c.unit + ")" : "", {domain: [y0, y1], anchor: "x" + suffix,
                                                                                       rangemode: "tozero"});
         var color = stageColor(st.stage);
-        traces.push({type: "box", name: esc(st.stage), x: st.x, q1: st.q1, median: st.median, q3: st.q3,
+        var ticks = st.x.map(esc);  /* category labels are Plotly markup too: a file name is text */
+        traces.push({type: "box", name: esc(st.stage), x: ticks, q1: st.q1, median: st.median, q3: st.q3,
           lowerfence: st.lowerfence, upperfence: st.upperfence, mean: st.mean, boxmean: true, boxpoints: false,
           xaxis: "x" + suffix, yaxis: "y" + suffix, marker: {color: color}, line: {color: color},
           fillcolor: rgba(color, 0.25), hoverinfo: "x+y"});
-        traces.push({type: "scatter", mode: "markers", name: esc(st.stage) + " max", x: st.x, y: st.max,
+        traces.push({type: "scatter", mode: "markers", name: esc(st.stage) + " max", x: ticks, y: st.max,
           xaxis: "x" + suffix, yaxis: "y" + suffix, marker: {symbol: "diamond-open", size: 8, color: color},
           hovertemplate: "%{x}: max %{y} " + c.unit + "<extra></extra>"});
         var title = "<b>" + esc(st.stage) + "</b>" + (st.slowest ? " — slowest " + esc(st.slowest.label) : "");
@@ -519,6 +586,7 @@
     stages(root);
     distributions(root);
     timeline(root);
+    speculation(root);
     ranks(root);
     kernels(root);
     footer(root);

@@ -1,0 +1,94 @@
+"""No output is ever one of the files a command reads: its inputs and its baseline.
+
+Every command that writes (relabel, report, stats and check with -o or onto a redirected standard
+output, and the API behind them) asks here before it does any work. Files are compared by what they
+are, device and inode, so that every spelling of one file is caught: a symlink, a hard link,
+/proc/self/fd/N, a relative or an absolute path. Standard output counts as an output too: `spanfix
+stats t.json --format json >> t.json` would write into the trace it reads.
+
+Standard input has a few names besides `-`: /dev/stdin, /dev/fd/0, /proc/self/fd/0. A trace read
+through any of them is standard input: it has no file of its own to write beside or to replace.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .errors import OutputError
+
+STDIN = "-"
+STDOUT = "-"  # as an output
+_STDIN_NAMES = re.compile(r"/dev/stdin|/dev/fd/0|/proc/(?:self|thread-self|\d+)/fd/0")
+
+
+def is_standard_input(source: str) -> bool:
+    """Does this input name standard input (-, /dev/stdin, /dev/fd/0, /proc/self/fd/0)?"""
+    if source == STDIN:
+        return True
+    match = _STDIN_NAMES.fullmatch(os.path.normpath(source)) if source.startswith("/") else None
+    if match is None:
+        return False
+    pid = re.search(r"/proc/(\d+)/", source)
+    return pid is None or int(pid.group(1)) == os.getpid()
+
+
+def _identity(path: str | int) -> tuple[int, int] | None:
+    """(device, inode) of the regular file a path or descriptor names; None for anything else (a
+    device or a pipe is written to, never replaced, so it is nobody's lost data) or nothing."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+@dataclass
+class Reads:
+    """The files a command reads, by identity: taken once, before the command starts."""
+
+    files: dict[tuple[int, int], tuple[str, str]] = field(default_factory=dict)  # identity -> (name, role)
+
+    def add(self, source: str | int | None, role: str = "input", name: str | None = None) -> Reads:
+        """source: a path, or a descriptor (a file object the caller opened); standard input is
+        read through descriptor 0."""
+        if source is None:
+            return self
+        if isinstance(source, str) and is_standard_input(source):
+            source, name = 0, name or source
+        found = _identity(source)
+        if found is not None:
+            self.files.setdefault(found, (name or str(source), role))
+        return self
+
+    def match(self, target: str) -> tuple[str, str] | None:
+        """(name, role) of the file read that target would write over; None when it is none of them."""
+        found = _identity(1 if target == STDOUT else target)
+        return None if found is None else self.files.get(found)
+
+
+def reads(inputs: Iterable[str], baseline: str | None = None, spec_metrics: Iterable[str] = ()) -> Reads:
+    """Every file a command reads: its inputs, its baseline, the --spec-metrics files it takes."""
+    found = Reads()
+    for source in inputs:
+        found.add(source)
+    for source in spec_metrics:
+        found.add(source, "--spec-metrics file")
+    return found.add(baseline, "baseline")
+
+
+def refuse_overwrite(target: str, read: Reads, *, hint: str = "choose another output") -> None:
+    """OutputError when writing target (STDOUT: standard output) would write over a file read."""
+    match = read.match(target)
+    if match is None:
+        return
+    name, role = match
+    where = "standard output" if target == STDOUT else target
+    same = "" if where == name else f" {name}"
+    raise OutputError(f"{where}: is the {role}{same}; spanfix never writes over what it reads: {hint}")
+
+
+__all__ = ["STDIN", "STDOUT", "Reads", "is_standard_input", "reads", "refuse_overwrite"]

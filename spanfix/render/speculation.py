@@ -1,0 +1,211 @@
+"""The speculation figures for people: a short table (the model view, the accept length and where it
+came from, time per token, speedup and break-even), one by batch size when there are several, and the
+notes that keep the stage and iteration tables honest about the draft model's cost."""
+
+from __future__ import annotations
+
+from ..speculation import SpeculationResult
+from ..speculation.result import SpeedRow
+from ..timing import CPU, GPU, StatsResult, format_us
+
+CLOCK_WORDS = {CPU: "host", GPU: "device"}
+NOTED = 0.05  # a stage table says what its draft rows leave out from this share of the draft's time
+BY_BS_LEAVE_OUT = ("per token", "plain step")  # what the batch-size table leaves out first to fit a terminal
+
+
+def speculation_of(result: StatsResult) -> SpeculationResult | None:
+    found = result.speculation
+    return found if isinstance(found, SpeculationResult) else None
+
+
+def _time_share(value: float | None, share: float | None = None) -> str:
+    if value is None:
+        return "-"
+    return format_us(value) + ("" if share is None else f" ({share:.1%})")
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str]]]:
+    """One row per figure, a column per clock that has figures."""
+    clocks = [clock for clock in (CPU, GPU) if clock in spec.model or clock in spec.iteration_model]
+    header = ["figure", *(CLOCK_WORDS[clock] for clock in clocks)]
+    rows: list[list[str]] = []
+
+    def add(label: str, cell) -> None:
+        rows.append([label, *(cell(clock) for clock in clocks)])
+
+    def whole(part: str):
+        def cell(clock: str) -> str:
+            found = spec.model.get(clock)
+            return "-" if found is None or part not in found.parts else _time_share(found.parts[part], found.share(part))
+        return cell
+
+    def per_iteration(part: str | None):
+        def cell(clock: str) -> str:
+            found = spec.iteration_model.get(clock)
+            if found is None or (part is not None and part not in found.parts):
+                return "-"
+            count = spec.iteration_counts[clock]
+            if part is None:
+                return format_us(found.total_us / count)
+            return _time_share(found.parts[part] / count, found.share(part))
+        return cell
+
+    add("draft model (every pass), trace", whole("draft"))
+    add("  outside draft step spans", lambda clock: "-" if clock not in spec.model
+        else format_us(spec.model[clock].draft_outside_steps_us))
+    add("target verify, trace", whole("verify"))
+    if spec.iteration_model:
+        add("decode iteration, mean", per_iteration(None))
+        add("  draft model", per_iteration("draft"))
+        add("  target verify", per_iteration("verify"))
+        if any(found.parts["ambiguous"] for found in spec.iteration_model.values()):
+            add("  ambiguous", per_iteration("ambiguous"))
+        add("  other", per_iteration("other"))
+        if GPU in spec.iteration_model:
+            add("  idle", per_iteration("idle"))
+    overall = spec.overall
+    rows.append(["accept length", _ratio(spec.accept_length), *([""] * (len(clocks) - 1))])
+    if overall is not None:
+        add("time per token", lambda clock: _time_share(overall.per_token_us.get(clock)))
+        add("plain decode step", lambda clock: _time_share(overall.plain_us.get(clock)))
+        add("estimated speedup", lambda clock: _ratio(overall.speedup.get(clock)))
+        add("break-even accept length", lambda clock: _ratio(overall.break_even.get(clock)))
+    return header, rows
+
+
+def by_bs_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str]]] | None:
+    """Per batch size, on the device clock where it was measured (else the host): only when there are
+    several (with one, the overall figures are its own)."""
+    if len(spec.rows) < 2:
+        return None
+    clock = spec.default_clock()
+    header = ["bs", "iters", "accept", "iteration", "per token", "plain step", "speedup", "break-even"]
+    return header, [_bs_row(row, clock) for row in spec.rows]
+
+
+def _bs_row(row: SpeedRow, clock: str) -> list[str]:
+    return [str(row.bs), str(row.iterations), _ratio(row.accept_length), _time_share(row.iteration_us.get(clock)),
+            _time_share(row.per_token_us.get(clock)), _time_share(row.plain_us.get(clock)),
+            _ratio(row.speedup.get(clock)), _ratio(row.break_even.get(clock))]
+
+
+def speculation_title(spec: SpeculationResult) -> str:
+    algorithms = ", ".join(spec.algorithms)
+    return f"speculation ({algorithms})"
+
+
+def speculation_notes(spec: SpeculationResult) -> list[str]:
+    notes = []
+    if spec.used is not None:
+        where = f" ({spec.used.file})" if spec.used.file else ""
+        notes.append(f"accept length {spec.used.value:.2f} ({spec.used.source}{where}): {spec.used.detail}")
+    else:
+        notes.append("accept length unknown: the trace does not tell it; give --spec-metrics FILE (server log, "
+                     "bench_serving JSONL, /server_info JSON) or --accept-length L")
+    if spec.unknown:
+        notes.append("decode iterations whose accept length the trace does not tell: "
+                     + "; ".join(f"{why} x{count}" for why, count in spec.unknown.items()))
+    for figure in spec.figures:
+        if figure is not spec.used and figure.value is not None:
+            where = f" ({figure.file})" if figure.file else ""
+            notes.append(f"also: {figure.value:.2f} ({figure.source}{where}): {figure.detail}")
+    if spec.overall is not None and spec.baseline is None:
+        notes.append("speedup and break-even need a plain-decode baseline: --baseline a capture of the same server "
+                     "without speculation (or its saved stats JSON)")
+    elif spec.baseline is not None:
+        notes.append(f"plain decode from {spec.baseline.source}")
+    notes += spec.notes
+    return notes
+
+
+def not_speculative(spec: SpeculationResult) -> str:
+    steps = sorted((bs, count) for (bs, clock), (count, _) in spec.decode_steps.items() if clock == CPU)
+    text = "speculation: none in these inputs (no VERIFY step, nothing says it speculates)"
+    if steps:
+        text += ("; their plain DECODE steps (" + ", ".join(f"bs {bs}: {count}" for bs, count in steps)
+                 + ") can serve another capture's --baseline for the speedup")
+    return text
+
+
+def stage_note(result: StatsResult, clock: str) -> str | None:
+    """Under a stage table: how much of the draft model's time its DRAFT rows leave out (graph replays
+    and draft work outside step spans)."""
+    spec = speculation_of(result)
+    found = None if spec is None else spec.model.get(clock)
+    if found is None or not found.parts["draft"] or found.draft_outside_steps_us < NOTED * found.parts["draft"]:
+        return None
+    outside = found.draft_outside_steps_us
+    return (f"the draft step rows (DRAFT, DRAFT_LOOP, DRAFT_EXTEND_V2) leave out {outside / found.parts['draft']:.0%} "
+            f"of the draft model's {CLOCK_WORDS[clock]} time ({format_us(outside)} of {format_us(found.parts['draft'])}: "
+            "graph replays and draft work outside step spans); the speculation table counts all of it")
+
+
+def iteration_note(result: StatsResult) -> str | None:
+    """Under the iteration table: draft and draft_extend are phases, both the draft model's work."""
+    spec = speculation_of(result)
+    if spec is None or not spec.iteration_model:
+        return None
+    shares = [f"{spec.iteration_model[clock].share('draft'):.1%} {CLOCK_WORDS[clock]}"
+              for clock in (CPU, GPU) if clock in spec.iteration_model]
+    text = f"the draft model's work is draft + draft_extend: {', '.join(shares)} of the iteration"
+    host = next((it for it in result.iterations if it.clock == CPU), None)
+    if host is not None and host.parts.get("draft", 0) == 0 and host.parts.get("draft_extend", 0) > 0:
+        text += " (nothing drafts before the verify: this algorithm, MTP's multi-layer worker, drafts after it)"
+    return text
+
+
+def speculation_tables(result: StatsResult) -> list[tuple]:
+    """The speculation table(s) as stats_table lays tables out: (title, header, rows, (), notes); a
+    line alone (no header) for inputs without speculation."""
+    spec = speculation_of(result)
+    if spec is None or not result.rows:
+        return []
+    if not spec.speculative:
+        return [(not_speculative(spec), [], [], ())]
+    tables = [(speculation_title(spec), *speculation_cells(spec), (), speculation_notes(spec))]
+    by_bs = by_bs_cells(spec)
+    if by_bs is not None:
+        tables.append((f"speculation by batch size ({CLOCK_WORDS[spec.default_clock()]} clock)", *by_bs,
+                       BY_BS_LEAVE_OUT))
+    return tables
+
+
+def speculation_markdown(result: StatsResult, markdown_table) -> list[str]:
+    from .escape import markdown_text
+
+    spec = speculation_of(result)
+    if spec is None or not result.rows:
+        return []
+    if not spec.speculative:
+        return [markdown_text(not_speculative(spec)), ""]
+    title = speculation_title(spec)
+    sections = [f"### {markdown_text(title[0].upper() + title[1:])}", "", markdown_table(*speculation_cells(spec)), ""]
+    by_bs = by_bs_cells(spec)
+    if by_bs is not None:
+        sections += [markdown_table(*by_bs), ""]
+    for note in speculation_notes(spec):  # a quote each: lines of one quote run together when rendered
+        sections += [f"> {markdown_text(note, whole=True)}", ""]
+    return sections
+
+
+def speculation_csv_rows(result: StatsResult, columns: list[str]) -> list[list]:
+    """The model view of the whole inputs as rows of the stage CSV: stage `model:PART`, with its clock,
+    total_us and share (the other columns empty); only when the rows are grouped by stage alone, whose
+    scope (all inputs together) is the model view's."""
+    spec = speculation_of(result)
+    if spec is None or not spec.speculative or result.by != ("stage",):
+        return []
+    rows = []
+    for clock in (CPU, GPU):
+        found = spec.model.get(clock)
+        if found is None:
+            continue
+        for part, total in found.parts.items():
+            values = {"stage": f"model:{part}", "clock": clock, "total_us": round(total, 3),
+                      "share": round(found.share(part), 6)}
+            rows.append([values.get(column) for column in columns])
+    return rows

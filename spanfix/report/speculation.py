@@ -1,0 +1,74 @@
+"""The report's speculation section: the model view and the speed figures as tables (the same
+figures as `stats`' speculation table), the accept length of every decode iteration over capture
+time where the trace tells it, and the key figures the summary cards show."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ..render.speculation import by_bs_cells, not_speculative, speculation_cells, speculation_notes, speculation_title
+from ..speculation import SpeculationResult
+from ..timing import CPU, GPU
+from .formatting import _cell, _column, _round, _table
+
+MAX_POINTS = 5000  # accept lengths drawn per series; more are thinned to every n-th
+
+
+def _speculation(spec: SpeculationResult | None) -> dict | None:
+    if spec is None:
+        return None
+    if not spec.speculative:
+        return {"speculative": False, "line": not_speculative(spec)}
+    header, rows = speculation_cells(spec)
+    tables = [_as_table("speculation-figures", speculation_title(spec), header, rows, note=None)]
+    by_bs = by_bs_cells(spec)
+    if by_bs is not None:
+        tables.append(_as_table("speculation-bs", "By batch size", *by_bs, note=None))
+    return {"speculative": True, "tables": tables, "notes": speculation_notes(spec), "series": _series(spec),
+            "cards": _cards(spec)}
+
+
+def _as_table(table_id: str, title: str, header: list[str], rows: list[list[str]], note: str | None) -> dict:
+    columns = [_column("figure" if k == 0 else name, name, numeric=k > 0) for k, name in enumerate(header)]
+    # A sub-row's indent as an em space: HTML collapses the terminal's plain spaces.
+    return _table(table_id, title, columns, [[_cell(_indented(text) if k == 0 else text, text.strip() if k == 0 else None)
+                                              for k, text in enumerate(row)] for row in rows], note)
+
+
+def _indented(label: str) -> str:
+    return "\u2003" + label.strip() if label.startswith("  ") else label
+
+
+def _series(spec: SpeculationResult) -> list[dict]:
+    by: dict[str, list] = defaultdict(list)
+    for it in spec.iterations:
+        by[it.rank or it.file].append(it)
+    series = []
+    for label, found in sorted(by.items()):
+        found.sort(key=lambda it: it.start_from_trace_us)
+        step = max(1, len(found) // MAX_POINTS + (len(found) % MAX_POINTS > 0))
+        shown = found[::step]
+        series.append({"label": label, "x": [_round(it.start_from_trace_us / 1e3) for it in shown],
+                       "y": [None if it.accept_length is None else _round(it.accept_length) for it in shown],
+                       "known": sum(it.accept_length is not None for it in found), "count": len(found),
+                       "every": step})
+    return series
+
+
+def _cards(spec: SpeculationResult) -> list[list[str]]:
+    """Label and value of each key figure, from the tables' own cells (the same figures)."""
+    cards = []
+    for clock in (GPU, CPU):
+        found = spec.iteration_model.get(clock)
+        if found is not None:
+            cards.append([f"draft model, share of the decode iteration ({'device' if clock == GPU else 'host'})",
+                          f"{found.share('draft') * 100:.1f}%"])
+            break
+    if spec.accept_length is not None:
+        cards.append([f"accept length ({spec.used.source})", f"{spec.accept_length:.2f}"])
+    overall = spec.overall
+    clock = spec.default_clock()
+    if overall is not None and overall.speedup.get(clock) is not None:
+        cards.append([f"estimated speedup ({'device' if clock == GPU else 'host'})", f"{overall.speedup[clock]:.2f}"])
+    return cards
+

@@ -1,0 +1,25 @@
+"""Does speculation pay? The draft model's whole cost, tokens per iteration, and the speedup over
+plain decoding: a room of its own beside timing/, which it reads and which never imports it.
+
+Data flows one way: timing.measure calls measure.measure_speculation (its `then`) with the same
+read, index, attribution and device work; model.py makes the model view (whose work the time
+was, on both clocks), accept.py the accept length from the verify spans' g_sk, metrics.py reads
+what SGLang writes about acceptance (`--spec-metrics`), baseline.py a plain-decode baseline,
+result.py puts several traces together (time per token, speedup, break-even), budgets.py registers
+check's `model.*` and `speculation.*` budget families in spanfix/budgets.py (gate.py imports it).
+Definitions: docs/stats.md, "Speculation".
+"""
+
+from .accept import Acceptance, acceptances, cpu_lengths_kept
+from .baseline import load_plain, plain_from_json, plain_of
+from .measure import SpecIteration, SpeculationMeasures, measure_speculation
+from .metrics import BENCH, LOG, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError, read_spec_metrics, stated
+from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime, model_view
+from .result import PlainDecode, SpeculationResult, SpeedRow, speculation_result
+
+__all__ = [
+    "BENCH", "DEVICE_MODEL_PARTS", "LOG", "MODEL_PARTS", "SERVER_INFO", "STATED", "TRACE", "AcceptFigure",
+    "Acceptance", "MetricsError", "ModelTime", "PlainDecode", "SpecIteration", "SpeculationMeasures",
+    "SpeculationResult", "SpeedRow", "acceptances", "cpu_lengths_kept", "load_plain", "measure_speculation",
+    "model_view", "plain_from_json", "plain_of", "read_spec_metrics", "speculation_result", "stated",
+]

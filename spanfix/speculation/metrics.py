@@ -1,0 +1,165 @@
+"""What SGLang itself writes about acceptance, read leniently from files the user hands over
+(`--spec-metrics FILE`, repeatable; step-spans.md section 8):
+
+- the server log: every `--decode-log-interval` decode batches a line `... Decode batch, #running-req:
+  32, ..., accept len: 3.21, ...` (the bracket may hold milliseconds and a rank prefix, `[<iter>]` may
+  follow `Decode batch`); each line's figure is the mean over the batches since the line before.
+  The file's figure: the lines' mean, weighted by `#running-req` when every line says it;
+- a `python -m sglang.bench_serving` result (`.jsonl`, one JSON object per run): `accept_length`
+  (SGLang reads it from DP rank 0 only); the last run's, when there are several;
+- a `/server_info` JSON: `internal_states[].avg_spec_accept_length`, one per DP scheduler (a lifetime
+  mean, reset by /flush_cache); their mean.
+
+A file with none of them is an error of one line. Files may be gzip-compressed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import math
+import re
+from dataclasses import dataclass, field
+
+import orjson
+
+from ..errors import TraceError
+
+LOG, BENCH, SERVER_INFO, STATED, TRACE = "log", "bench_serving", "server_info", "stated", "trace annotations"
+MAX_BYTES = 2**30  # a log of a long run; anything larger is not read whole
+_DECODE_LINE = re.compile(r"Decode batch\b(?P<rest>[^\n]*?)\baccept len:\s*(?P<value>[0-9]+(?:\.[0-9]+)?)")
+_RUNNING = re.compile(r"#running-req:\s*(?P<n>[0-9]+)")
+_LOG_TIME = re.compile(r"^\[(?P<stamp>[^\]]*)\]")
+
+
+class MetricsError(TraceError):
+    """A --spec-metrics file that cannot be used: one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class AcceptFigure:
+    """An accept length and where it came from."""
+
+    source: str  # trace annotations, log, bench_serving, server_info or stated
+    value: float | None  # None: the source could not tell
+    file: str | None = None  # the file it was read from
+    count: int = 0  # what it is the mean of: iterations, log lines, runs, schedulers
+    detail: str = ""  # how it was made, for people
+    series: tuple[float, ...] = ()  # a log's line by line
+    server: dict = field(default_factory=dict)  # speculative server arguments the file names
+
+
+def read_spec_metrics(path: str) -> AcceptFigure:
+    data = _read(path)
+    text = data.decode("utf-8", errors="replace")
+    stripped = text.strip()
+    if stripped.startswith(("{", "[")):
+        try:
+            document = orjson.loads(stripped)
+        except orjson.JSONDecodeError:
+            document = None
+        if isinstance(document, dict):
+            found = _server_info(path, document) or _bench_runs(path, [document])
+            if found is not None:
+                return found
+    runs = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                runs.append(value)
+    found = _bench_runs(path, runs) if runs else None
+    if found is not None:
+        return found
+    found = _log(path, text)
+    if found is not None:
+        return found
+    raise MetricsError(f"{path}: no accept length found: expected SGLang's server log ('Decode batch, ... "
+                       "accept len: L' lines), a bench_serving result (.jsonl with accept_length) or a "
+                       "/server_info JSON (internal_states[].avg_spec_accept_length)")
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            data = file.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise MetricsError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise MetricsError(f"{path}: a folder, not a file") from None
+    except OSError as exc:
+        raise MetricsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise MetricsError(f"{path}: not a readable gzip file ({exc})") from None
+    if len(data) > MAX_BYTES:
+        raise MetricsError(f"{path}: larger than {MAX_BYTES >> 20} MiB: give the part of the log that covers the capture")
+    return data
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+_SERVER_KEYS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+                "speculative_num_draft_tokens", "disable_cuda_graph", "enable_multi_layer_eagle")
+
+
+def _server(document: dict) -> dict:
+    return {key: document[key] for key in _SERVER_KEYS if key in document}
+
+
+def _server_info(path: str, document: dict) -> AcceptFigure | None:
+    states = document.get("internal_states")
+    if not isinstance(states, list):
+        return None
+    values = [v for v in (_number(s.get("avg_spec_accept_length")) for s in states if isinstance(s, dict))
+              if v is not None]
+    if not values:
+        return None
+    mean = math.fsum(values) / len(values)
+    detail = (f"/server_info: avg_spec_accept_length of {len(values)} DP schedulers, their mean"
+              if len(values) > 1 else "/server_info: avg_spec_accept_length (a lifetime mean, reset by /flush_cache)")
+    return AcceptFigure(SERVER_INFO, mean, path, len(values), detail, tuple(values), _server(document))
+
+
+def _bench_runs(path: str, runs: list[dict]) -> AcceptFigure | None:
+    found = [(run, v) for run in runs if (v := _number(run.get("accept_length"))) is not None]
+    if not found:
+        return None
+    run, value = found[-1]
+    info = run.get("server_info")
+    detail = "bench_serving: accept_length (read by SGLang from DP rank 0 only)"
+    if len(found) > 1:
+        detail += f", the last of {len(found)} runs"
+    return AcceptFigure(BENCH, value, path, len(found), detail, tuple(v for _, v in found),
+                        _server(info) if isinstance(info, dict) else {})
+
+
+def _log(path: str, text: str) -> AcceptFigure | None:
+    values, weights = [], []
+    for match in _DECODE_LINE.finditer(text):
+        values.append(float(match["value"]))
+        running = _RUNNING.search(match["rest"])
+        weights.append(int(running["n"]) if running else None)
+    if not values:
+        return None
+    if all(weight for weight in weights):
+        mean = math.fsum(v * w for v, w in zip(values, weights)) / sum(weights)
+        how = "weighted by #running-req"
+    else:
+        mean = math.fsum(values) / len(values)
+        how = "unweighted (#running-req missing)"
+    detail = f"server log: {len(values)} 'Decode batch' lines, their mean {how}"
+    return AcceptFigure(LOG, mean, path, len(values), detail, tuple(values))
+
+
+def stated(value: float) -> AcceptFigure:
+    return AcceptFigure(STATED, float(value), None, 0, "--accept-length")

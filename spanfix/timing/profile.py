@@ -1,0 +1,167 @@
+"""What kind of run a capture is, so that a baseline unlike it is named rather than compared in silence.
+
+A mean against a baseline says something only when both ran alike: the same algorithm, the same
+batch sizes, the same draft settings, CUDA graphs or eager alike, the same ranks. A profile holds what
+the trace (and server_args.json beside it) says of each; `differences` words what two profiles do not
+share. Draft settings show in the trace as the draft step spans per decode iteration: eager EAGLE
+writes (steps - 1) draft decodes and a draft extend per iteration, a CUDA-graph capture none (its
+draft passes are graph replays), so a change of either shows there.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .measure import IterationTiming, StepTiming
+
+DRAFT_WORK = frozenset({"DRAFT", "DRAFT_LOOP", "DRAFT_EXTEND_V2"})
+# Mean batch sizes further apart than this (relative) are unlike runs: a step's time grows with its batch.
+BATCH_TOLERANCE = 0.10
+# Draft step spans per decode iteration further apart than this: other draft settings, or graphs against eager.
+DRAFT_STEPS_TOLERANCE = 0.5
+
+
+@dataclass(slots=True)
+class RunProfile:
+    algorithms: list[str] = field(default_factory=list)  # as attribution understood each input
+    candidates: list[str] = field(default_factory=list)  # the algorithms the inputs leave possible
+    batch_sizes: dict[int, int] = field(default_factory=dict)  # decode steps (VERIFY, else DECODE) per bs
+    decode_iterations: int = 0
+    draft_steps: int = 0  # draft step spans inside decode iterations
+    ranks: list[str] = field(default_factory=list)
+    settings: dict[str, list] = field(default_factory=dict)  # server_args.json's draft settings, values seen
+
+    @property
+    def draft_steps_per_iteration(self) -> float | None:
+        return self.draft_steps / self.decode_iterations if self.decode_iterations else None
+
+    @property
+    def mean_batch(self) -> float | None:
+        steps = sum(self.batch_sizes.values())
+        return math.fsum(bs * n for bs, n in self.batch_sizes.items()) / steps if steps else None
+
+    def to_json(self) -> dict:
+        per = self.draft_steps_per_iteration
+        return {"algorithms": self.algorithms, "candidates": self.candidates,
+                "batch_sizes": {str(bs): n for bs, n in sorted(self.batch_sizes.items())},
+                "decode_iterations": self.decode_iterations,
+                "draft_steps_per_iteration": None if per is None else round(per, 3),
+                "ranks": self.ranks, "settings": self.settings}
+
+    @classmethod
+    def from_json(cls, document: object) -> RunProfile | None:
+        """A saved profile, or None when there is none to read (a result saved before profiles)."""
+        if not isinstance(document, dict):
+            return None
+        try:
+            per = document.get("draft_steps_per_iteration")
+            iterations = int(document.get("decode_iterations") or 0)
+            return cls([str(a) for a in document.get("algorithms") or []],
+                       [str(a) for a in document.get("candidates") or []],
+                       {int(bs): int(n) for bs, n in (document.get("batch_sizes") or {}).items()},
+                       iterations, round(float(per) * iterations) if per is not None else 0,
+                       [str(r) for r in document.get("ranks") or []],
+                       {str(k): list(v) for k, v in (document.get("settings") or {}).items() if isinstance(v, list)})
+        except (TypeError, ValueError, AttributeError):
+            return None
+
+
+def profile_of(steps: Sequence[StepTiming], iterations: Sequence[IterationTiming], algorithm: str,
+               candidates: Iterable[str], settings: dict[str, object]) -> RunProfile:
+    """One trace's profile from its measured steps and decode iterations."""
+    stages = Counter(step.stage for step in steps)
+    decode = "VERIFY" if stages["VERIFY"] else "DECODE"
+    sizes = Counter(step.bs for step in steps if step.stage == decode and isinstance(step.bs, int))
+    windows: dict[Hashable, list[tuple[float, float]]] = defaultdict(list)
+    for it in iterations:
+        windows[it.pid].append((it.start_us, it.end_us))
+    for found in windows.values():
+        found.sort()
+    starts = {pid: [start for start, _ in found] for pid, found in windows.items()}
+    draft = 0
+    for step in steps:
+        if step.stage in DRAFT_WORK and step.pid in windows:
+            at = bisect_right(starts[step.pid], step.start_us) - 1
+            draft += at >= 0 and step.start_us <= windows[step.pid][at][1]
+    ranks = sorted({step.rank for step in steps if step.rank is not None}, key=_natural)
+    return RunProfile([algorithm], sorted(candidates), dict(sizes), len(iterations), draft, ranks,
+                      {key: [value] for key, value in settings.items()})
+
+
+def combined(profiles: Iterable[RunProfile]) -> RunProfile:
+    """Several inputs' profiles as one run's (the inputs of one stats table)."""
+    result = RunProfile()
+    sizes: Counter = Counter()
+    possible: set[str] | None = None
+    for profile in profiles:
+        result.algorithms += [a for a in profile.algorithms if a not in result.algorithms]
+        if profile.candidates:  # what every input leaves possible; inputs that disagree leave what any does
+            ours = set(profile.candidates)
+            possible = ours if possible is None else (possible & ours or possible | ours)
+        sizes.update(profile.batch_sizes)
+        result.decode_iterations += profile.decode_iterations
+        result.draft_steps += profile.draft_steps
+        result.ranks += [r for r in profile.ranks if r not in result.ranks]
+        for key, values in profile.settings.items():
+            seen = result.settings.setdefault(key, [])
+            seen += [v for v in values if v not in seen]
+    result.batch_sizes = dict(sizes)
+    result.candidates = sorted(possible or ())
+    result.ranks.sort(key=_natural)
+    return result
+
+
+def differences(here: RunProfile, there: RunProfile) -> list[str]:
+    """What the baseline (there) does not share with the inputs (here), one phrase each; [] when alike.
+    Only what both say is compared: a saved result that lacks a figure differs in nothing there."""
+    found = []
+    if here.candidates and there.candidates and not set(here.candidates) & set(there.candidates):
+        found.append(f"algorithm {' and '.join(here.algorithms)} here, {' and '.join(there.algorithms)} in the "
+                     "baseline")
+    ours, theirs = here.mean_batch, there.mean_batch
+    if ours is not None and theirs is not None and abs(ours - theirs) > BATCH_TOLERANCE * max(ours, theirs):
+        found.append(f"batch sizes {_sizes(here)} here, {_sizes(there)} in the baseline")
+    for key in sorted(set(here.settings) & set(there.settings)):
+        if sorted(map(str, here.settings[key])) != sorted(map(str, there.settings[key])):
+            found.append(f"{key} {_values(here.settings[key])} here, {_values(there.settings[key])} in the baseline "
+                         "(server_args.json)")
+    ours, theirs = here.draft_steps_per_iteration, there.draft_steps_per_iteration
+    if ours is not None and theirs is not None and abs(ours - theirs) > DRAFT_STEPS_TOLERANCE:
+        found.append(f"draft step spans per decode iteration {ours:.3g} here, {theirs:.3g} in the baseline (other "
+                     "draft settings, or CUDA graphs against eager: a graph replay has no step span)")
+    if here.ranks and there.ranks and here.ranks != there.ranks:
+        found.append(f"ranks {_ranks(here.ranks)} here, {_ranks(there.ranks)} in the baseline")
+    return found
+
+
+def comparable(found: Sequence[str]) -> bool:
+    """Are means of runs that differ in these still comparable? Other ranks of the same run are (each
+    step's mean is a rank's own); another algorithm, batch or draft setting is not."""
+    return all(phrase.startswith("ranks ") for phrase in found)
+
+
+def _sizes(profile: RunProfile) -> str:
+    sizes = sorted(profile.batch_sizes)
+    if len(sizes) == 1:
+        return f"bs={sizes[0]}"
+    mean = profile.mean_batch
+    return f"bs={sizes[0]}..{sizes[-1]} (mean {mean:.1f})" if mean is not None else "-"
+
+
+def _values(values: list) -> str:
+    return "/".join(str(v) for v in values)
+
+
+def _ranks(ranks: list[str]) -> str:
+    return ", ".join(ranks) if len(ranks) <= 4 else f"{ranks[0]}..{ranks[-1]} ({len(ranks)} ranks)"
+
+
+def _natural(text: str) -> tuple:
+    import re
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text))

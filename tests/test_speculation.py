@@ -1,0 +1,685 @@
+"""The speculation figures against the generator's truth (tests/synth): the generator knows whose work
+every kernel was and when the draft model held the host, every request's accept length in every
+decode iteration (and whether a trace's g_sk deltas can tell it), and can run the same server
+without speculation (plain_twin). spanfix must find the same figures from the trace alone.
+
+Times are compared to within a nanosecond per kernel or span summed: Kineto's timestamps are
+microseconds with three decimals."""
+
+import json
+import math
+import re
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from dataclasses import replace
+
+import pytest
+import synth
+from click.testing import CliRunner
+
+import spanfix
+from spanfix.cli import main
+from spanfix.relabelling import RelabelOptions
+from spanfix.speculation import read_spec_metrics, speculation_result
+from spanfix.speculation.measure import measure_speculation
+from spanfix.timing import measure_file
+
+NS = 1e-3
+# A ratio of times each exact to about a nanosecond (epoch-scale timestamps in a float) is exact to this.
+RATIO = 2e-4
+ALGORITHMS = ("eagle", "eagle3", "mtp", "standalone", "ngram", "dflash", "frozen-kv", "nextn")
+MODES = {"graph": True, "eager": False}
+
+
+def _write(tmp_path, trace, name="t-TP-0.trace.json"):
+    folder = tmp_path / name.replace(".", "_")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    synth.write(trace, path)
+    (folder / "server_args.json").write_text(json.dumps(trace.server_args))  # as sglang.profiler writes it
+    return path
+
+
+def _measured(path, **options):
+    return measure_file(str(path), RelabelOptions(**options), device=True, then=measure_speculation)
+
+
+def _result(*paths, figures=(), baseline=None):
+    return speculation_result([_measured(path) for path in paths], figures, baseline)
+
+
+def _spec(algorithm, graph, **fields):
+    return synth.SynthSpec(**{"algorithm": algorithm, "cuda_graph": graph, "detailed": True, "decode_iterations": 6,
+                              "seed": 7, **fields})
+
+
+def _device_truth(trace):
+    """Per part: the kernels' device time (one stream per rank: kernels never overlap), and the extents."""
+    parts = defaultdict(float)
+    extents = 0.0
+    by_rank = defaultdict(list)
+    for kernel in trace.kernels:
+        by_rank[kernel.rank].append(kernel)
+        duration = (kernel.end_ns - kernel.start_ns) / 1000
+        if kernel.model == "draft":
+            parts["draft"] += duration
+        elif kernel.stage == "VERIFY":
+            parts["verify"] += duration
+        else:
+            parts["other"] += duration
+    for kernels in by_rank.values():
+        extents += (max(k.end_ns for k in kernels) - min(k.start_ns for k in kernels)) / 1000
+    parts["idle"] = extents - sum(parts.values())
+    return extents, dict(parts), len(trace.kernels)
+
+
+def _host_truth(trace):
+    """The draft's host time as the trace marks it, the VERIFY steps', and the scheduler's windows."""
+    draft = sum(h.end_ns - h.start_ns for h in trace.draft_host) / 1000
+    verify = sum(trace.events[t.index]["dur"].ns for t in trace.truths
+                 if t.clock == "cpu" and t.role == "target" and t.expected_name.startswith("step[VERIFY")) / 1000
+    windows = defaultdict(list)
+    for it in trace.iterations:
+        windows[it.rank].append(it)
+    total = sum((max(i.end_ns for i in its) - min(i.start_ns for i in its)) / 1000 for its in windows.values())
+    return total, draft, verify
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("mode", MODES)
+def test_the_model_view_equals_the_generators_truth(tmp_path, algorithm, mode):
+    trace = synth.generate(_spec(algorithm, MODES[mode], gpu_annotations=False))
+    result = _result(_write(tmp_path, trace))
+    extent, parts, kernels = _device_truth(trace)
+    device = result.model["gpu"]
+    assert device.total_us == pytest.approx(extent, abs=2 * NS)
+    for part in ("draft", "verify", "other", "idle"):
+        assert device.parts[part] == pytest.approx(parts.get(part, 0.0), abs=kernels * NS), part
+    assert device.parts["ambiguous"] == 0
+    total, draft, verify = _host_truth(trace)
+    host = result.model["cpu"]
+    assert host.total_us == pytest.approx(total, abs=NS)
+    assert host.parts["draft"] == pytest.approx(draft, abs=len(trace.draft_host) * NS)
+    assert host.parts["verify"] == pytest.approx(verify, abs=20 * NS)
+    assert host.share("draft") == pytest.approx(draft / total, abs=len(trace.draft_host) * NS / total)
+    if algorithm == "ngram":  # no draft model: its CPU proposal is the drafting, on the host only
+        assert device.parts["draft"] == 0 and host.parts["draft"] > 0
+    else:
+        assert device.parts["draft"] > 0
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+@pytest.mark.parametrize("mode", MODES)
+def test_each_decode_iterations_draft_time_equals_the_truth(tmp_path, algorithm, mode):
+    """Per decode iteration, the draft model's time is draft + draft_extend: MTP's passes after the
+    verify included."""
+    trace = synth.generate(_spec(algorithm, MODES[mode]))
+    result = _result(_write(tmp_path, trace))
+    decodes = [it for it in trace.iterations if it.phase == "decode"]
+    device, host = defaultdict(float), defaultdict(float)
+    for kernel in trace.kernels:
+        if kernel.phase == "decode" and kernel.model == "draft":
+            device[kernel.iteration] += (kernel.end_ns - kernel.start_ns) / 1000
+    for mark in trace.draft_host:
+        host[mark.iteration] += (mark.end_ns - mark.start_ns) / 1000
+    found = sorted(result.iterations, key=lambda it: it.start_from_trace_us)
+    assert len(found) == len(decodes)
+    for it, truth in zip(found, decodes):
+        assert it.gpu_model["draft"] == pytest.approx(device[truth.number], abs=100 * NS)
+        assert it.model["draft"] == pytest.approx(host[truth.number], abs=5 * NS)
+        assert it.cpu_us == pytest.approx((truth.end_ns - truth.start_ns) / 1000, abs=NS)
+
+
+CHURN = {"finish_at": (1,), "replace_at": (3,), "join_at": (6,), "decode_iterations": 9}
+
+
+@pytest.mark.parametrize("algorithm", [*ALGORITHMS, "dspark", "eagle-v1"])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("churn", [False, True], ids=["steady", "churn"])
+def test_accept_length_from_annotations_equals_the_truth_where_knowable(tmp_path, algorithm, mode, churn):
+    spec = _spec(algorithm, MODES[mode], **(CHURN if churn else {}))
+    if algorithm == "frozen-kv" and mode == "eager":
+        spec = replace(spec, topk=2)  # its draft spans repeat the lengths per topk row: not read
+    trace = synth.generate(spec)
+    result = _result(_write(tmp_path, trace))
+    decodes = [it for it in trace.iterations if it.phase == "decode"]
+    found = sorted(result.iterations, key=lambda it: it.start_from_trace_us)
+    assert len(found) == len(decodes)
+    for it, truth in zip(found, decodes):
+        assert it.bs == truth.bs
+        if truth.knowable:
+            assert it.accept_length == truth.accept_length and it.why is None
+        else:
+            assert it.accept_length is None and it.why, truth.why
+    knowable = [truth for truth in decodes if truth.knowable]
+    if algorithm in ("dspark", "eagle-v1"):
+        assert not knowable and result.accept_length is None
+    else:
+        assert len(knowable) >= (3 if churn else 5)
+        expected = sum(sum(t.accepts) for t in knowable) / sum(len(t.accepts) for t in knowable)
+        assert result.accept_length == pytest.approx(expected, rel=1e-12)
+        assert result.used.source == "trace annotations"
+    assert sum(result.unknown.values()) == len(decodes) - len(knowable)
+
+
+@pytest.mark.parametrize("algorithm", ["eagle", "mtp", "dflash", "ngram"])
+def test_without_cpu_lengths_every_iteration_is_unknown(tmp_path, algorithm):
+    """FA3 under the overlap scheduler: no g_ suffix (and DFLASH's fallback bound), never an accept length."""
+    trace = synth.generate(_spec(algorithm, True, cpu_lengths=False))
+    result = _result(_write(tmp_path, trace))
+    assert result.iterations and all(it.accept_length is None for it in result.iterations)
+    assert result.accept_length is None and result.used is None
+    assert not any(it.knowable for it in trace.iterations)
+
+
+def test_dflash_without_server_args_is_unknown_even_with_suffixes(tmp_path):
+    trace = synth.generate(_spec("dflash", True))
+    path = tmp_path / "t.json"
+    synth.write(trace, path)  # no server_args.json: whether the CPU lengths were kept is not known
+    result = speculation_result([_measured(path, algorithm="dflash")])
+    assert result.accept_length is None
+    assert any("DFLASH" in why for why in result.unknown)
+
+
+def test_without_detailed_annotations_the_option_and_files_give_it(tmp_path):
+    trace = synth.generate(replace(_spec("eagle", True), detailed=False))
+    path = _write(tmp_path, trace)
+    result = _result(path)
+    assert result.accept_length is None and result.unknown
+    stated = spanfix.stats(str(path), accept_length=2.5).speculation
+    assert stated.accept_length == 2.5 and stated.used.source == "stated"
+    overall = stated.overall
+    iterations = [it for it in trace.iterations if it.phase == "decode"]
+    mean = sum((it.end_ns - it.start_ns) / 1000 for it in iterations) / len(iterations)
+    assert overall.per_token_us["cpu"] == pytest.approx(mean / 2.5, abs=NS)
+
+
+# ---------------------------------------------------------------------------------------------------
+# What SGLang writes: the server log, bench_serving, /server_info
+
+
+def server_log(trace, interval=2):
+    """The server's 'Decode batch' lines as SGLang writes them from the same run: one per `interval`
+    decode batches, each the mean accept length since the line before (sum of accept lengths over sum
+    of batch sizes), rounded to two decimals."""
+    decodes = [it for it in trace.iterations if it.phase == "decode"]
+    lines, values = [], []
+    for start in range(0, len(decodes) - interval + 1, interval):
+        group = decodes[start:start + interval]
+        value = sum(sum(it.accepts) for it in group) / sum(len(it.accepts) for it in group)
+        values.append((round(value, 2), group[-1].bs))
+        lines.append(f"[2026-08-20 10:11:{12 + start:02d}.123 DP0 TP0] Decode batch [{start}], #running-req: "
+                     f"{group[-1].bs}, #token: 9120, token usage: 0.05, accept len: {value:.2f}, accept rate: 0.55, "
+                     "cuda graph: True, gen throughput (token/s): 4210.5, #queue-req: 0")
+    return "\n".join(["[2026-08-20 10:11:10] server started", *lines, ""]), values
+
+
+@pytest.mark.parametrize("algorithm", ["eagle", "mtp", "standalone", "ngram"])
+def test_accept_length_from_a_server_log_equals_the_truth(tmp_path, algorithm):
+    trace = synth.generate(_spec(algorithm, True, decode_iterations=8, detailed=False))
+    text, values = server_log(trace)
+    log = tmp_path / "server.log"
+    log.write_text(text)
+    figure = read_spec_metrics(str(log))
+    assert figure.source == "log" and figure.series == tuple(v for v, _ in values)
+    weighted = sum(v * n for v, n in values) / sum(n for _, n in values)
+    assert figure.value == pytest.approx(weighted, rel=1e-12)
+    decodes = [it for it in trace.iterations if it.phase == "decode"]
+    truth = sum(sum(it.accepts) for it in decodes) / sum(len(it.accepts) for it in decodes)
+    assert figure.value == pytest.approx(truth, abs=0.005)  # the log rounds each line to two decimals
+    result = spanfix.stats(str(_write(tmp_path, trace)), spec_metrics=[log]).speculation
+    assert result.used.source == "log" and result.accept_length == figure.value
+
+
+def test_bench_serving_and_server_info(tmp_path):
+    bench = tmp_path / "bench.jsonl"
+    runs = [{"backend": "sglang", "accept_length": 2.75, "server_info": {"speculative_algorithm": "EAGLE"}},
+            {"backend": "sglang", "accept_length": 3.125, "output_throughput": 100.0}]
+    bench.write_text("\n".join(json.dumps(run) for run in runs) + "\n")
+    figure = read_spec_metrics(str(bench))
+    assert (figure.source, figure.value, figure.count) == ("bench_serving", 3.125, 2)
+    info = tmp_path / "server_info.json"
+    info.write_text(json.dumps({"speculative_algorithm": "EAGLE", "internal_states": [
+        {"avg_spec_accept_length": 2.5}, {"avg_spec_accept_length": 3.5}]}))
+    figure = read_spec_metrics(str(info))
+    assert (figure.source, figure.value, figure.count) == ("server_info", 3.0, 2)
+    assert figure.server == {"speculative_algorithm": "EAGLE"}
+
+
+def test_a_metrics_file_without_an_accept_length_is_exit_2_with_one_line(tmp_path):
+    trace = _write(tmp_path, synth.generate(_spec("eagle", True)))
+    other = tmp_path / "other.log"
+    other.write_text("[2026-08-20 10:11:12] Prefill batch, #new-seq: 1\n")
+    result = CliRunner().invoke(main, ["stats", str(trace), "--spec-metrics", str(other)])
+    assert result.exit_code == 2
+    [line] = [line for line in result.stderr.splitlines() if "error" in line]
+    assert "no accept length found" in line and "Traceback" not in result.output
+    assert CliRunner().invoke(main, ["stats", str(trace), "--accept-length", "0.5"]).exit_code == 2
+
+
+# ---------------------------------------------------------------------------------------------------
+# Speedup and break-even against a plain-decode twin
+
+
+def _plain_truth(twin):
+    """The twin's DECODE steps: mean host span and mean device extent (first kernel start to last end)."""
+    host = [twin.events[t.index]["dur"].ns / 1000 for t in twin.truths
+            if t.clock == "cpu" and t.old_name.startswith("step[DECODE")]
+    device = defaultdict(list)
+    for kernel in twin.kernels:
+        if kernel.stage == "DECODE":
+            device[kernel.rank, kernel.iteration].append(kernel)
+    extents = [(max(k.end_ns for k in ks) - min(k.start_ns for k in ks)) / 1000 for ks in device.values()]
+    return sum(host) / len(host), sum(extents) / len(extents)
+
+
+def _speculative_truth(trace):
+    decodes = [it for it in trace.iterations if it.phase == "decode"]
+    host = sum((it.end_ns - it.start_ns) / 1000 for it in decodes) / len(decodes)
+    device = defaultdict(list)
+    for kernel in trace.kernels:
+        if kernel.phase == "decode":
+            device[kernel.rank, kernel.iteration].append(kernel)
+    extents = [(max(k.end_ns for k in ks) - min(k.start_ns for k in ks)) / 1000 for ks in device.values()]
+    knowable = [it for it in decodes if it.knowable]
+    accept = sum(sum(it.accepts) for it in knowable) / sum(len(it.accepts) for it in knowable)
+    return accept, host, sum(extents) / len(extents)
+
+
+@pytest.mark.parametrize("algorithm", ["eagle", "eagle3", "mtp", "standalone", "ngram", "dflash"])
+@pytest.mark.parametrize("mode", MODES)
+def test_speedup_and_break_even_against_a_plain_twin_equal_the_formula_on_the_truth(tmp_path, algorithm, mode):
+    spec = _spec(algorithm, MODES[mode])
+    trace, twin = synth.generate(spec), synth.generate(synth.plain_twin(spec))
+    path, plain = _write(tmp_path, trace), _write(tmp_path, twin, "plain-TP-0.trace.json")
+    result = spanfix.stats(str(path), baseline=str(plain), device=True).speculation
+    accept, host, device = _speculative_truth(trace)
+    plain_host, plain_device = _plain_truth(twin)
+    overall = result.overall
+    assert overall.accept_length == pytest.approx(accept, rel=1e-12)
+    assert overall.speedup["cpu"] == pytest.approx(accept * plain_host / host, rel=RATIO)
+    assert overall.speedup["gpu"] == pytest.approx(accept * plain_device / device, rel=RATIO)
+    assert overall.break_even["cpu"] == pytest.approx(host / plain_host, rel=RATIO)
+    assert overall.break_even["gpu"] == pytest.approx(device / plain_device, rel=RATIO)
+    [row] = result.rows
+    assert row.bs == spec.batch_size and row.speedup == pytest.approx(overall.speedup) and not result.notes
+    # The plain capture's saved stats JSON serves as well: it keeps DECODE step means per batch size.
+    saved = tmp_path / "plain-stats.json"
+    saved.write_text(json.dumps(spanfix.stats(str(plain)).to_json()))
+    again = spanfix.stats(str(path), baseline=str(saved), device=True).speculation.overall
+    assert again.speedup["gpu"] == pytest.approx(overall.speedup["gpu"], rel=RATIO)
+    assert again.break_even["cpu"] == pytest.approx(overall.break_even["cpu"], rel=RATIO)
+
+
+def test_a_speculative_baseline_or_another_batch_size_is_said_not_compared(tmp_path):
+    spec = _spec("eagle", True)
+    path = _write(tmp_path, synth.generate(spec))
+    other = _write(tmp_path, synth.generate(replace(spec, seed=8)), "other-TP-0.trace.json")
+    result = spanfix.stats(str(path), baseline=str(other)).speculation
+    assert result.overall.speedup == {"cpu": None, "gpu": None}
+    assert any("runs speculative decoding" in note for note in result.notes)
+    wider = _write(tmp_path, synth.generate(synth.plain_twin(replace(spec, batch_size=8))), "wide-TP-0.trace.json")
+    result = spanfix.stats(str(path), baseline=str(wider)).speculation
+    assert result.overall.speedup == {"cpu": None, "gpu": None}
+    assert any("batch sizes differ" in note and "bs 4 not in the baseline" in note for note in result.notes)
+    eager = _write(tmp_path, synth.generate(synth.plain_twin(replace(spec, cuda_graph=False))), "eager-TP-0.trace.json")
+    result = spanfix.stats(str(path), baseline=str(eager)).speculation
+    assert result.overall.speedup["gpu"] is not None
+    assert any("graph mode differs" in note for note in result.notes)
+
+
+def test_batch_sizes_are_matched_row_by_row(tmp_path):
+    spec = _spec("eagle", True, finish_at=(2,), decode_iterations=6)  # bs 4 for 3 iterations, then 3
+    trace, twin = synth.generate(spec), synth.generate(synth.plain_twin(spec))
+    result = spanfix.stats(str(_write(tmp_path, trace)),
+                           baseline=str(_write(tmp_path, twin, "plain-TP-0.trace.json"))).speculation
+    assert [(row.bs, row.iterations) for row in result.rows] == [(3, 3), (4, 3)]
+    for row in result.rows:
+        assert row.speedup["gpu"] == pytest.approx(row.accept_length * row.plain_us["gpu"] / row.iteration_us["gpu"])
+    overall = result.overall
+    spent = sum(row.iterations * row.iteration_us["gpu"] for row in result.rows)
+    gained = sum(row.iterations * row.accept_length * row.plain_us["gpu"] for row in result.rows)
+    assert overall.speedup["gpu"] == pytest.approx(gained / spent)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Merged ranks
+
+
+@pytest.mark.parametrize("algorithm", ["eagle", "mtp", "dflash"])
+def test_merged_ranks_give_each_ranks_truth(tmp_path, algorithm):
+    ranks = synth.generate_ranks(_spec(algorithm, True, gpu_annotations=False), 2, varied=True)
+    merged = synth.merge(ranks)
+    result = _result(_write(tmp_path, merged, "merged-x.trace.json"))
+    extent, parts, kernels = _device_truth(merged)
+    assert result.model["gpu"].total_us == pytest.approx(extent, abs=4 * NS)
+    assert result.model["gpu"].parts["draft"] == pytest.approx(parts["draft"], abs=kernels * NS)
+    _total, draft, _ = _host_truth(merged)
+    assert result.model["cpu"].parts["draft"] == pytest.approx(draft, abs=len(merged.draft_host) * NS)
+    by_rank = defaultdict(list)
+    for it in result.iterations:
+        by_rank[it.rank].append(it)
+    for rank in range(2):
+        found = sorted(by_rank[f"TP{rank}"], key=lambda it: it.start_from_trace_us)
+        truths = [it for it in merged.iterations if it.rank == rank and it.phase == "decode"]
+        assert [it.bs for it in found] == [t.bs for t in truths]
+        assert [it.accept_length for it in found] == [t.accept_length if t.knowable else None for t in truths]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Where a user looks: tables, JSON, check
+
+
+def test_the_stage_table_says_what_its_draft_rows_leave_out(tmp_path):
+    trace = synth.generate(_spec("eagle", True, gpu_annotations=False))
+    path = _write(tmp_path, trace)
+    out = CliRunner().invoke(main, ["stats", str(path)], terminal_width=200, env={"COLUMNS": "200"}).stdout
+    text = " ".join(out.split())
+    result = _result(path)
+    device = result.model["gpu"]
+    share = device.draft_outside_steps_us / device.parts["draft"]
+    assert share > 0.5  # the draft's decode passes are graph replays with no step span
+    assert f"leave out {share:.0%} of the draft model's device time" in text
+    assert "speculation (" in text and "accept length" in text and "estimated speedup" in text
+    markdown = CliRunner().invoke(main, ["stats", str(path), "--format", "markdown"]).stdout
+    assert "> note: the draft step rows" in markdown and "### Speculation (" in markdown
+    rows = CliRunner().invoke(main, ["stats", str(path), "--format", "csv"]).stdout.splitlines()
+    draft = next(line for line in rows if line.startswith("model:draft,gpu"))
+    assert f"{round(device.parts['draft'], 3)}" in draft
+
+
+def test_mtp_iteration_table_says_its_draft_runs_after_the_verify(tmp_path):
+    path = _write(tmp_path, synth.generate(_spec("mtp", True)))
+    out = " ".join(CliRunner().invoke(main, ["stats", str(path)], terminal_width=200).stdout.split())
+    assert "nothing drafts before the verify" in out and "draft + draft_extend" in out
+
+
+def test_json_speculation_section(tmp_path):
+    spec = _spec("eagle", True)
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    document = json.loads(CliRunner().invoke(main, ["stats", str(path), "--baseline", str(plain), "--format",
+                                                    "json"]).stdout)
+    section = document["speculation"]
+    result = spanfix.stats(str(path), baseline=str(plain)).speculation
+    assert section["accept_length"]["value"] == round(result.accept_length, 4)
+    assert section["accept_length"]["source"] == "trace annotations"
+    assert section["overall"]["gpu"]["speedup"] == round(result.overall.speedup["gpu"], 4)
+    [trace_gpu] = [m for m in section["model"] if m["scope"] == "trace" and m["clock"] == "gpu"]
+    assert {p["part"] for p in trace_gpu["parts"]} == {"draft", "verify", "ambiguous", "other", "idle"}
+    assert section["baseline"]["plain"] is True and section["speculative"] is True
+
+
+def test_readme_budgets_fail_when_the_draft_gets_slower_in_a_graph_capture(tmp_path):
+    from conftest import ROOT
+    readme = (ROOT / "README.md").read_text()
+    gate_step = readme.split("name: Gate")[1].split("      - ")[0]
+    command = gate_step.split("spanfix check ")[1].split('"${against[@]}"')[0]  # the check line, continued
+    budgets = [part.split("'")[1] for part in command.split("--budget ")[1:]]
+    assert any(budget.startswith("model.gpu.draft.share") for budget in budgets), budgets
+    spec = _spec("eagle", True, gpu_annotations=False)
+
+    def gate(path, gated=budgets):
+        return spanfix.check(str(path), budgets=gated)
+
+    fast, slow = (_write(tmp_path, synth.generate(replace(spec, draft_scale=scale)), f"{name}-TP-0.trace.json")
+                  for scale, name in ((1.0, "fast"), (2.5, "slow")))
+    held = gate(fast)
+    assert held.passed, [(o.rule, o.figure) for o in held.outcomes if not o.held]
+    slower = gate(slow)
+    broken = {o.rule for o in slower.outcomes if o.status == "broken"}
+    assert any(rule.startswith("model.gpu.draft.share") for rule in broken), broken
+    assert not slower.skipped  # every README budget judged: broken, not merely not measured
+    # The stage row never sees the replays: the budget the README used to show holds on the slower draft.
+    stage_row = gate(slow, ["DRAFT.share<=35%"])
+    assert stage_row.passed, [(o.rule, o.figure) for o in stage_row.outcomes]
+
+
+def test_speculation_budgets(tmp_path):
+    spec = _spec("eagle", True)
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    result = spanfix.stats(str(path), baseline=str(plain)).speculation
+    report = spanfix.check(str(path), baseline=str(plain), budgets=[
+        "speculation.accept_length>=1", f"speculation.speedup<={result.overall.speedup['gpu'] + 0.01}",
+        f"speculation.cpu.break_even>={result.overall.break_even['cpu'] - 0.01}", "model.gpu.draft.share<=99%",
+        "model.cpu.iteration.draft.mean<=1s", "model.gpu.idle.share<=1", "speculation.time_per_token<=1s"])
+    budgets = [o for o in report.outcomes if o.kind == "budget"]
+    assert all(o.held for o in budgets), [(o.rule, o.figure, o.detail) for o in budgets]
+    assert budgets[0].value == result.accept_length
+    missing = spanfix.check(str(path), budgets=["speculation.speedup>=1.3"])
+    [outcome] = [o for o in missing.outcomes if o.kind == "budget"]
+    assert not outcome.held and "no plain-decode baseline" in outcome.detail
+    for bad in ("model.draft.mean<=1", "speculation.gpu.accept_length>=2", "model.cpu.idle.share<=0.1",
+                "model.drafts.share<=0.1", "speculation.speedups>=1", "speculation.accept_length>=2ms"):
+        with pytest.raises(spanfix.UsageError):
+            spanfix.parse_budget(bad)
+
+
+def test_speculation_budgets_the_inputs_cannot_measure_are_skipped_in_every_format(tmp_path):
+    """No plain-decode baseline, no accept length, no speculation: skipped with why, failing the check
+    unless --allow-skipped, in text, JSON, markdown, JUnit and GitHub annotations."""
+    path = _write(tmp_path, synth.generate(replace(_spec("eagle", True), detailed=False)))
+    budgets = ["--budget", "speculation.speedup>=1.3", "--budget", "speculation.accept_length>=2.5"]
+    text = CliRunner().invoke(main, ["check", str(path), *budgets], env={"GITHUB_ACTIONS": "true"})
+    assert text.exit_code == 1, text.output
+    assert re.search(r"skipped +speculation\.speedup>=1\.3 +not measured \(gpu\)", text.stdout), text.stdout
+    assert "no plain-decode baseline: give --baseline" in text.stdout
+    assert "no accept length: the trace does not tell it" in text.stdout
+    assert "::error title=spanfix check::speculation.speedup>=1.3: skipped" in text.stderr
+    document = json.loads(CliRunner().invoke(main, ["check", str(path), *budgets, "--format", "json"]).stdout)
+    rules = {rule["rule"]: rule for rule in document["rules"] if rule["kind"] == "budget"}
+    assert {rule["status"] for rule in rules.values()} == {"skipped"} and document["passed"] is False
+    assert rules["speculation.speedup>=1.3"]["value"] is None
+    markdown = CliRunner().invoke(main, ["check", str(path), *budgets, "--format", "markdown"]).stdout
+    assert "| ⏭️ skipped | `speculation.accept_length>=2.5` |" in markdown
+    junit = ET.fromstring(CliRunner().invoke(main, ["check", str(path), *budgets, "--format", "junit"]).stdout)
+    cases = {case.get("name"): case for case in junit.iter("testcase")}
+    assert cases["speculation.speedup>=1.3"].find("skipped") is not None
+    allowed = CliRunner().invoke(main, ["check", str(path), *budgets, "--allow-skipped"], env={"GITHUB_ACTIONS": "true"})
+    assert allowed.exit_code == 0 and "::warning title=spanfix check::speculation.speedup>=1.3" in allowed.stderr
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(_spec("eagle", True))), "plain-TP-0.trace.json")
+    nothing = spanfix.check(str(plain), budgets=["model.draft.share<=0.2", "speculation.break_even<=2"])
+    assert [o.detail for o in nothing.skipped] == ["no speculative decoding in the inputs (no VERIFY step)"] * 2
+    assert not nothing.passed
+
+
+@pytest.mark.parametrize("bad", ["speculation.accept_length>=0.5", "model.gpu.draft.share<=35",
+                                 "model.draft.share<=120%", "speculation.time_per_token<=300",
+                                 "speculation.speedup>=1.3x", "model.iteration.draft.mean<=2"])
+def test_speculation_budgets_that_cannot_mean_what_they_say_are_usage_errors(bad):
+    with pytest.raises(spanfix.UsageError):
+        spanfix.parse_budget(bad)
+
+
+def test_a_plain_decode_baseline_serves_the_speedup_not_regressions(tmp_path):
+    spec = _spec("eagle", True)
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    report = spanfix.check(str(path), baseline=str(plain), budgets=["speculation.break_even<=100"])
+    assert report.passed, [(o.rule, o.status, o.detail) for o in report.outcomes]
+    assert not [o for o in report.outcomes if o.kind == "regression"]
+    assert any("runs without speculative decoding" in note for note in report.stats.notes)
+    # A speculative baseline is compared as ever; one without decode iterations says so, not that it
+    # was saved without the device view.
+    saved = spanfix.stats(str(path), device=True).to_json()
+    saved["iterations"] = []
+    (tmp_path / "saved.json").write_text(json.dumps(saved))
+    again = spanfix.check(str(path), baseline=str(tmp_path / "saved.json"), allow_skipped=True)
+    regressions = {o.rule: o for o in again.outcomes if o.kind == "regression"}
+    assert regressions["VERIFY.gpu.mean within +10% of baseline"].status == "skipped"  # too few spans
+    whole = regressions["iteration.gpu.mean within +10% of baseline"]
+    assert whole.status == "skipped" and whole.detail == "not judged: the baseline has no decode iterations"
+
+
+def test_a_baseline_is_read_and_measured_once(tmp_path, monkeypatch):
+    """stats, Trace.stats, check and report compare with a baseline twice (timing's means, the
+    speculation's plain DECODE steps): both come from one read and one measuring of it."""
+    import spanfix.timing.baseline as baseline_module
+    from spanfix import relabelling
+
+    spec = _spec("eagle", True)
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    saved = tmp_path / "plain.json"
+    saved.write_text(json.dumps(spanfix.stats(str(plain), device=True).to_json()))
+    reads: list[str] = []
+    read_trace, saved_result = relabelling.read_trace, baseline_module._saved_result  # every read of a trace
+    monkeypatch.setattr(relabelling, "read_trace", lambda source, *a, **k: (
+        reads.append(str(source)) if str(source) != str(path) else None) or read_trace(source, *a, **k))
+    # A saved result is parsed from the bytes read for the trace attempt (issue 22): never read again.
+    monkeypatch.setattr(baseline_module, "_saved_result",
+                        lambda data: reads.append(f"saved {bytes(data[:1])!r}") or saved_result(data))
+    for other in (plain, saved):
+        other_path = str(other)
+        calls = {
+            "stats": lambda b=other_path: spanfix.stats(str(path), baseline=b),
+            "Trace.stats": lambda b=other_path: spanfix.open(str(path)).stats(baseline=b),
+            "check": lambda b=other_path: spanfix.check(str(path), baseline=b, budgets=["speculation.break_even<=100"]),
+            "report": lambda b=other_path: spanfix.html_report(str(path), baseline=b).result,
+        }
+        for name, call in calls.items():
+            reads.clear()
+            result = call()
+            stats = result.stats if name == "check" else result
+            expected = [str(other)] + (["saved b'{'"] if other == saved else [])  # a trace first, then JSON
+            assert reads == expected, (name, reads)
+            assert stats.speculation.baseline is not None and stats.speculation.overall.break_even["gpu"]
+            assert name == "check" or stats.baseline == str(other)
+
+
+def test_the_api_gives_the_same_figures(tmp_path):
+    path = _write(tmp_path, synth.generate(_spec("standalone", False)))
+    trace = spanfix.open(str(path))
+    mine = trace.speculation()
+    theirs = spanfix.stats(str(path), device=True).speculation  # open() reads the device view
+    assert mine.to_json() == theirs.to_json() == trace.stats().speculation.to_json()
+    assert math.isclose(mine.accept_length, theirs.accept_length)
+
+
+def test_real_sglang_captures_say_there_is_no_speculation():
+    from conftest import SHARED_TRACES, needs_real_traces  # noqa: F401
+    found = sorted((SHARED_TRACES / "sglang").glob("*.json.gz")) if SHARED_TRACES.is_dir() else []
+    if not found:
+        pytest.skip(f"real traces folder {SHARED_TRACES} is absent")
+    for path in found:
+        result = spanfix.stats(str(path)).speculation
+        assert result.speculative is False and result.overall is None and not result.rows
+        assert result.decode_steps or "prefilldecode" in path.name
+        out = " ".join(CliRunner().invoke(main, ["stats", str(path)], terminal_width=200).stdout.split())
+        assert "speculation: none in these inputs" in out
+
+
+def test_the_json_reference_documents_the_speculation_section_as_written():
+    from conftest import FIXTURES, ROOT
+    reference = (ROOT / "docs" / "json.md").read_text().split("### The speculation section")[1]
+    example = json.loads(reference.split("```json")[1].split("```")[0])
+    written = json.loads(CliRunner().invoke(main, [
+        "stats", str(FIXTURES / "eagle-stock.trace.json.gz"), "--baseline", str(FIXTURES / "eagle-plain.trace.json.gz"),
+        "--accept-length", "2.5", "--device", "--format", "json"]).stdout)["speculation"]
+    assert list(example) == list(written)
+    for key in ("by_bs", "accept_lengths"):
+        assert [list(entry) for entry in example[key]] == [list(entry) for entry in written[key]]
+    for entry in example["model"]:  # shortened to the device clock
+        assert entry == next(m for m in written["model"] if (m["scope"], m["clock"]) == (entry["scope"], entry["clock"]))
+    assert list(example["overall"]["gpu"]) == list(written["overall"]["gpu"])
+    assert example["overall"] == {**written["overall"], "bs": None}
+
+
+def test_the_reports_cards_are_figures_of_its_speculation_table(tmp_path):
+    spec = _spec("eagle", True, gpu_annotations=False)
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    report = spanfix.html_report(str(path), baseline=str(plain))
+    section = report.payload["speculation"]
+    cells = {cell["t"] for table in section["tables"] for row in table["rows"] for cell in row}
+    labels = [label for label, _ in section["cards"]]
+    assert labels == ["draft model, share of the decode iteration (device)", "accept length (trace annotations)",
+                      "estimated speedup (device)"]
+    for label, value in section["cards"]:
+        assert any(value in cell for cell in cells), (label, value)
+    [series] = section["series"]
+    result = report.result.speculation
+    assert series["y"] == [None if it.accept_length is None else round(it.accept_length, 3)
+                           for it in sorted(result.iterations, key=lambda it: it.start_from_trace_us)]
+    assert any("leave out" in table.get("note", "") for table in report.payload["stages"])
+    assert report.payload["header"]["plain_baseline"] is True  # the header says what this baseline is for
+    assert spanfix.html_report(str(path), baseline=str(path)).payload["header"]["plain_baseline"] is False
+    # The note under the iteration tables quotes the card's draft share: the same figure.
+    assert section["cards"][0][1] in report.payload["iterations"][-1]["note"]
+
+
+@pytest.mark.parametrize("algorithm,graph", [("eagle", True), ("eagle", False), ("mtp", True), ("mtp", False),
+                                             ("frozen-kv", True), ("dflash", False)])
+def test_the_speculation_table_and_the_stage_and_iteration_tables_agree(tmp_path, algorithm, graph):
+    """Where they describe the same thing, the speculation table and the stage and iteration tables
+    print the same figures: the iteration's draft model is its draft and draft_extend parts, its
+    target verify the verify part, on both clocks; on the host the draft model's time is the draft
+    step rows' plus what it counts outside them."""
+    from spanfix.cli.streams import render
+    from spanfix.render.speculation import iteration_note, speculation_cells
+    from spanfix.render.stats import stats_table
+
+    path = _write(tmp_path, synth.generate(_spec(algorithm, graph, gpu_annotations=False)))
+    result = spanfix.stats(str(path), device=True)
+    spec = result.speculation
+    for clock in ("cpu", "gpu"):
+        breakdown, model = result.iteration(clock), spec.iteration_model[clock]
+        assert breakdown.summary.count == spec.iteration_counts[clock]
+        drafted = breakdown.parts["draft"] + breakdown.parts["draft_extend"]
+        assert model.parts["draft"] == pytest.approx(drafted, abs=1e-6)
+        assert model.parts["verify"] == pytest.approx(breakdown.parts["verify"], abs=1e-6)
+        assert model.share("draft") == pytest.approx(breakdown.part_share("draft") + breakdown.part_share("draft_extend"))
+    host = spec.model["cpu"]
+    rows = sum(row.summary.total_us for row in result.rows
+               if row.clock == "cpu" and result.stage_of(row) in ("DRAFT", "DRAFT_LOOP", "DRAFT_EXTEND_V2"))
+    assert host.draft_in_steps_us + host.draft_outside_steps_us == pytest.approx(host.parts["draft"], abs=1e-6)
+    assert host.draft_in_steps_us == pytest.approx(rows, abs=1e-6)
+    # As printed: the iteration note's shares are the speculation table's cells.
+    _, cells = speculation_cells(spec)
+    [draft_row] = [row for row in cells if row[0] == "  draft model"]
+    note = iteration_note(result)
+    for cell in draft_row[1:]:
+        assert cell.split("(")[1].rstrip(")") in note, (cell, note)
+    screen = render(stats_table(result, width=200), width=200)
+    assert all(cell in screen for cell in draft_row[1:]) and f"note: {note}" in " ".join(screen.split())
+
+
+def test_overlapping_streams_split_the_model_view_equally_and_add_up(tmp_path):
+    """Draft and verify work at once on two streams share the overlap; the parts add up to the extent."""
+    from conftest import span, thread_name, write_trace
+    events = [thread_name(1, 1, "thread 1 (sglang::schedul)"), span("scheduler.run_batch", 0, 100),
+              span("draft", 5, 10), span("step[TARGET_VERIFY bs=2]", 20, 20),
+              span("cudaLaunchKernel", 6, 1, cat="cuda_runtime", correlation=1),
+              span("cudaLaunchKernel", 21, 1, cat="cuda_runtime", correlation=2),
+              span("cudaLaunchKernel", 75, 1, cat="cuda_runtime", correlation=3),
+              span("k1", 30, 20, pid=0, tid=7, cat="kernel", correlation=1),  # draft: 30-50
+              span("k2", 40, 30, pid=0, tid=8, cat="kernel", correlation=2),  # verify: 40-70, overlaps 40-50
+              span("k3", 80, 10, pid=0, tid=7, cat="kernel", correlation=3)]  # other (sampling): 80-90, idle 70-80
+    path = write_trace(tmp_path / "t.json", events)
+    result = speculation_result([_measured(path, algorithm="eagle")])
+    device = result.model["gpu"]
+    assert device.total_us == 60
+    assert device.parts == {"draft": 15, "verify": 25, "ambiguous": 0, "other": 10, "idle": 10}
+    assert device.draft_in_steps_us == 0  # the draft stage span holds no step: all of it is outside step spans
+    host = result.model["cpu"]
+    assert (host.total_us, host.parts["draft"], host.parts["verify"], host.parts["other"]) == (100, 10, 20, 70)
+
+
+def test_check_reads_spec_metrics_and_the_stated_accept_length(tmp_path):
+    trace = synth.generate(replace(_spec("eagle", True), detailed=False))
+    path = _write(tmp_path, trace)
+    text, _ = server_log(trace)
+    log = tmp_path / "server.log"
+    log.write_text(text)
+    out = CliRunner().invoke(main, ["check", str(path), "--spec-metrics", str(log), "--budget",
+                                    "speculation.accept_length>=1", "--format", "json"])
+    assert out.exit_code == 0, out.output
+    [rule] = [rule for rule in json.loads(out.stdout)["rules"] if rule["kind"] == "budget"]
+    assert rule["held"] and rule["figure"].endswith("(log)")
+    assert json.loads(out.stdout)["stats"]["speculation"]["accept_length"]["source"] == "log"
+    stated = CliRunner().invoke(main, ["check", str(path), "--accept-length", "1.5", "--budget",
+                                       "speculation.accept_length>=2"])
+    assert stated.exit_code == 1 and "1.50 (stated)" in stated.stdout
+    missing = CliRunner().invoke(main, ["check", str(path), "--spec-metrics", str(tmp_path / "nope.log")])
+    assert missing.exit_code == 2 and "nope.log: no such file" in missing.stderr
