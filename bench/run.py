@@ -307,7 +307,13 @@ TARGETS = [
 
 
 # Targets this code is known to miss, and where that is explained: their miss is no VM's noise.
-KNOWN_MISSES: dict[str, str] = {}
+_EXPLAINED = "a known miss, explained in docs/performance.md (2026-12-01)"
+KNOWN_MISSES: dict[str, str] = {
+    "stats .json / reference parse": _EXPLAINED,
+    "stats --kernels .json / reference parse": _EXPLAINED,
+    "stats, no GPU annotations / reference parse": _EXPLAINED,
+    "relabel .json / floor": _EXPLAINED,
+}
 
 
 def target_table(results: dict) -> tuple[list[str], list[str]]:
