@@ -128,3 +128,20 @@ def test_device_work_without_a_finite_end_is_refused_and_counted(tmp_path):
     [gpu] = [row for row in figures["stages"] if row["clock"] == "gpu"]
     assert (gpu["total_us"], gpu["busy_us"]) == (10.0, 10.0)  # the one kernel with an end
     assert any("2 device events without a finite end" in w for w in figures["warnings"] + [result.stderr])
+
+
+def test_device_work_far_from_an_absurd_trace_start_is_left_out_and_counted(tmp_path):
+    """An event at an absurd time (found by make fuzz) puts the trace's start beyond 2**63 ns of every
+    kernel: the device work cannot be counted from it in 64 bits, so it is left out with a warning,
+    never an overflow."""
+    events = [span("step[DECODE bs=1]", 0.0, 50.0, tid=2),
+              {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "draft worker"}},
+              span("cudaLaunchKernel", 10.0, 2.0, tid=2, cat="cuda_runtime", correlation=5),
+              span("k", 20.0, 10.0, pid=0, tid=7, cat="kernel", correlation=5),
+              {"ph": "i", "name": "far", "pid": 1, "tid": 9, "ts": -9e16}]
+    path = write_trace(tmp_path / "t.json", events)
+    for command in (["stats", "--device", "--kernels", "--format", "json"], ["report", "-o", tmp_path / "r.html"]):
+        result = run(*command, path)
+        assert result.exit_code == 0, result.output
+    figures = json.loads(run("stats", "--device", "--format", "json", path).stdout)
+    assert any("too far from the trace's start" in w for w in figures["warnings"])

@@ -170,14 +170,14 @@ class DeviceWork:
         chunk's columns once joined (a kernel-dense trace's memory is mostly these columns)."""
         import numpy as np  # here: a trace whose GPU annotations give its device time never needs it
 
-        stretches = list(stretches)
+        problems: Counter = Counter()
+        stretches = [_near(np, stretch, origin_ns, problems) for stretch in stretches]
         names = bool(stretches) and all(stretch.names is not None for stretch in stretches)
         tracks: dict[Track, int] = {}
         scopes: dict[Hashable, int] = {}
         launch_scopes, launch_tracks, launch_times, launch_ids = [], [], [], []
         item_scopes, item_ids, starts, ends, categories, name_ids = [], [], [], [], [], []
         numbered: dict[str, int] = {}  # every chunk's names, numbered once
-        problems: Counter = Counter()
         for stretch in stretches:
             problems.update(stretch.refused)
             # Each chunk numbers its scopes, tracks and names itself: renumbered for the whole trace.
@@ -208,7 +208,8 @@ class DeviceWork:
         launch_times_ = joined_column(launch_times, np.int64)
         starts_, ends_ = joined_column(starts, np.int64), joined_column(ends, np.int64)
         for column in (launch_times_, starts_, ends_):
-            column -= origin_ns
+            if len(column):  # then _near kept only times within 64 bits of the start, which is within them too
+                column -= origin_ns
         launch_tracks_ = joined_column(launch_tracks, np.int64)
         owners = _owners(np, joined_column(launch_scopes, np.int64), launch_ids, joined_column(item_scopes, np.int64),
                          item_ids, problems)
@@ -266,6 +267,53 @@ class DeviceWork:
                 ids = ids[np.argsort(self.starts[ids], kind="stable")]
                 self._scopes[scope] = (self.starts[ids], np.maximum.accumulate(self.ends[ids]), ids)
         return self._scopes
+
+
+FAR = ("device events and launches too far from the trace's start (more than 2**63 ns apart, as an event "
+       "at an absurd time makes them): not used")
+_FAR_NS = 9_000_000_000_000_000_000
+
+
+def _near(np, stretch: DeviceColumns, origin: int, problems: Counter) -> DeviceColumns:
+    """The chunk's launches and items whose times, counted from the trace's start, are 64-bit
+    nanoseconds; the others (a hostile trace's event at an absurd time can put its start beyond
+    any of them) are left out and counted."""
+    def near(column) -> Any:
+        if not len(column):
+            return np.ones(0, bool)
+        if -_FAR_NS < int(column.min()) - origin and int(column.max()) - origin < _FAR_NS:
+            return None  # all of them: the usual case
+        if not -_FAR_NS < origin < _FAR_NS:
+            return np.zeros(len(column), bool)
+        return np.abs(column.astype(np.float64) - float(origin)) < float(_FAR_NS)
+
+    launches = near(stretch.launch_ns)
+    starts, ends = near(stretch.starts), near(stretch.ends)
+    items = None if starts is None and ends is None else (
+        (np.ones(len(stretch.starts), bool) if starts is None else starts)
+        & (np.ones(len(stretch.starts), bool) if ends is None else ends))
+    if launches is None and items is None:
+        return stretch
+    far = 0
+    if launches is not None:
+        keep = np.flatnonzero(launches)
+        far += len(stretch.launch_ns) - len(keep)
+        stretch.launch_scopes, stretch.launch_tracks = stretch.launch_scopes[keep], stretch.launch_tracks[keep]
+        stretch.launch_ns, stretch.launch_ids = stretch.launch_ns[keep], _picked(np, stretch.launch_ids, keep)
+    if items is not None:
+        keep = np.flatnonzero(items)
+        far += len(stretch.starts) - len(keep)
+        stretch.item_scopes, stretch.starts, stretch.ends = stretch.item_scopes[keep], stretch.starts[keep], stretch.ends[keep]
+        stretch.categories, stretch.item_ids = stretch.categories[keep], _picked(np, stretch.item_ids, keep)
+        if stretch.name_ids is not None:
+            stretch.name_ids = stretch.name_ids[keep]
+    if far:
+        problems[FAR] += far
+    return stretch
+
+
+def _picked(np, ids, keep) -> Any:
+    return [ids[k] for k in keep.tolist()] if isinstance(ids, list) else ids[keep]
 
 
 def _firsts(np, values) -> Any:
