@@ -19,8 +19,8 @@ __version__ = "0.2.0"
 # Public name -> the module that defines it.
 _PUBLIC = {
     **dict.fromkeys(("ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Iteration",
-                     "Iterations", "Options", "Step", "Steps", "Table", "Trace", "check", "html_report", "inspect",
-                     "open", "relabel", "relabelled_path", "stats"), "api"),
+                     "Iterations", "Options", "Step", "Steps", "Table", "Trace", "check", "expand", "html_report",
+                     "inspect", "open", "relabel", "relabelled_path", "stats"), "api"),
     **dict.fromkeys(("Budget", "CheckReport", "Outcome", "parse_budget"), "gate"),
     **dict.fromkeys(("OutputError", "SpanfixError", "TraceError", "UsageError"), "errors"),
     "InspectReport": "inspection",
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         Table,
         Trace,
         check,
+        expand,
         html_report,
         inspect,
         open,
@@ -78,6 +79,6 @@ __all__ = [
     "AmbiguousSpan", "Budget", "CheckReport", "InspectReport", "Iteration", "IterationBreakdown", "Iterations",
     "KernelGroup", "ModelTime", "Options", "Outcome", "OutputError", "RelabelResult", "Report", "SpanfixError",
     "SpecIteration", "SpeculationResult", "SpeedRow", "StageRow", "StatsResult", "Step", "Steps", "Summary", "Table",
-    "Trace", "TraceError", "UsageError", "__version__", "check", "html_report", "inspect", "open", "parse_budget",
-    "relabel", "relabelled_path", "stats",
+    "Trace", "TraceError", "UsageError", "__version__", "check", "expand", "html_report", "inspect", "open",
+    "parse_budget", "relabel", "relabelled_path", "stats",
 ]

@@ -148,9 +148,14 @@ def read_server_args(trace_path: str) -> tuple[dict | None, str | None]:
     if trace_path == "-":
         return None, None
     from .reader import read_side_file  # bounded in size and depth, never waits on a pipe
+    from .sources import is_url, local_path, read_side_json, sibling
 
-    candidate = Path(trace_path).parent / "server_args.json"
-    args, problem = read_side_file(candidate)
+    if is_url(trace_path):  # beside it on its store
+        candidate = sibling(trace_path, "server_args.json")
+        args, problem = read_side_json(candidate)
+    else:
+        candidate = Path(local_path(trace_path)).parent / "server_args.json"
+        args, problem = read_side_file(candidate)
     if problem or args is None:
         return None, problem
     if not isinstance(args, dict):

@@ -542,7 +542,7 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
           by: Sequence[str] = (), kernels: bool = False, kernel_categories: Sequence[str] = (),
           baseline: str | os.PathLike[str] | StatsResult | None = None, errors: str = "raise",
           device: bool | None = None, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
-          accept_length: float | None = None, **option_fields: Any) -> StatsResult:
+          accept_length: float | None = None, executor: Any = None, **option_fields: Any) -> StatsResult:
     """Per-stage timing of one or several traces in one table, as `spanfix stats` prints it.
 
     by: further grouping keys (file, rank, name, mode-name, bs, toks). kernels: the kernels of each
@@ -555,7 +555,9 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     spec_metrics: files of what SGLang writes about acceptance (server log, bench_serving JSONL,
     /server_info JSON); accept_length: the accept length, stated. StatsResult.speculation then has the
     model view, the accept length and its source, time per token and (with a plain-decode baseline)
-    the estimated speedup and break-even."""
+    the estimated speedup and break-even. executor: run each input as a task of a concurrent.futures
+    executor or a Dask distributed.Client (whose workers read the inputs themselves); the result is
+    the same as here."""
     if not isinstance(errors, str) or errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
     _flag(kernels, "kernels")
@@ -578,7 +580,7 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     by = _by(by)
     classes = _classes(kernels, kernel_categories)
     paths = _paths(sources)
-    measured = measure_all(paths, options, classes, each, device)
+    measured = measure_all(paths, options, classes, _each(each, executor), device)
     if measured.errors and errors == "raise":
         raise TraceError(measured.errors[0])
     result = aggregate(measured.measures, by, kernel_categories=classes.names if classes else ())
@@ -615,6 +617,27 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
         raise out_of_memory(os.fspath(source)) from None
 
 
+def _each(each: Each | None, executor: Any) -> Each | None:
+    if executor is None:
+        return each
+    if each is not None:
+        raise UsageError("give each or executor, not both")
+    from .tasks import on
+    return on(executor)
+
+
+def expand(patterns: Iterable[str | os.PathLike[str]] | str) -> list[str]:
+    """Inputs as the commands take them: URLs holding * ? or [ ] expanded on their stores
+    ("s3://bucket/run/*-TP-*.trace.json.gz"), sorted; other names as they are. Raises TraceError for
+    a pattern that matches nothing (or that its store will not list)."""
+    from .sources import expand as expand_names
+
+    found = expand_names(_paths(patterns, "patterns"))
+    if found.unmatched:
+        raise TraceError(found.unmatched[0][1])
+    return found.names
+
+
 def relabelled_path(source: str | os.PathLike[str]) -> str:
     """Where relabel writes by default: beside the input, .relabeled before .json
     (run.trace.json.gz -> run.trace.relabeled.json.gz); "-" stays "-"."""
@@ -626,14 +649,14 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
           max_regression: float = DEFAULT_MAX_REGRESSION, allow_ambiguous: bool = False,
           require_new_names: bool = False, allow_empty: bool = False, min_count: int = DEFAULT_MIN_COUNT,
           allow_skipped: bool = False, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
-          accept_length: float | None = None, **option_fields: Any) -> CheckReport:
+          accept_length: float | None = None, executor: Any = None, **option_fields: Any) -> CheckReport:
     """The CI gate of `spanfix check`: every rule held, broken or skipped (not judged, with why),
     with its figure. Budgets are strings in the check grammar ("VERIFY.p90<=12ms"); a bad one
     raises UsageError. max_regression: how much a mean may grow over the baseline, in percent;
     min_count: spans each side needs before a change is judged; allow_skipped: a skipped rule does
     not fail the report (CheckReport.passed). spec_metrics, accept_length: the accept length from
     outside the traces, for the speculation budgets (with a plain-decode baseline for
-    speculation.speedup)."""
+    speculation.speedup). executor: as for stats()."""
     from .gate import run_check
     if not _strings(budgets):
         raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
@@ -651,7 +674,8 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
                                  allow_ambiguous, require_new_names, allow_empty, min_count, allow_skipped,
                                  spec_metrics=tuple(_paths(spec_metrics, "spec_metrics")) if spec_metrics else (),
                                  accept_length=accept_length)
-    return run_check(_paths(sources), options.relabel_options(), check_options, each=each or _one_by_one)
+    return run_check(_paths(sources), options.relabel_options(), check_options,
+                     each=_each(each, executor) or _one_by_one)
 
 
 def inspect(source: Source, options: Options | None = None, **option_fields: Any) -> InspectReport:
@@ -662,23 +686,23 @@ def inspect(source: Source, options: Options | None = None, **option_fields: Any
 def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None,
                 *, baseline: str | os.PathLike[str] | None = None, kernel_categories: Sequence[str] = (),
                 command: str = "", each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
-                accept_length: float | None = None, **option_fields: Any) -> Report:
+                accept_length: float | None = None, executor: Any = None, **option_fields: Any) -> Report:
     """The HTML report of `spanfix report`: Report.html is one self-contained page (write it with
     Report.write(path)); Report.result the StatsResult it shows (equal to stats(device=True,
     kernels=True)); Report.errors one line per input it could not use (with none usable, html is
-    empty). Raises UsageError for a bad kernel category."""
+    empty). Raises UsageError for a bad kernel category. executor: as for stats()."""
     from .report import build_report
 
     _need(command, str, "a string", "command")
     _classes(False, kernel_categories)  # the same checks as stats()
     options = _options(options, option_fields)
     return build_report(_paths(sources), options, baseline=None if baseline is None else _path(baseline, "baseline"),
-                        kernel_categories=kernel_categories, command=command, each=each,
+                        kernel_categories=kernel_categories, command=command, each=_each(each, executor),
                         spec_metrics=_paths(spec_metrics, "spec_metrics") if spec_metrics else [],
                         accept_length=accept_length)
 
 
 __all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "Each",
            "Iteration", "Iterations", "Measured", "Options", "SpeculationResult", "Step", "Steps", "Table", "Trace",
-           "accept_figures", "check", "html_report", "inspect", "measure_all", "measure_path", "open", "parse_budget",
-           "plain_baseline", "relabel", "relabelled_path", "stats"]
+           "accept_figures", "check", "expand", "html_report", "inspect", "measure_all", "measure_path", "open",
+           "parse_budget", "plain_baseline", "relabel", "relabelled_path", "stats"]

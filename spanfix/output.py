@@ -22,6 +22,7 @@ from typing import BinaryIO
 
 from . import progress
 from .notice import notice
+from .sources import is_url, local_path
 from .stdout import OutputError, standard_output, stdout_failure
 
 __all__ = ["OutputError", "output_folder", "write_output"]
@@ -41,6 +42,10 @@ def write_output(target: str, chunks: Iterable[memoryview | bytes], *, gzip: boo
     if target == "-":
         _write_to_stdout(chunks, gzip=gzip)
         return []
+    if is_url(target):
+        _put_object(target, chunks, gzip=gzip)
+        return []
+    target = local_path(target)  # file:// names a local path
     place = _place(target)
     if place.kind == "stream":
         _write_to_stream(target, place.fd, chunks, gzip=gzip)
@@ -121,6 +126,42 @@ def _refuse_foreign_link(target: str) -> None:
     shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
     if shared and link.st_uid != os.geteuid() and link.st_uid != folder.st_uid:
         raise OutputError(f"{target}: is a symbolic link owned by another user in a shared folder; not followed")
+
+
+def _put_object(target: str, chunks: Iterable[memoryview | bytes], *, gzip: bool) -> None:
+    """An object store has no rename: the object is written whole to an unshared local temporary
+    file first, then put in one upload, so that a failure at any point leaves no partial object."""
+    import tempfile
+
+    from .sources import upload
+
+    _can_put(target)
+    try:
+        spool = tempfile.NamedTemporaryFile(prefix="spanfix-", suffix=".upload")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise OutputError(f"{target}: cannot write: {_reason(exc)}") from None
+    with spool:
+        try:
+            _write_stream(spool, chunks, gzip=gzip)
+            spool.flush()
+        except OSError as exc:
+            raise OutputError(f"{target}: cannot write it first to {tempfile.gettempdir()}: {_reason(exc)} "
+                              "(TMPDIR chooses where)") from None
+        progress.phase("uploading")
+        upload(target, spool.name)
+
+
+def _can_put(target: str) -> None:
+    from .sources import SCHEMES, MissingExtra, require, scheme_of
+
+    scheme = SCHEMES.get(scheme_of(target) or "")
+    if scheme is not None and not scheme.writable:
+        raise OutputError(f"{target}: spanfix cannot write to {scheme_of(target)}:// URLs (a web server is read-only "
+                          "here); give -o a file, a folder or a writable store")
+    try:
+        require(target)
+    except MissingExtra as exc:
+        raise OutputError(str(exc)) from None
 
 
 def _write_to_stream(target: str, fd: int, chunks: Iterable[memoryview | bytes], *, gzip: bool) -> None:
@@ -248,9 +289,13 @@ def _remove_if_ours(directory: int, temporary: str, handle: int) -> None:
             os.unlink(temporary, dir_fd=directory)
 
 
-def output_folder(target: str) -> Path:
+def output_folder(target: str) -> Path | None:
     """The existing folder target goes into; OutputError when there is none. Callers may check
     this before long work, so that a mistyped -o fails at once."""
+    if is_url(target):  # a store has no folders to check; only its filesystem must be there
+        _can_put(target)
+        return None
+    target = local_path(target)
     folder = Path(target).parent
     if not folder.is_dir():
         problem = "is not a folder" if folder.exists() else "does not exist"

@@ -38,7 +38,14 @@ def is_standard_input(source: str) -> bool:
 
 def _identity(path: str | int) -> tuple[int, int] | None:
     """(device, inode) of the regular file a path or descriptor names; None for anything else (a
-    device or a pipe is written to, never replaced, so it is nobody's lost data) or nothing."""
+    device or a pipe is written to, never replaced, so it is nobody's lost data) or nothing. A URL's
+    object: its store and key, however spelled (spanfix.sources.place_key)."""
+    if isinstance(path, str):
+        from .sources import is_url, local_path, place_key
+
+        if is_url(path):
+            return place_key(path)  # type: ignore[return-value]
+        path = local_path(path)
     try:
         info = os.stat(path)
     except (OSError, ValueError):

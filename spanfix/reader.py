@@ -58,6 +58,7 @@ from .locate import locate_by_regex, locate_exactly
 from .notice import notice
 from .overwrite import is_standard_input
 from .selective import Reducer, decode_selected, merged, part_of, raw_events, stamps_of_document
+from .sources import fetch, local_path
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -162,10 +163,12 @@ def read_document_bytes(source: str, *, max_bytes: int | None = None) -> tuple[B
             if sys.stdin is None or sys.stdin.isatty():
                 raise TraceError(f"{source}: nothing piped into standard input")
             raw = _read_all(sys.stdin.buffer, source, limit)
+        elif (fetched := fetch(source, limit)) is not None:  # a URL, fetched into local files (sources/)
+            return fetched
         else:
             # Opened without waiting: a named pipe that no program writes to would block open()
             # itself, silently, for ever. _read_all says what it waits for instead.
-            with open(source, "rb", opener=_open_without_waiting) as stream:
+            with open(local_path(source), "rb", opener=_open_without_waiting) as stream:
                 raw = _read_all(stream, source, limit)
     except IsADirectoryError:
         raise TraceError(f"{source}: is a directory, not a trace file") from None

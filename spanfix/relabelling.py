@@ -24,6 +24,7 @@ from .patch import Patch, patched_chunks
 from .patterns import PatternTooSlow
 from .reader import STDIN, Buffer, NameSlot, Trace, TraceError, read_trace
 from .selective import Reducer
+from .sources import basename, is_url, local_path, scheme_of, sibling
 
 
 @dataclass(slots=True)
@@ -122,6 +123,8 @@ def default_output(source: str) -> str:
     """a.trace.json.gz -> a.trace.relabeled.json.gz; names without .json get .relabeled before .gz or at the end."""
     if is_standard_input(source):  # nothing beside it to write to: standard output, as for "-"
         return STDIN
+    if scheme_of(source) is not None:  # beside it on its store (or, for file://, in its folder)
+        return sibling(source, default_output(basename(source)))
     path = Path(source)
     name = path.name
     if name in ("", ".", ".."):  # ".", "..", "/": a folder, with no name of its own to build on
@@ -211,8 +214,10 @@ def write_relabelled(trace: Trace, index: TraceIndex, attribution: Attribution, 
 
 def _regular_file(source: str) -> None:
     """--in-place replaces a file: a device or a pipe has nothing to replace."""
+    if is_url(source):
+        return  # an object is replaced whole by one upload
     try:
-        info = os.stat(source)
+        info = os.stat(local_path(source))
     except OSError:
         return  # reading it says what is wrong
     if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):

@@ -162,8 +162,8 @@ def test_the_public_api_type_checks_strictly(tmp_path):
                              AmbiguousSpan, Budget, CheckReport, InspectReport, Iteration, IterationBreakdown,
                              Iterations, KernelGroup, Options, Outcome, OutputError, RelabelResult, Report,
                              SpanfixError, StageRow, StatsResult, Step, Steps, Summary, Table, Trace, TraceError,
-                             UsageError, check, html_report, inspect, open, parse_budget, relabel, relabelled_path,
-                             stats, AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow)
+                             UsageError, check, expand, html_report, inspect, open, parse_budget, relabel,
+                             relabelled_path, stats, AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow)
 
         path = {str(EAGLE)!r}
         options: Options = Options(algorithm=ALGORITHM_NAMES[0], num_steps=3)
@@ -187,6 +187,8 @@ def test_the_public_api_type_checks_strictly(tmp_path):
                                     min_count=DEFAULT_MIN_COUNT)
         by_rank: StatsResult = stats(path, by=[GROUPINGS[1]])
         beside: str = relabelled_path(path)
+        inputs: list[str] = expand([path])
+        in_pool: StatsResult = stats(inputs, executor=None)
         page: Report = html_report(path)
         size: int = len(page.html)
         outcomes: list[Outcome] = report.outcomes
@@ -207,7 +209,7 @@ def test_the_public_api_type_checks_strictly(tmp_path):
         except (TraceError, OutputError, UsageError) as exc:
             problem: SpanfixError = exc
         print(spanfix.__version__, len(durations), table, rows, breakdown, groups, several, plan, ambiguous,
-              written, outcomes, budget, seen, also, mean, options, by_rank, beside, size, reasons)
+              written, outcomes, budget, seen, also, mean, options, by_rank, beside, size, reasons, in_pool)
     '''))
     # The package as installed, with its py.typed; its own modules' errors are not the script's.
     mypy = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--follow-imports=silent",
@@ -227,10 +229,11 @@ def test_the_api_guide_runs_as_written():
 
 def test_the_commands_use_the_api_and_nothing_else_of_the_library():
     """One path: cli/ reaches the library through spanfix.api only; beside it, the renderers and the
-    process-level pieces (errors, progress, memory limits, standard output, notices)."""
+    process-level pieces (errors, progress, memory limits, standard output, notices, the names of
+    places a path or URL gives (sources) and where the per-file work runs (tasks))."""
     import ast
 
-    allowed = {"api", "errors", "progress", "limits", "stdout", "notice", "render", "__version__"}
+    allowed = {"api", "errors", "progress", "limits", "stdout", "notice", "render", "sources", "tasks", "__version__"}
     cli = Path(spanfix.__file__).parent / "cli"
     used = {}
     for path in sorted(cli.glob("*.py")):

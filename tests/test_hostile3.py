@@ -503,6 +503,7 @@ WRONG = [
     ("Trace.relabel", lambda: spanfix.open(FIX).relabel("x.json", in_place="yes")),
     ("Trace.relabel_plan", lambda: spanfix.open(FIX).relabel_plan(verify_only="no")),
     ("Report.write", lambda: spanfix.html_report(FIX).write(5)),
+    ("expand", lambda: spanfix.expand(5)), ("expand", lambda: spanfix.expand([b"s3://b/*.json"])),
 ]
 
 

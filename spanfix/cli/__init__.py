@@ -32,7 +32,7 @@ class LazyGroup(click.Group):
         # Every command ends in one of its exit codes and at most a few lines, whatever happens:
         # Ctrl-C or SIGTERM, an output that cannot be written, memory running out, even a bug.
         # A traceback (or click's "Aborted!" and exit 1) would also read as check's "a rule broke".
-        from ..errors import OutputError, ReaderGone
+        from ..errors import OutputError, ReaderGone, SpanfixError
         from ..notice import set_notice_hook
         from .interrupt import exit_code, signals_interrupt, what
         from .streams import ensure_standard_descriptors, memory_limited, say
@@ -47,7 +47,7 @@ class LazyGroup(click.Group):
                 sys.exit(exit_code(exc))
             except ReaderGone:  # `spanfix ... | head`: the reader has what it wanted
                 sys.exit(EXIT_READER_GONE)
-            except OutputError as exc:
+            except (OutputError, SpanfixError) as exc:  # e.g. a URL's missing extra, an unreachable --scheduler
                 say(f"spanfix: error: {exc}")
                 sys.exit(EXIT_BAD_INPUT)
             except MemoryError:

@@ -11,7 +11,15 @@ from ..errors import BudgetError
 from ..render.check import check_junit, check_markdown, check_text, github_annotations
 from ..render.escape import dumps
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
-from .options import api_options, attribution_options, existing_baseline, jobs_option, speculation_options
+from .inputs import expanded
+from .options import (
+    api_options,
+    attribution_options,
+    existing_baseline,
+    jobs_option,
+    scheduler_option,
+    speculation_options,
+)
 from .progress import file_progress
 from .streams import say_command, terminal_width, write_out
 
@@ -52,9 +60,10 @@ def _budgets(ctx, param, values):
               show_default=True, help="text for people, json for machines, markdown for a job summary, junit XML.")
 @speculation_options
 @jobs_option
+@scheduler_option
 @attribution_options
 def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empty, min_count, allow_skipped,
-          require_new_names, output_format, spec_metrics, accept_length, jobs, **attribution):
+          require_new_names, output_format, spec_metrics, accept_length, jobs, scheduler, **attribution):
     """Gate CI on captured traces: exit 1 when one cannot be trusted or its timing broke a rule.
 
     Fails when a step span stays ambiguous (unless --allow-ambiguous), when evidence conflicts,
@@ -84,13 +93,15 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
         raise click.UsageError("--max-regression needs --baseline")
     if max_regression is not None and not math.isfinite(max_regression):
         raise click.BadParameter(f"{max_regression} is not a finite number", param_hint="--max-regression")
+    inputs, unmatched = expanded(inputs)
     api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
-    with file_progress(list(inputs), machine_output=output_format != "text") as progress:
+    with file_progress(inputs, machine_output=output_format != "text") as progress:
         report = api.check(inputs, api_options(**attribution), budgets=budgets, baseline=baseline,
                            max_regression=api.DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
                            allow_ambiguous=allow_ambiguous, require_new_names=require_new_names,
                            allow_empty=allow_empty, min_count=min_count, allow_skipped=allow_skipped,
-                           each=progress.each(jobs), spec_metrics=spec_metrics, accept_length=accept_length)
+                           each=progress.each(jobs, scheduler), spec_metrics=spec_metrics, accept_length=accept_length)
+        report.errors[:0] = [line for _, line in unmatched]
         for error in report.errors + ([report.baseline_error] if report.baseline_error else []):
             progress.say_line(f"spanfix: error: {error}")
     if os.environ.get("GITHUB_ACTIONS") == "true":

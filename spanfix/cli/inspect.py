@@ -9,7 +9,8 @@ from ..errors import SpanfixError, out_of_memory
 from ..render.escape import dumps
 from ..render.inspect import inspect_report
 from . import EXIT_BAD_INPUT
-from .options import api_options, attribution_options, jobs_option
+from .inputs import expanded
+from .options import api_options, attribution_options, jobs_option, scheduler_option
 from .progress import file_progress
 from .streams import render, write_out
 
@@ -23,8 +24,9 @@ from .streams import render, write_out
               help='Print {"files": [report per input], "failed": [{"input", "error"}]} on standard output '
                    "(times there are absolute, in the trace's microseconds).")
 @jobs_option
+@scheduler_option
 @attribution_options
-def inspect(inputs, show_all, as_json, jobs, **attribution):
+def inspect(inputs, show_all, as_json, jobs, scheduler, **attribution):
     """Show what spanfix sees in a trace, and why it labels each step span as it does.
 
     Lists the tracks with their process and thread names and step spans by mode, the
@@ -42,10 +44,13 @@ def inspect(inputs, show_all, as_json, jobs, **attribution):
     Exit codes: 0 ok, 2 bad input or usage.
     """
     options = api_options(**attribution)
+    inputs, unmatched = expanded(inputs)
     api.refuse_overwrite(api.STDOUT, api.reads(inputs))  # `>> t.json` would write into the trace
-    reports, failed = [], []
-    with file_progress(list(inputs), machine_output=as_json) as progress:
-        for source, outcome in progress.each(jobs)(_inspect_one, [(source, options) for source in inputs]):
+    reports, failed = [], list(unmatched)
+    with file_progress(inputs, machine_output=as_json) as progress:
+        for _, problem in unmatched:
+            progress.say_line(f"spanfix: error: {problem}")
+        for source, outcome in progress.each(jobs, scheduler)(_inspect_one, [(source, options) for source in inputs]):
             if isinstance(outcome, SpanfixError):
                 failed.append((source, str(outcome)))
                 progress.say_line(f"spanfix: error: {outcome}")

@@ -11,6 +11,7 @@ import click
 from ..api import ALGORITHM_NAMES, Options, algorithm_name
 from ..errors import UsageError
 from ..render.escape import printable
+from ..sources import is_url, local_path
 
 
 class AlgorithmName(click.ParamType):
@@ -75,10 +76,17 @@ jobs_option = click.option("-j", "--jobs", type=click.IntRange(min=1), default=o
                            show_default="cores", help="Files processed in parallel, one process each.")
 
 
+scheduler_option = click.option(
+    "--scheduler", metavar="ADDRESS", envvar="SPANFIX_SCHEDULER", show_envvar=True,
+    help="Run each file as a task on this Dask cluster (tcp://HOST:PORT; pip install 'spanfix[dask]'); its "
+         "workers read the inputs themselves. Default: local processes (-j).")
+
+
 def existing_baseline(ctx, param, value):
     """--baseline names a file that is there, or the command stops at once: a baseline problem, said
-    as one (not as an input that could not be read, after minutes of reading the inputs)."""
-    if value is not None and value != "-" and not os.path.exists(value):
+    as one (not as an input that could not be read, after minutes of reading the inputs). A URL is
+    asked of its store when it is read: one line then, for the baseline."""
+    if value is not None and value != "-" and not is_url(value) and not os.path.exists(local_path(value)):
         raise click.BadParameter(f"{printable(value)}: no such file (a trace, or a saved `spanfix stats --format "
                                  "json` result)")
     return value

@@ -21,6 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..progress import Reporter, human_size, reporting
 from ..render.escape import printable, shown
+from ..sources import is_url, local_path
+from ..sources import work_size as url_size
+from .cluster import cluster_each
 from .parallel import run_each
 from .streams import is_terminal, say, say_rendered
 
@@ -40,7 +43,7 @@ class FileProgress(Reporter):
         self._progress, self._task, self._sizes = progress, task, sizes
         self._several = len(sizes) > 1
         self._files_done = self._bytes_done = 0
-        self._phase_name = ""
+        self._phase_name = self._standing = ""
         self._phase_total: int | None = None
         self._phase_done = self._phase_shown = 0
         self._lock = threading.Lock()
@@ -49,13 +52,19 @@ class FileProgress(Reporter):
         """A file is finished (or failed): the bar moves on by its work."""
         self._files_done += 1
         self._bytes_done += self._sizes.get(source, 0)
-        self._phase_name, self._phase_total = "", None
+        self._phase_name, self._phase_total = self._standing, None
         self._update(current="")
 
-    def each(self, jobs: int) -> Each:
-        """Runs a command's files (in processes when jobs > 1) and moves the bar as each is done."""
+    def each(self, jobs: int, scheduler: str | None = None) -> Each:
+        """Runs a command's files (in processes when jobs > 1, or as tasks of the Dask cluster at
+        scheduler) and moves the bar as each is done."""
         def each(function: Callable[..., Any], jobs_of: list[tuple[Any, ...]]) -> Iterator[tuple[str, Any]]:
-            with contextlib.closing(run_each(function, jobs_of, jobs, started=self.working_on)) as outcomes:
+            if scheduler:  # the files' own phases are the workers': say where the work is
+                self._standing = "on the Dask cluster"
+                self.phase(self._standing)
+            runner = (cluster_each(scheduler)(function, jobs_of) if scheduler
+                      else run_each(function, jobs_of, jobs, started=self.working_on))
+            with contextlib.closing(runner) as outcomes:
                 for source, outcome in outcomes:
                     self.done(source)
                     yield source, outcome
@@ -115,11 +124,12 @@ class FileProgress(Reporter):
 
 @contextlib.contextmanager
 def file_progress(sources: list[str], *, machine_output: bool) -> Iterator[FileProgress]:
-    sizes = {source: work_size(source) for source in sources}
+    drawn = is_terminal(sys.stderr) and not machine_output and bool(sources)
+    # Sizes only for a bar that may be drawn: a URL's costs a request to its store.
+    sizes = {source: work_size(source, inflated=len(sources) == 1) if drawn else 0 for source in sources}
     total = sum(sizes.values())
     threshold = _threshold()
-    wanted = (is_terminal(sys.stderr) and not machine_output and bool(sources)
-              and (len(sources) > 1 or total >= threshold))
+    wanted = drawn and (len(sources) > 1 or total >= threshold)
     if not wanted:
         yield FileProgress(None, None, sizes)
         return
@@ -137,18 +147,21 @@ def file_progress(sources: list[str], *, machine_output: bool) -> Iterator[FileP
             yield bar
 
 
-def work_size(source: str) -> int:
+def work_size(source: str, *, inflated: bool = True) -> int:
     """How much there is to read: a file's size, or a gzip file's uncompressed size (from its trailer,
     which holds it modulo 4 GiB: a larger trace, whose trailer undersells it, counts at least as
-    much as its compressed bytes)."""
+    much as its compressed bytes). A URL's trailer costs two small requests: asked for only when
+    inflated (one input, whose size decides whether a bar is drawn); else the bytes to fetch."""
     if source == "-":
         return 0
+    if is_url(source):
+        return url_size(source, inflated=inflated)
     try:
-        status = os.stat(source)
+        status = os.stat(local_path(source))
         if not stat.S_ISREG(status.st_mode):  # a pipe or device: opening it may block, its size means nothing
             return 0
         size = status.st_size
-        with open(source, "rb") as stream:
+        with open(local_path(source), "rb") as stream:
             if stream.read(2) != b"\x1f\x8b" or size < 18:
                 return size
             stream.seek(-4, os.SEEK_END)

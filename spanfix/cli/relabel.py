@@ -10,9 +10,11 @@ from .. import api
 from ..errors import OutputError, ReaderGone, SpanfixError, TraceError, out_of_memory
 from ..render.escape import dumps, printable
 from ..render.relabel import relabel_heading, relabel_line, relabel_summary, relabel_total
+from ..sources import basename, is_folder, is_url, join, local_path, place_key
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
+from .inputs import expanded
 from .interrupt import exit_code, what
-from .options import api_options, attribution_options, jobs_option
+from .options import api_options, attribution_options, jobs_option, scheduler_option
 from .progress import file_progress
 from .streams import STDIN, render, terminal_width, write_out
 
@@ -33,8 +35,10 @@ from .streams import STDIN, render, terminal_width, write_out
               help='Also add args["spanfix"] = {"was": OLD, "by": EVIDENCE} to renamed events (not byte-faithful).')
 @click.option("-v", "--verbose", is_flag=True, help="With several inputs, the full table of each, not one line.")
 @jobs_option
+@scheduler_option
 @attribution_options
-def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, annotate, verbose, jobs, **attribution):
+def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, annotate, verbose, jobs, scheduler,
+            **attribution):
     """Rewrite step spans to SGLang's newer DRAFT / VERIFY naming.
 
     Each INPUT (.json or .json.gz, or - for standard input) is read, every step span is
@@ -55,6 +59,7 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
     """
     if in_place and output:
         raise click.UsageError("--in-place and --output exclude each other")
+    inputs, refused = expanded(inputs)
     if in_place and any(map(api.is_standard_input, inputs)):
         raise click.UsageError("--in-place cannot replace standard input")
     if output == STDIN and len(inputs) > 1:
@@ -63,12 +68,12 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
         raise click.UsageError("-o - and --json would both write to standard output; drop one, or add --dry-run")
     if as_json:  # standard output takes the summary: `--json >> t.json` would write into a trace
         api.refuse_overwrite(api.STDOUT, api.reads(inputs))
-    folder = _output_folder(output, len(inputs), dry_run)
+    folder = _output_folder(output, len(inputs) + len(refused), dry_run)
     options = api_options(**attribution)
-    jobs_of, refused = [], []
+    jobs_of = []
     for source in inputs:
         try:
-            target = str(Path(folder) / Path(api.relabelled_path(source)).name) if folder else output
+            target = join(folder, basename(api.relabelled_path(source))) if folder else output
             jobs_of.append((source, target, options, dry_run, in_place, verify_only, annotate))
         except TraceError as exc:  # no output can be named for it (".", "/")
             refused.append((source, str(exc)))
@@ -81,7 +86,7 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
         for _, problem in refused:
             progress.say_line(f"spanfix: error: {problem}")
         try:
-            for source, outcome in progress.each(jobs)(_relabel_one, jobs_of):
+            for source, outcome in progress.each(jobs, scheduler)(_relabel_one, jobs_of):
                 if isinstance(outcome, ReaderGone):  # -o - | head
                     raise outcome
                 if isinstance(outcome, SpanfixError):
@@ -118,6 +123,11 @@ def _output_folder(output: str | None, inputs: int, dry_run: bool) -> str | None
     is a folder, created when missing (with its parents); several inputs need one that exists."""
     if not output or output == STDIN:
         return None
+    if is_url(output):  # a store has no folders to create: a name ending in / (or a prefix) is one
+        if output.endswith("/") or is_folder(output):
+            return output
+        _refuse_several(output, inputs)
+        return None
     if output.endswith(("/", os.sep)):
         if not dry_run:
             try:
@@ -126,12 +136,16 @@ def _output_folder(output: str | None, inputs: int, dry_run: bool) -> str | None
                 raise click.UsageError(f"cannot create the output folder {printable(output)}: "
                                        f"{exc.strerror or exc}") from None
         return output
-    if Path(output).is_dir():
+    if Path(local_path(output)).is_dir():
         return output
+    _refuse_several(output, inputs)
+    return None
+
+
+def _refuse_several(output: str, inputs: int) -> None:
     if inputs > 1:
         raise click.UsageError(f"with several inputs, --output must be a folder: an existing one, or a path "
                                f"ending in / to create (got {printable(output)})")
-    return None
 
 
 def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[tuple[str, str]]]:
@@ -152,7 +166,7 @@ def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[t
             kept.append(job)
             continue
         clash = read.match(target)
-        key = os.path.realpath(target)
+        key = place_key(target)
         if clash is not None and api.reads([source]).match(target) is None:
             refused.append((source, f"{source}: output {target} is another input; choose another --output"))
         elif key in written:

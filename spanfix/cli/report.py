@@ -10,8 +10,17 @@ from .. import api
 from ..errors import CategoryError, OutputError, ReaderGone
 from ..progress import human_size
 from ..render.escape import printable
+from ..sources import is_folder, is_url, join, local_path
 from . import EXIT_BAD_INPUT
-from .options import api_options, attribution_options, existing_baseline, jobs_option, speculation_options
+from .inputs import expanded
+from .options import (
+    api_options,
+    attribution_options,
+    existing_baseline,
+    jobs_option,
+    scheduler_option,
+    speculation_options,
+)
 from .progress import file_progress
 from .streams import say
 
@@ -29,8 +38,9 @@ from .streams import say
                    "SGLang's own classes (repeatable).")
 @speculation_options
 @jobs_option
+@scheduler_option
 @attribution_options
-def report(inputs, output, baseline, kernel_categories, spec_metrics, accept_length, jobs, **attribution):
+def report(inputs, output, baseline, kernel_categories, spec_metrics, accept_length, jobs, scheduler, **attribution):
     """One self-contained HTML file of what `stats` measures, to look at and to share.
 
     It opens from disk, offline, and makes no network request: its charting library
@@ -51,13 +61,15 @@ def report(inputs, output, baseline, kernel_categories, spec_metrics, accept_len
     output = _output(output)
     api.refuse_overwrite(output, api.reads(inputs, baseline, spec_metrics))  # before any work: the trace stays a trace
     command = shlex.join(["spanfix", *sys.argv[1:]]) if sys.argv else "spanfix report"
-    with file_progress(list(inputs), machine_output=False) as progress:
+    inputs, unmatched = expanded(inputs)
+    with file_progress(inputs, machine_output=False) as progress:
         try:
             built = api.html_report(inputs, options, baseline=baseline, kernel_categories=kernel_categories,
-                                    command=command, each=progress.each(jobs), spec_metrics=spec_metrics,
+                                    command=command, each=progress.each(jobs, scheduler), spec_metrics=spec_metrics,
                                     accept_length=accept_length)
         except CategoryError as exc:
             raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
+        built.errors[:0] = [line for _, line in unmatched]
         for error in built.errors:
             progress.say_line(f"spanfix: error: {error}")
     if built.html:
@@ -79,6 +91,9 @@ def _output(output: str) -> str:
     folder that does not exist fails now, not after minutes of measuring."""
     if output == "-":
         return output
+    if is_url(output):  # a store has no folders to create: a name ending in / (or a prefix) holds report.html
+        return join(output, "report.html") if output.endswith("/") or is_folder(output) else output
+    output = local_path(output)
     if output.endswith(("/", os.sep)) or os.path.isdir(output):
         try:
             os.makedirs(output, exist_ok=True)

@@ -9,7 +9,17 @@ from ..errors import CategoryError
 from ..render.escape import dumps
 from ..render.stats import stats_csv, stats_markdown, stats_messages, stats_table
 from . import EXIT_BAD_INPUT
-from .options import Keys, api_options, attribution_options, existing_baseline, jobs_option, keys, speculation_options
+from .inputs import expanded
+from .options import (
+    Keys,
+    api_options,
+    attribution_options,
+    existing_baseline,
+    jobs_option,
+    keys,
+    scheduler_option,
+    speculation_options,
+)
 from .progress import file_progress
 from .streams import render, say_wrapped, terminal_width, write_out
 
@@ -41,9 +51,10 @@ from .streams import render, say_wrapped, terminal_width, write_out
               show_default=True, help="table for people; json (docs/json.md), csv, markdown for CI summaries.")
 @speculation_options
 @jobs_option
+@scheduler_option
 @attribution_options
 def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_format, spec_metrics, accept_length,
-          jobs, **attribution):
+          jobs, scheduler, **attribution):
     """Per-stage timing of step spans: where a speculative step spends its time.
 
     Every INPUT (old or new naming; nothing is written) is attributed like relabel does, and
@@ -68,14 +79,17 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
           --spec-metrics server.log                 # does speculation pay?
     """
     options = api_options(**attribution)
+    inputs, unmatched = expanded(inputs)
     api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
-    with file_progress(list(inputs), machine_output=output_format != "table") as progress:
+    with file_progress(inputs, machine_output=output_format != "table") as progress:
         try:
             result = api.stats(inputs, options, by=keys(by), kernels=kernels, kernel_categories=kernel_categories,
                                baseline=baseline, errors="collect", device=True if device else None,
-                               each=progress.each(jobs), spec_metrics=spec_metrics, accept_length=accept_length)
+                               each=progress.each(jobs, scheduler), spec_metrics=spec_metrics,
+                               accept_length=accept_length)
         except CategoryError as exc:
             raise click.BadParameter(str(exc), param_hint="--kernel-category") from None
+        result.errors[:0] = [line for _, line in unmatched]
         for error in result.errors:
             progress.say_line(f"spanfix: error: {error}")
     if result.inputs:

@@ -83,8 +83,18 @@ def read_spec_metrics(path: str) -> AcceptFigure:
 
 
 def _read(path: str) -> bytes:
+    from ..sources import is_url, local_path
+
+    if is_url(path):  # on a store or a web server (spanfix.sources)
+        from ..sources.download import read_bytes
+
+        try:
+            data = read_bytes(path, MAX_BYTES + 1)
+        except TraceError as exc:
+            raise MetricsError(str(exc)) from None
+        return _inflated(path, data)
     try:
-        with open(path, "rb") as file:
+        with open(local_path(path), "rb") as file:
             data = file.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise MetricsError(f"{path}: no such file") from None
@@ -92,6 +102,10 @@ def _read(path: str) -> bytes:
         raise MetricsError(f"{path}: a folder, not a file") from None
     except OSError as exc:
         raise MetricsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    return _inflated(path, data)
+
+
+def _inflated(path: str, data: bytes) -> bytes:
     if data[:2] == b"\x1f\x8b":
         try:
             data = gzip.decompress(data)

@@ -1,0 +1,260 @@
+"""A URL's document fetched as a stream into local files, so that it then costs what a local file of
+the same size costs: bytes arrive in chunks (a range request each where the store takes them), are
+counted against --max-bytes as they arrive, a gzip stream is inflated as it arrives, and what is
+kept is an unnamed temporary file mapped as the reader maps a local file (its pages belong to the
+page cache, not to spanfix). Below a mebibyte the bytes simply stay in memory.
+
+The temporary files are in TMPDIR (or the system's temporary folder) and have no name from the start
+(O_TMPFILE): nothing is left behind, even if spanfix is killed."""
+
+from __future__ import annotations
+
+import mmap
+import zlib
+from typing import Any, BinaryIO
+
+try:  # the reader's choice, for the same reason: ISA-L inflates about 4x faster
+    from isal import isal_zlib as _inflate_lib
+except ImportError:  # pragma: no cover
+    _inflate_lib = zlib
+
+from .. import progress
+from ..errors import SpanfixError, TraceError
+
+CHUNK = 8 * 2**20  # bytes per request: few requests for a large trace, little held at once
+MEMORY_BYTES = 2**20  # a smaller document stays in memory (the reader maps files from this size)
+_INFLATE_STEP = 2**25
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def fetch_url(source: str, limit: Any) -> tuple[Any, Any]:
+    """(the document's bytes, the gzip file's bytes or None) of a URL, read as described above.
+    limit: the reader's Limit (its .bytes, and .refusal(source, what) for the one line that refuses).
+    Every failure is a TraceError. The requests are made in a child where that keeps this process
+    free of fsspec's thread (isolated.py), writing into files made here."""
+    import tempfile
+
+    from . import require
+    from .isolated import isolated
+
+    require(source)
+    try:
+        files = (tempfile.TemporaryFile(prefix="spanfix-"), tempfile.TemporaryFile(prefix="spanfix-"))  # noqa: SIM115
+    except OSError as exc:
+        raise _no_room(source, exc) from None
+    try:
+        raw, document, gzipped, beside = isolated(source, _fetch_here, source, limit, files)
+        _BESIDE.update(beside)
+        if not gzipped:
+            return _buffer(raw, files[0]), None
+        return _buffer(document, files[1]), _buffer(raw, files[0])
+    finally:
+        for file in files:
+            file.close()  # a mapping keeps its unnamed file until it goes
+
+
+def _buffer(kept: bytes | None, file: BinaryIO) -> bytes | mmap.mmap:
+    """A spool's bytes: those kept in memory, or its file mapped copy-on-write, as the reader maps a
+    local file (what spanfix writes into it stays its own)."""
+    if kept is not None:
+        return kept
+    return mmap.mmap(file.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+
+
+def _no_room(source: str, exc: OSError) -> TraceError:
+    import tempfile
+
+    return TraceError(f"{source}: cannot fetch: no room for it in {tempfile.gettempdir()} "
+                      f"({exc.strerror or exc}; TMPDIR chooses where fetched traces go)")
+
+
+# The small files read beside a trace (algorithms.read_server_args), fetched by the same child as the
+# trace: a child's first request costs it a new client of the store (0.4 s for S3 on this machine).
+SIDE_FILES = ("server_args.json",)
+_BESIDE: dict[str, tuple[object, str | None]] = {}
+
+
+def _fetch_here(source: str, limit: Any, files: tuple[BinaryIO, BinaryIO]
+                ) -> tuple[bytes | None, bytes | None, bool, dict[str, tuple[object, str | None]]]:
+    from . import sibling
+    from .store import failure, opened
+
+    try:
+        with opened(source, CHUNK) as (stream, size):
+            if size is not None and size > limit.bytes:
+                raise limit.refusal(source, "larger than")
+            found = _stream(source, stream, size, limit, files)
+        beside = {name: _side_here(name, SIDE_FILE_BYTES) for name in (sibling(source, side) for side in SIDE_FILES)}
+        return (*found, beside)
+    except SpanfixError:
+        raise
+    except IsADirectoryError:
+        raise TraceError(f"{source}: is a folder (a prefix of other objects), not a trace") from None
+    except Exception as exc:  # noqa: BLE001 - a store's errors are many; each becomes one line
+        raise TraceError(f"{source}: cannot fetch: {failure(exc)}") from None
+
+
+def _stream(source: str, stream: BinaryIO, size: int | None, limit: Any,
+            files: tuple[BinaryIO, BinaryIO]) -> tuple[bytes | None, bytes | None, bool]:
+    """(the raw bytes, the inflated ones, whether it was gzip), each as _Spool.kept() says."""
+    progress.phase("fetching", size)
+    raw = _Spool(source, files[0])
+    document: _Spool | None = None
+    inflater: _Inflater | None = None
+    fetched = 0
+    while chunk := stream.read(CHUNK):
+        fetched += len(chunk)
+        if fetched > limit.bytes:
+            raise limit.refusal(source, "larger than")
+        if fetched == len(chunk) and chunk[:2] == GZIP_MAGIC:
+            document = _Spool(source, files[1])
+            inflater = _Inflater(source, document, limit)
+        raw.write(chunk)
+        if inflater is not None:
+            inflater.feed(chunk)
+        progress.advance(len(chunk))
+    if size is not None and fetched < size:
+        raise TraceError(f"{source}: cannot fetch: the connection broke off after {fetched} of {size} bytes")
+    if not fetched:
+        raise TraceError(f"{source}: empty input")
+    if inflater is None:
+        return raw.kept(), None, False
+    inflater.finish()
+    return raw.kept(), document.kept(), True
+
+
+class _Spool:
+    """Bytes kept in memory until they pass MEMORY_BYTES, then in the unnamed temporary file given."""
+
+    def __init__(self, source: str, file: BinaryIO):
+        self._source, self._file = source, file
+        self._memory: bytearray | None = bytearray()
+
+    def write(self, data: bytes) -> None:
+        try:
+            if self._memory is not None:
+                self._memory += data
+                if len(self._memory) < MEMORY_BYTES:
+                    return
+                data, self._memory = self._memory, None
+            self._file.write(data)
+        except OSError as exc:
+            raise _no_room(self._source, exc) from None
+
+    def kept(self) -> bytes | None:
+        """The bytes, when they stayed in memory; None when they are in the file (written out)."""
+        if self._memory is not None:
+            return bytes(self._memory)
+        try:
+            self._file.flush()
+        except OSError as exc:
+            raise _no_room(self._source, exc) from None
+        return None
+
+
+class _Inflater:
+    """gzip members inflated as their bytes arrive, refusing output past the limit before it is made.
+    The same rules as the reader's inflating of a local file: every member, trailing zero padding."""
+
+    def __init__(self, source: str, out: _Spool, limit: Any):
+        self._source, self._out, self._limit = source, out, limit
+        self._member = _inflate_lib.decompressobj(wbits=31)
+        self._made = 0
+        self._padding = False  # after a member, only zero bytes so far
+
+    def feed(self, data: bytes) -> None:
+        try:
+            while data:
+                if self._padding:
+                    if data.strip(b"\x00"):
+                        raise TraceError(f"{self._source}: corrupt gzip data (bytes after the end of the last "
+                                         "member are not another gzip member)")
+                    return
+                if self._member is None:
+                    if not data[:1].strip(b"\x00"):
+                        self._padding = True
+                        continue
+                    self._member = _inflate_lib.decompressobj(wbits=31)
+                data = self._inflate(data)
+        except (zlib.error, _inflate_lib.error) as exc:
+            raise TraceError(f"{self._source}: corrupt gzip data ({exc})") from None
+
+    def _inflate(self, data: bytes) -> bytes:
+        """Inflate what data holds of the current member; returns what follows the member's end."""
+        member = self._member
+        while True:
+            room = self._limit.bytes + 1 - self._made
+            out = member.decompress(data, min(_INFLATE_STEP, room))
+            self._made += len(out)
+            if self._made > self._limit.bytes:
+                raise self._limit.refusal(self._source, "decompresses to more than")
+            self._out.write(out)
+            data = member.unconsumed_tail
+            if member.eof:
+                self._member = None
+                return member.unused_data
+            if not data and len(out) < min(_INFLATE_STEP, room):
+                return b""  # all input taken, no output pending: wait for the next chunk
+
+    def finish(self) -> None:
+        if self._member is not None:
+            raise TraceError(f"{self._source}: truncated gzip file")
+
+
+SIDE_FILE_BYTES = 2**20
+
+
+def read_side_json(url: str, limit: int = SIDE_FILE_BYTES) -> tuple[object, str | None]:
+    """A small JSON object beside a trace on a store (server_args.json): (its value, None), (None, why
+    it was ignored), or (None, None) when there is none. As for a local one: at most limit bytes."""
+    from . import require
+    from .isolated import isolated
+
+    if url in _BESIDE:  # fetched with its trace
+        return _BESIDE.pop(url)
+    require(url)
+    return isolated(url, _side_here, url, limit)
+
+
+def read_bytes(url: str, limit: int) -> bytes:
+    """At most limit bytes of a small object from its start (a log, a JSON file given beside the
+    traces); TraceError for a missing or unreadable one, one line."""
+    from . import require
+    from .isolated import isolated
+
+    require(url)
+    return isolated(url, _bytes_here, url, limit)
+
+
+def _bytes_here(url: str, limit: int) -> bytes:
+    from .store import failure, opened
+
+    try:
+        with opened(url, min(limit, CHUNK)) as (stream, _):
+            return stream.read(limit)
+    except IsADirectoryError:
+        raise TraceError(f"{url}: is a folder (a prefix of other objects), not a file") from None
+    except Exception as exc:  # noqa: BLE001
+        raise TraceError(f"{url}: cannot fetch: {failure(exc)}") from None
+
+
+def _side_here(url: str, limit: int) -> tuple[object, str | None]:
+    import msgspec
+
+    from .store import failure, opened
+
+    try:
+        with opened(url, limit + 1) as (stream, size):
+            if size is not None and size > limit:
+                return None, f"{url}: ignored, larger than {limit} bytes"
+            data = stream.read(limit + 1)
+    except FileNotFoundError:
+        return None, None
+    except Exception as exc:  # noqa: BLE001
+        return None, f"{url}: ignored, cannot read it ({failure(exc)})"
+    if len(data) > limit:
+        return None, f"{url}: ignored, larger than {limit} bytes"
+    try:
+        return msgspec.json.decode(data), None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        return None, f"{url}: ignored, not readable JSON ({' '.join(str(exc).split())[:200]})"

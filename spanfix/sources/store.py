@@ -1,0 +1,181 @@
+"""The one place that speaks to fsspec: a URL's filesystem, its listing, sizes, reads and puts, and
+what a store's failure means, as one line. Imported only when a URL is used.
+
+Each call that makes requests runs through isolated() (isolated.py): in a short-lived child where
+that keeps the command's process free of fsspec's thread. The functions named _..._here are what
+runs there."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any, BinaryIO
+
+from ..errors import OutputError, TraceError
+from . import is_url, require, scheme_of
+from .isolated import isolated
+
+_SIZES: dict[str, int] = {}  # sizes the listing of a glob gave, so that progress needs no request per object
+
+
+def filesystem(url: str) -> tuple[Any, str]:
+    """(the fsspec filesystem of url, its path there). Each filesystem takes its settings and
+    credentials from its usual places; spanfix passes none."""
+    require(url)
+    import fsspec
+
+    try:
+        return fsspec.core.url_to_fs(url)
+    except (ValueError, ImportError) as exc:  # a protocol fsspec does not know, or its package missing
+        raise TraceError(f"{url}: cannot read this kind of URL ({_reason(exc)})") from None
+
+
+def glob(pattern: str) -> list[str]:
+    """The objects matching pattern, as URLs of the pattern's scheme, sorted."""
+    require(pattern)
+    names = []
+    for name, size in isolated(pattern, _glob_here, pattern):
+        if size is not None:
+            _SIZES[name] = size
+        names.append(name)
+    return names
+
+
+def _glob_here(pattern: str) -> list[tuple[str, int | None]]:
+    fs, path = filesystem(pattern)
+    try:
+        found = fs.glob(path, detail=True)
+    except Exception as exc:  # noqa: BLE001 - a store's errors are many; each becomes one line
+        raise TraceError(f"{pattern}: cannot list: {failure(exc)}") from None
+    names = []
+    for key, info in sorted(found.items()):
+        if info.get("type", "file") != "file":
+            continue
+        size = info.get("size")
+        names.append((_url_of(pattern, fs, key), size if isinstance(size, int) else None))
+    if not names and _exists(fs, path):  # an object whose own name holds * ? or [ ]
+        names.append((pattern, None))
+    return names
+
+
+def _exists(fs: Any, path: str) -> bool:
+    try:
+        return bool(fs.isfile(path))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _url_of(pattern: str, fs: Any, key: str) -> str:
+    """A listed key as a URL spelled like the pattern (s3a:// stays s3a://; an http listing gives URLs)."""
+    if is_url(key):
+        return key
+    return f"{scheme_of(pattern)}://{key.lstrip('/') if scheme_of(pattern) != 'file' else key}"
+
+
+def size_of(url: str) -> int | None:
+    if url in _SIZES:
+        return _SIZES[url]
+    require(url)
+    return isolated(url, _size_here, url)
+
+
+def _size_here(url: str) -> int | None:
+    try:
+        fs, path = filesystem(url)
+        size = fs.info(path).get("size")
+    except Exception:  # noqa: BLE001 - a size for a progress bar is no reason to fail
+        return None
+    return size if isinstance(size, int) else None
+
+
+def gzip_size(url: str, size: int) -> int | None:
+    """A gzip object's uncompressed size modulo 4 GiB, from its trailer (two small range requests)."""
+    if size < 18:
+        return None
+    require(url)
+    return isolated(url, _gzip_size_here, url, size)
+
+
+def _gzip_size_here(url: str, size: int) -> int | None:
+    try:
+        fs, path = filesystem(url)
+        if fs.cat_file(path, start=0, end=2) != b"\x1f\x8b":
+            return None
+        return int.from_bytes(fs.cat_file(path, start=size - 4, end=size), "little")
+    except Exception:  # noqa: BLE001 - a size for a progress bar is no reason to fail
+        return None
+
+
+def is_folder(url: str) -> bool:
+    require(url)
+    return isolated(url, _is_folder_here, url)
+
+
+def _is_folder_here(url: str) -> bool:
+    fs, path = filesystem(url)
+    try:
+        return bool(fs.isdir(path))
+    except Exception:  # noqa: BLE001 - not a folder that can be seen: treated as a name
+        return False
+
+
+@contextlib.contextmanager
+def opened(url: str, chunk: int) -> Iterator[tuple[BinaryIO, int | None]]:
+    """The object open for reading from its start, in requests of `chunk` bytes (a range request each
+    where the store takes them), and its size when the store says it."""
+    fs, path = filesystem(url)
+    info = fs.info(path)
+    if info.get("type") == "directory":
+        raise IsADirectoryError(url)
+    size = info.get("size") if isinstance(info.get("size"), int) else None
+    with fs.open(path, "rb", block_size=chunk, cache_type="none") as stream:
+        yield stream, size
+
+
+def upload(target: str, local: str) -> None:
+    """Put the local file at target in one request (or one multipart upload, which the store makes
+    visible only when complete, and which is aborted on failure): the object appears whole or not at
+    all, and an older one stays as it was until then."""
+    try:
+        require(target)
+    except TraceError as exc:
+        raise OutputError(str(exc)) from None
+    isolated(target, _upload_here, target, local)
+
+
+def _upload_here(target: str, local: str) -> None:
+    try:
+        fs, path = filesystem(target)
+    except TraceError as exc:
+        raise OutputError(str(exc)) from None
+    try:
+        fs.put_file(local, path)
+    except Exception as exc:  # noqa: BLE001
+        raise OutputError(f"{target}: cannot write: {failure(exc)}") from None
+
+
+def failure(exc: BaseException) -> str:
+    """What a store's exception means for the person, in a few words."""
+    if isinstance(exc, FileNotFoundError) and exc.__cause__ is not None:
+        exc = exc.__cause__  # fsspec's HTTP filesystem calls a server it cannot reach a missing file
+    name = type(exc).__name__
+    if isinstance(exc, FileNotFoundError):
+        return "no such object"
+    if isinstance(exc, PermissionError) or "AccessDenied" in str(exc) or "Forbidden" in str(exc):
+        return f"access denied ({_reason(exc)}); credentials come from the store's usual places"
+    if name in ("NoCredentialsError", "PartialCredentialsError", "DefaultCredentialsError"):
+        return f"no credentials found ({_reason(exc)}); set them where the store's own tools look for them"
+    if name in ("EndpointConnectionError", "ClientConnectorError", "ConnectionRefusedError", "ConnectError",
+                "ClientConnectorDNSError", "ClientConnectorCertificateError", "ClientConnectorSSLError"):
+        return f"cannot reach the server ({_reason(exc)})"
+    if name in ("ClientPayloadError", "ServerDisconnectedError", "IncompleteReadError", "ResponseStreamingError",
+                "ConnectionResetError", "ReadTimeoutError", "ProtocolError"):
+        return f"the connection broke off ({_reason(exc)})"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{name}: {_reason(exc)}"
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:297] + "..."

@@ -1,0 +1,314 @@
+"""Real servers on 127.0.0.1 for the tests of URLs and --scheduler (tests/test_remote.py), no mocks:
+
+- moto's standalone S3 server, in a process of its own, with buckets of traces, and IAM checks
+  turned on after set-up, so that a bucket the test user has no permission for is denied by the
+  server itself (moto enforces a user's IAM policies, not bucket policies: the denial is the IAM
+  kind, answered 403 AccessDenied as S3 answers it);
+- an HTTP server with range requests (HEAD, GET, Range: bytes=a-b), for https://-style reads, which
+  can also stop half-way through a response (and then stop serving), or hold a response until told;
+- a Dask cluster: `dask scheduler` and two `dask worker` processes (nothing of Dask in the test process).
+
+Each is started by a fixture and stopped after; nothing listens anywhere but on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import os
+import re
+import socket
+import socketserver
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REQUIRED_ENV = "SPANFIX_REQUIRE_REMOTE"  # .ci/run sets it: a missing extra fails these tests instead of skipping
+LOCAL = "127.0.0.1"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((LOCAL, 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(url: str, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+# ---------------------------------------------------------------------------------------------------
+# S3
+
+
+@dataclass
+class S3Server:
+    """moto's S3 server in its own process. admin: the credentials that set it up (before IAM checks);
+    user: the credentials the tests run spanfix with, allowed on `allowed` buckets only."""
+
+    endpoint: str
+    process: subprocess.Popen
+    user: dict[str, str] = field(default_factory=dict)
+
+    def env(self, credentials: dict[str, str] | None = None) -> dict[str, str]:
+        """What a user sets for spanfix to reach this server: the usual AWS variables, no spanfix option."""
+        return {**(credentials or self.user), "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL_S3": self.endpoint,
+                "AWS_MAX_ATTEMPTS": "2", "AWS_RETRY_MODE": "standard"}
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(10)
+
+
+ADMIN = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
+
+
+def start_s3(allowed: list[str], denied: list[str], objects: dict[str, bytes], log: Path,
+             readonly: tuple[str, ...] = ()) -> S3Server:
+    """moto on a free port; buckets made and filled with objects ("bucket/key": bytes), a user who may
+    use the `allowed` buckets, only read and list the `readonly` ones (among the denied), and nothing
+    else; then every later request is checked against IAM."""
+    port = free_port()
+    with open(log, "wb") as sink:
+        process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", LOCAL, "-p", str(port)],
+                                   stdout=sink, stderr=subprocess.STDOUT)
+    server = S3Server(f"http://{LOCAL}:{port}", process)
+    try:
+        wait_for(f"{server.endpoint}/moto-api/")
+        import boto3
+
+        session = boto3.session.Session(aws_access_key_id=ADMIN["AWS_ACCESS_KEY_ID"],
+                                        aws_secret_access_key=ADMIN["AWS_SECRET_ACCESS_KEY"], region_name="us-east-1")
+        s3 = session.client("s3", endpoint_url=server.endpoint)
+        for bucket in allowed + denied:
+            s3.create_bucket(Bucket=bucket)
+        for name, data in objects.items():
+            bucket, key = name.split("/", 1)
+            s3.put_object(Bucket=bucket, Key=key, Body=data)
+        iam = session.client("iam", endpoint_url=server.endpoint)
+        iam.create_user(UserName="spanfix-tests")
+        resources = [f"arn:aws:s3:::{b}" for b in allowed] + [f"arn:aws:s3:::{b}/*" for b in allowed]
+        statements = [{"Effect": "Allow", "Action": "s3:*", "Resource": resources}]
+        if readonly:
+            statements.append({"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"],
+                               "Resource": [f"arn:aws:s3:::{b}" for b in readonly] + [f"arn:aws:s3:::{b}/*"
+                                                                                     for b in readonly]})
+        policy = {"Version": "2012-10-17", "Statement": statements}
+        iam.put_user_policy(UserName="spanfix-tests", PolicyName="traces", PolicyDocument=json.dumps(policy))
+        key = iam.create_access_key(UserName="spanfix-tests")["AccessKey"]
+        server.user = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}
+        # From now on moto authenticates every request and checks the user's policies.
+        request = urllib.request.Request(f"{server.endpoint}/moto-api/reset-auth", data=b"0", method="POST",
+                                         headers={"Content-Type": "text/plain"})
+        urllib.request.urlopen(request, timeout=10).close()
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+# ---------------------------------------------------------------------------------------------------
+# HTTP with range requests
+
+
+@dataclass
+class Served:
+    data: bytes
+    stop_after: int | None = None  # send this many bytes of a GET, then close and stop serving
+    hold: threading.Event | None = None  # a GET waits for this event before it answers
+    arrived: threading.Event = field(default_factory=threading.Event)
+
+
+class RangeServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = False
+    block_on_close = True  # server_close() joins every handler: no thread of the server outlives it
+    allow_reuse_address = True
+
+    def __init__(self):
+        self.files: dict[str, Served] = {}
+        self.stopped = threading.Event()
+        super().__init__((LOCAL, 0), _RangeHandler)
+        self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://{LOCAL}:{self.server_address[1]}/{path.lstrip('/')}"
+
+    def stop(self) -> None:
+        """Stop serving (called from a handler too, by a response that stops half-way)."""
+        for served in self.files.values():
+            if served.hold is not None:
+                served.hold.set()
+        if not self.stopped.is_set():
+            self.stopped.set()
+            threading.Thread(target=self.shutdown).start()
+
+    def close(self) -> None:
+        """Stopped, and every thread of it ended."""
+        self.stop()
+        self.thread.join(30)
+        self.server_close()
+
+
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
+
+
+class _RangeHandler(http.server.BaseHTTPRequestHandler):
+    server: RangeServer
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:  # quiet: the tests read spanfix's output, not the server's
+        pass
+
+    def _served(self) -> Served | None:
+        served = self.server.files.get(self.path.split("?")[0])
+        if served is None or self.server.stopped.is_set():
+            self.send_error(404)
+            return None
+        return served
+
+    def do_HEAD(self) -> None:
+        served = self._served()
+        if served is None:
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(served.data)))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        served = self._served()
+        if served is None:
+            return
+        served.arrived.set()
+        if served.hold is not None:
+            served.hold.wait(120)
+        start, end = 0, len(served.data)
+        wanted = _RANGE.match(self.headers.get("Range", ""))
+        if wanted and wanted.group(1):
+            start = int(wanted.group(1))
+            end = min(end, int(wanted.group(2)) + 1) if wanted.group(2) else end
+        body = served.data[start:end]
+        self.send_response(206 if wanted else 200)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Accept-Ranges", "bytes")
+        if wanted:
+            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(served.data)}")
+        self.end_headers()
+        if served.stop_after is not None and served.stop_after < start + len(body):
+            # The server goes away part-way through this response: what it sent so far, then nothing.
+            with contextlib.suppress(OSError):
+                self.wfile.write(body[:max(0, served.stop_after - start)])
+                self.wfile.flush()
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            self.server.stop()
+            return
+        with contextlib.suppress(OSError):
+            self.wfile.write(body)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Dask
+
+
+@dataclass
+class Cluster:
+    """`dask scheduler` and `dask worker` processes, as an existing cluster is: nothing of Dask runs in
+    the test process (its threads would stay, and spanfix's reader forks only where none runs)."""
+
+    scheduler_address: str
+    http: str
+    processes: list[subprocess.Popen]
+
+    def workers(self) -> int:
+        with urllib.request.urlopen(f"{self.http}/json/counts.json", timeout=5) as answer:
+            return json.load(answer)["workers"]
+
+    def wait_for_workers(self, count: int, seconds: float = 90.0) -> None:
+        deadline = time.monotonic() + seconds
+        while self.workers() < count:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the cluster has {self.workers()} of {count} workers")
+            time.sleep(0.2)
+
+    def client(self, script: str) -> str:
+        """The output of a script run by a Client of this cluster in a process of its own (`client`)."""
+        code = (f"from distributed import Client\nwith Client({self.scheduler_address!r}) as client:\n"
+                + "".join(f"    {line}\n" for line in script.splitlines()))
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              timeout=120).stdout
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
+
+
+def start_cluster(workers: int = 2, memory_limit: str = "2GiB", log: Path | None = None,
+                  worker_code: str | None = None) -> Cluster:
+    """A scheduler and `workers` worker processes of one thread each, each under a nanny that restarts
+    it when it dies, all on 127.0.0.1. A task whose worker dies is not retried (allowed-failures 0), so
+    that the test of a worker killed mid-task sees what a user sees once Dask stops retrying.
+    worker_code: a Python prelude for each worker (to make one that cannot import spanfix)."""
+    port, http = free_port(), free_port()
+    sink = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - the processes write to it
+    env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+    processes = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", LOCAL, "--port", str(port),
+                                   "--dashboard-address", f"{LOCAL}:{http}"], stdout=sink, stderr=sink, env=env)]
+    cluster = Cluster(f"tcp://{LOCAL}:{port}", f"http://{LOCAL}:{http}", processes)
+    try:
+        wait_for(f"{cluster.http}/json/counts.json")
+        for _ in range(workers):
+            argv = ["worker", cluster.scheduler_address, "--nthreads", "1", "--host", LOCAL,
+                    "--dashboard-address", f"{LOCAL}:0", "--memory-limit", memory_limit]
+            if worker_code is None:
+                command = [sys.executable, "-m", "dask", *argv]
+            else:
+                prelude = (f"{worker_code}\nimport sys\nfrom dask.__main__ import main\n"
+                           f"sys.argv = ['dask', *{[*argv, '--no-nanny']!r}]\nmain()")
+                command = [sys.executable, "-c", prelude]
+            processes.append(subprocess.Popen(command, stdout=sink, stderr=sink, env=env))
+        cluster.wait_for_workers(workers)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def environment(values: dict[str, str]):
+    """os.environ with values set, for the lifetime of a fixture (restored after)."""
+    @contextlib.contextmanager
+    def scope():
+        saved = {name: os.environ.get(name) for name in values}
+        os.environ.update(values)
+        try:
+            yield
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    return scope()
