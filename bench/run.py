@@ -1,8 +1,12 @@
-"""make bench: spanfix beside the scripts a user would write and the floor, in one run.
+"""make bench: spanfix beside the scripts a user would write, the floor and the reference parse, in one run.
 
-Generates an SGLang-shaped EAGLE trace with python stacks (default ~250 MB uncompressed), then
-times each command several times in a fresh process, reporting the median wall time and the
-peak RSS of that process (os.wait4 gives each child's own rusage). Writes bench/out/results.json.
+Generates an SGLang-shaped EAGLE trace with python stacks (default ~250 MB uncompressed), the same
+without GPU annotations, and a kernel-dense one (a million kernels replayed from CUDA graphs), then
+runs every command in rounds, each command once per round (A B C ... A B C ...), so that a shared
+machine's slow spells fall on all of them alike; it reports each command's median wall time and
+the peak RSS of its process (os.wait4 gives each child's own rusage), the machine's load before
+and after, the ratios the targets are set on (each within the one run), and the curve of reading
+time against the number of cores. Writes bench/out/results.json.
 
     python bench/run.py                    # default trace, 3 repetitions
     python bench/run.py --size-mb 1000     # the 1 GB run
@@ -40,9 +44,10 @@ class Measure:
     input_mb: float
 
 
-def run_once(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float]:
+def run_once(argv: list[str], stdout=subprocess.DEVNULL, env: dict | None = None) -> tuple[float, float]:
     start = time.perf_counter()
-    process = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE if stdout is None else subprocess.DEVNULL)
+    process = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE if stdout is None else subprocess.DEVNULL,
+                               env=None if env is None else {**os.environ, **env})
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) not in (0,):
@@ -50,15 +55,23 @@ def run_once(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float]:
     return elapsed, usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
 
 
-def measure(name: str, argv: list[str], reps: int, input_mb: float) -> Measure:
-    runs, peaks = [], []
+def measure(name: str, argv: list[str], reps: int, input_mb: float, env: dict | None = None) -> Measure:
+    return measure_interleaved([(name, argv, input_mb, env)], reps)[0]
+
+
+def measure_interleaved(commands: list[tuple], reps: int) -> list[Measure]:
+    """Each command once per round, reps rounds: (name, argv, input MB, environment or None)."""
+    runs: list[list[tuple[float, float]]] = [[] for _ in commands]
     for _ in range(reps):
-        seconds, peak = run_once(argv)
-        runs.append(seconds)
-        peaks.append(peak)
-    result = Measure(name, statistics.median(runs), max(peaks), runs, input_mb)
-    print(f"  {name:<34} {result.seconds:8.2f} s  {result.peak_rss_mb:8.0f} MB", file=sys.stderr, flush=True)
-    return result
+        for number, (_, argv, _, env) in enumerate(commands):
+            runs[number].append(run_once(argv, env=env))
+    results = []
+    for (name, _, input_mb, _), found in zip(commands, runs):
+        seconds = [wall for wall, _ in found]
+        result = Measure(name, statistics.median(seconds), max(peak for _, peak in found), seconds, input_mb)
+        print(f"  {name:<40} {result.seconds:8.2f} s  {result.peak_rss_mb:8.0f} MB", file=sys.stderr, flush=True)
+        results.append(result)
+    return results
 
 
 def make_trace(out: Path, size_mb: int) -> tuple[Path, Path]:
@@ -85,6 +98,35 @@ def make_bare_trace(out: Path, size_mb: int) -> Path:
     return bare
 
 
+def make_dense_trace(out: Path, kernels: int = 1_000_000) -> Path:
+    """A kernel-dense trace: decode steps that each replay a CUDA graph of 200 kernels (one
+    cudaGraphLaunch, one correlation id), as SGLang's graph replays are, about 105 bytes a kernel:
+    the device view's memory is most of what stats holds."""
+    dense = out / f"trace-dense-{kernels // 1000}k.json"
+    if dense.exists():
+        return dense
+    print(f"generating {dense} ...", file=sys.stderr, flush=True)
+    per_graph, t, gpu = 200, 1_000_000.0, 1_000_000.0
+    names = [f"gemm_{n}" for n in range(40)]
+    with open(dense, "w") as stream:  # compact separators: about 105 bytes a kernel
+        stream.write('{"schemaVersion":1,"traceEvents":[\n')
+        stream.write('{"ph":"M","name":"thread_name","pid":251,"tid":251,"args":{"name":"scheduler"}}')
+        for graph in range(kernels // per_graph):
+            lines = [(f'{{"ph":"X","cat":"user_annotation","name":"step[DECODE bs=8]","pid":251,"tid":251,'
+                      f'"ts":{t:.3f},"dur":40.000,"args":{{"External id":{graph}}}}}'),
+                     (f'{{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":251,"tid":251,'
+                      f'"ts":{t + 5:.3f},"dur":20.000,"args":{{"correlation":{graph}}}}}')]
+            gpu = max(gpu, t + 6)
+            for number in range(per_graph):
+                lines.append(f'{{"ph":"X","cat":"kernel","name":"{names[number % 40]}","pid":0,"tid":7,'
+                             f'"ts":{gpu:.3f},"dur":1.250,"args":{{"correlation":{graph}}}}}')
+                gpu += 1.5
+            stream.write(",\n" + ",\n".join(lines))
+            t += 320.0
+        stream.write("\n]}\n")
+    return dense
+
+
 def spanfix(*args: str) -> list[str]:
     return [PY, "-m", "spanfix", *args]
 
@@ -100,30 +142,48 @@ def scratch_folder(out: Path, size_mb: int) -> Path:
     return out
 
 
+def load() -> list[float]:
+    return [round(value, 2) for value in os.getloadavg()]
+
+
 def main_bench(out: Path, size_mb: int, reps: int) -> dict:
     plain, packed = make_trace(out, size_mb)
     bare = make_bare_trace(out, size_mb)
+    dense = make_dense_trace(out, 1_000_000 * size_mb // 250)
     size = plain.stat().st_size / MB
+    bare_size, dense_size = bare.stat().st_size / MB, dense.stat().st_size / MB
     o = str(scratch_folder(out, size_mb) / "o")
-    print(f"trace: {plain.name} {size:.0f} MB ({packed.stat().st_size / MB:.0f} MB gzip)", file=sys.stderr)
-    rows = [
-        measure("floor (read, regex, write)", [PY, str(HERE / "floor.py"), str(plain), o + ".json"], reps, size),
-        measure("gzip -dc | gzip -1", ["sh", "-c", f"gzip -dc {packed} | gzip -1 > {o}.json.gz"], reps, size),
-        measure("spanfix relabel .json", spanfix("relabel", str(plain), "-o", o + ".json"), reps, size),
-        measure("spanfix relabel .json.gz", spanfix("relabel", str(packed), "-o", o + ".json.gz"), reps, size),
-        measure("spanfix stats .json", spanfix("stats", str(plain), "--format", "json"), reps, size),
-        measure("spanfix stats .json.gz", spanfix("stats", str(packed), "--format", "json"), reps, size),
-        measure("spanfix stats --kernels .json", spanfix("stats", str(plain), "--kernels", "--format", "json"), reps,
-                size),
-        measure("spanfix stats, no GPU annotations", spanfix("stats", str(bare), "--format", "json"), reps, size),
-        measure("spanfix report .json", spanfix("report", str(plain), "-o", o + ".html"), reps, size),
-        measure("naive orjson script", [PY, str(HERE / "naive_orjson.py"), str(plain), o + ".json"], reps, size),
-        measure("naive json script", [PY, str(HERE / "naive_json.py"), str(plain), o + ".json"], 1, size),
+    print(f"trace: {plain.name} {size:.0f} MB ({packed.stat().st_size / MB:.0f} MB gzip); {dense.name} "
+          f"{dense_size:.0f} MB; load {load()}", file=sys.stderr)
+    reference = str(HERE / "reference.py")
+    commands = [
+        ("floor (read, regex, write)", [PY, str(HERE / "floor.py"), str(plain), o + ".json"], size, None),
+        ("reference parse", [PY, reference, str(plain)], size, None),
+        ("reference parse, no GPU annotations", [PY, reference, str(bare)], bare_size, None),
+        ("gzip -dc | gzip -1", ["sh", "-c", f"gzip -dc {packed} | gzip -1 > {o}.json.gz"], size, None),
+        ("spanfix relabel .json", spanfix("relabel", str(plain), "-o", o + ".json"), size, None),
+        ("spanfix relabel .json.gz", spanfix("relabel", str(packed), "-o", o + ".json.gz"), size, None),
+        ("spanfix stats .json", spanfix("stats", str(plain), "--format", "json"), size, None),
+        ("spanfix stats .json.gz", spanfix("stats", str(packed), "--format", "json"), size, None),
+        ("spanfix stats --kernels .json", spanfix("stats", str(plain), "--kernels", "--format", "json"), size, None),
+        ("spanfix stats, no GPU annotations", spanfix("stats", str(bare), "--format", "json"), bare_size, None),
+        ("spanfix stats, kernel-dense trace", spanfix("stats", str(dense), "--format", "json"), dense_size, None),
+        ("spanfix report .json", spanfix("report", str(plain), "-o", o + ".html"), size, None),
+        ("naive orjson script", [PY, str(HERE / "naive_orjson.py"), str(plain), o + ".json"], size, None),
     ]
+    rows = measure_interleaved(commands, reps)
+    rows += measure_interleaved([("naive json script", [PY, str(HERE / "naive_json.py"), str(plain), o + ".json"],
+                                  size, None)], 1)
     by = {r.name: r for r in rows}
-    floor, gz = by["floor (read, regex, write)"], by["gzip -dc | gzip -1"]
+    floor, gz, ref = by["floor (read, regex, write)"], by["gzip -dc | gzip -1"], by["reference parse"]
+    ref_bare = by["reference parse, no GPU annotations"]
     ratios = {
         "relabel_json_vs_floor": by["spanfix relabel .json"].seconds / floor.seconds,
+        "stats_json_vs_reference": by["spanfix stats .json"].seconds / ref.seconds,
+        "stats_kernels_vs_reference": by["spanfix stats --kernels .json"].seconds / ref.seconds,
+        "stats_bare_vs_reference": by["spanfix stats, no GPU annotations"].seconds / ref_bare.seconds,
+        "stats_vs_stats_kernels": by["spanfix stats .json"].seconds / by["spanfix stats --kernels .json"].seconds,
+        "reference_vs_floor": ref.seconds / floor.seconds,
         "relabel_gz_vs_gzip_pipeline": by["spanfix relabel .json.gz"].seconds / gz.seconds,
         "stats_json_vs_floor": by["spanfix stats .json"].seconds / floor.seconds,
         "stats_kernels_vs_floor": by["spanfix stats --kernels .json"].seconds / floor.seconds,
@@ -133,6 +193,9 @@ def main_bench(out: Path, size_mb: int, reps: int) -> dict:
         "relabel_peak_rss_vs_size": by["spanfix relabel .json"].peak_rss_mb / size,
         "relabel_gz_peak_rss_vs_size": by["spanfix relabel .json.gz"].peak_rss_mb / size,
         "stats_peak_rss_vs_size": by["spanfix stats .json"].peak_rss_mb / size,
+        "stats_kernels_peak_rss_vs_size": by["spanfix stats --kernels .json"].peak_rss_mb / size,
+        "stats_bare_peak_rss_vs_size": by["spanfix stats, no GPU annotations"].peak_rss_mb / bare_size,
+        "stats_dense_peak_rss_vs_size": by["spanfix stats, kernel-dense trace"].peak_rss_mb / dense_size,
         "naive_orjson_peak_rss_vs_size": by["naive orjson script"].peak_rss_mb / size,
         "report_mb": Path(o + ".html").stat().st_size / MB,
     }
@@ -140,8 +203,25 @@ def main_bench(out: Path, size_mb: int, reps: int) -> dict:
     rendered = render_seconds(Path(o + ".html"))
     if rendered is not None:
         ratios["report_render_s"] = statistics.median(rendered)
-        print(f"  {'report rendered in Chromium':<34} {ratios['report_render_s']:8.2f} s", file=sys.stderr)
-    return {"size_mb": size, "rows": [asdict(r) for r in rows], "ratios": ratios}
+        print(f"  {'report rendered in Chromium':<40} {ratios['report_render_s']:8.2f} s", file=sys.stderr)
+    return {"size_mb": size, "rows": [asdict(r) for r in rows], "ratios": ratios, "load_after": load()}
+
+
+def cores_curve(out: Path, size_mb: int, reps: int) -> dict:
+    """stats --kernels and relabel of the default trace read by 1, 2, ... processes
+    (SPANFIX_READ_PARTS), interleaved: how the reading scales with the cores."""
+    plain, _ = make_trace(out, size_mb)
+    o = str(scratch_folder(out, size_mb) / "c.json")
+    count = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    commands = []
+    for parts in range(1, count + 1):
+        env = {"SPANFIX_READ_PARTS": str(parts)}
+        commands.append((f"stats --kernels, {parts} core{'s' if parts > 1 else ''}",
+                         spanfix("stats", str(plain), "--kernels", "--format", "json"), 0, env))
+        commands.append((f"relabel, {parts} core{'s' if parts > 1 else ''}", spanfix("relabel", str(plain), "-o", o),
+                         0, env))
+    rows = measure_interleaved(commands, reps)
+    return {"cores": count, "rows": [asdict(r) for r in rows]}
 
 
 def growth(out: Path, reps: int) -> dict:
@@ -187,48 +267,71 @@ def many_files(out: Path, reps: int) -> dict:
         files.append(str(target))
     many_out = scratch_folder(out, 240) / "many-out"
     many_out.mkdir(exist_ok=True)
-    serial = measure("8 files, -j 1", spanfix("relabel", "-j", "1", *files, "-o", str(many_out)), reps, 240)
-    parallel = measure(f"8 files, -j {os.cpu_count()}",
-                       spanfix("relabel", "-j", str(os.cpu_count()), *files, "-o", str(many_out)), reps, 240)
+    serial, parallel = measure_interleaved([
+        ("8 files, -j 1", spanfix("relabel", "-j", "1", *files, "-o", str(many_out)), 240, None),
+        (f"8 files, -j {os.cpu_count()}", spanfix("relabel", "-j", str(os.cpu_count()), *files, "-o", str(many_out)),
+         240, None)], reps)
     shutil.rmtree(many_out)
     return {"serial_s": serial.seconds, "parallel_s": parallel.seconds, "jobs": os.cpu_count(),
             "speedup": serial.seconds / parallel.seconds}
 
 
-# The issue's targets: (what, where in the results, "max" or "min", limit).
+# The targets: (what, where in the results, "max" or "min", limit, kind). "target": the current
+# ones, a miss fails the run; "information": the earlier ones, shown beside them.
 TARGETS = [
-    ("relabel .json / floor", ("main", "ratios", "relabel_json_vs_floor"), "max", 3.0),
-    ("stats .json / floor", ("main", "ratios", "stats_json_vs_floor"), "max", 3.0),
-    ("stats --kernels .json / floor", ("main", "ratios", "stats_kernels_vs_floor"), "max", 3.0),
-    ("relabel .json.gz / gzip pipeline", ("main", "ratios", "relabel_gz_vs_gzip_pipeline"), "max", 1.5),
-    ("naive json script / relabel", ("main", "ratios", "naive_json_vs_relabel"), "min", 10.0),
-    ("naive orjson script / relabel", ("main", "ratios", "naive_orjson_vs_relabel"), "min", 3.0),
-    ("relabel peak RSS / trace size", ("main", "ratios", "relabel_peak_rss_vs_size"), "max", 2.5),
-    ("relabel .json.gz peak RSS / trace size", ("main", "ratios", "relabel_gz_peak_rss_vs_size"), "max", 2.5),
-    ("stats peak RSS / trace size", ("main", "ratios", "stats_peak_rss_vs_size"), "max", 2.5),
-    ("report file, MB", ("main", "ratios", "report_mb"), "max", 5.0),
-    ("growth 50 MB-1 GB, ms/MB spread", ("growth", "spread", "seconds_per_mb"), "max", 0.25),
-    ("growth net of start-up, ms/MB spread", ("growth", "spread", "net_seconds_per_mb"), "max", 0.25),
+    ("stats .json / reference parse", ("main", "ratios", "stats_json_vs_reference"), "max", 1.3, "target"),
+    ("stats --kernels .json / reference parse", ("main", "ratios", "stats_kernels_vs_reference"), "max", 1.3, "target"),
+    ("stats, no GPU annotations / reference parse", ("main", "ratios", "stats_bare_vs_reference"), "max", 1.3, "target"),
+    ("stats .json / stats --kernels .json", ("main", "ratios", "stats_vs_stats_kernels"), "max", 1.0, "target"),
+    ("relabel .json / floor", ("main", "ratios", "relabel_json_vs_floor"), "max", 2.0, "target"),
+    ("stats peak RSS / trace size", ("main", "ratios", "stats_peak_rss_vs_size"), "max", 2.5, "target"),
+    ("stats --kernels peak RSS / trace size", ("main", "ratios", "stats_kernels_peak_rss_vs_size"), "max", 2.5, "target"),
+    ("stats, no GPU annotations, peak RSS / size", ("main", "ratios", "stats_bare_peak_rss_vs_size"), "max", 2.5,
+     "target"),
+    ("stats, kernel-dense trace, peak RSS / size", ("main", "ratios", "stats_dense_peak_rss_vs_size"), "max", 2.5,
+     "target"),
+    ("relabel peak RSS / trace size", ("main", "ratios", "relabel_peak_rss_vs_size"), "max", 2.5, "target"),
+    ("relabel .json.gz peak RSS / trace size", ("main", "ratios", "relabel_gz_peak_rss_vs_size"), "max", 2.5, "target"),
+    ("relabel .json.gz / gzip pipeline", ("main", "ratios", "relabel_gz_vs_gzip_pipeline"), "max", 1.5, "target"),
+    ("report file, MB", ("main", "ratios", "report_mb"), "max", 5.0, "target"),
+    ("reference parse / floor", ("main", "ratios", "reference_vs_floor"), "max", None, "information"),
+    ("stats .json / floor", ("main", "ratios", "stats_json_vs_floor"), "max", 3.0, "information"),
+    ("stats --kernels .json / floor", ("main", "ratios", "stats_kernels_vs_floor"), "max", 3.0, "information"),
+    ("relabel .json / floor, the earlier target", ("main", "ratios", "relabel_json_vs_floor"), "max", 3.0,
+     "information"),
+    ("naive json script / relabel", ("main", "ratios", "naive_json_vs_relabel"), "min", 10.0, "information"),
+    ("naive orjson script / relabel", ("main", "ratios", "naive_orjson_vs_relabel"), "min", 3.0, "information"),
+    ("growth 50 MB-1 GB, ms/MB spread", ("growth", "spread", "seconds_per_mb"), "max", 0.25, "target"),
+    ("growth net of start-up, ms/MB spread", ("growth", "spread", "net_seconds_per_mb"), "max", 0.25, "target"),
 ]
 
 
 # Targets this code is known to miss, and where that is explained: their miss is no VM's noise.
-KNOWN_MISSES = {"stats --kernels .json / floor": "a known miss, explained in docs/performance.md"}
+_EXPLAINED = "a known miss, explained in docs/performance.md (2026-12-01)"
+KNOWN_MISSES: dict[str, str] = {
+    "stats .json / reference parse": _EXPLAINED,
+    "stats --kernels .json / reference parse": _EXPLAINED,
+    "stats, no GPU annotations / reference parse": _EXPLAINED,
+    "relabel .json / floor": _EXPLAINED,
+}
 
 
 def target_table(results: dict) -> tuple[list[str], list[str]]:
-    """One line per target the run measured, and the targets it missed."""
+    """One line per target the run measured, and the targets it missed (information is never missed)."""
     lines, missed = [], []
-    for what, path, kind, limit in TARGETS:
+    for what, path, kind, limit, role in TARGETS:
         value = results
         for key in path:
             value = value.get(key) if isinstance(value, dict) else None
         if value is None:
             continue
+        if limit is None:
+            lines.append(f"  {what:<46} {value:7.2f}            information")
+            continue
         met = value <= limit if kind == "max" else value >= limit
-        missed += [] if met else [what]
-        lines.append(f"  {what:<40} {value:7.2f}  {'<=' if kind == 'max' else '>='} {limit:<5}  "
-                     f"{'met' if met else 'MISSED'}")
+        missed += [] if met or role != "target" else [what]
+        verdict = ("met" if met else "MISSED") if role == "target" else ("within" if met else "beyond") + ", information"
+        lines.append(f"  {what:<46} {value:7.2f}  {'<=' if kind == 'max' else '>='} {limit:<5}  {verdict}")
     return lines, missed
 
 
@@ -244,17 +347,23 @@ def main() -> None:
         args.size_mb, args.reps = 20, 1
     args.out.mkdir(parents=True, exist_ok=True)
     machine = {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
-               "cores": os.cpu_count(), "system": platform.platform()}
+               "cores": os.cpu_count(), "system": platform.platform(), "load_before": load()}
     results = {"machine": machine, "main": main_bench(args.out, args.size_mb, args.reps),
+               "cores": cores_curve(args.out, args.size_mb, args.reps),
                "many_files": many_files(args.out, args.reps)}
     if args.growth:
         results["growth"] = growth(args.out, args.reps)
+    results["machine"]["load_after"] = load()
     (args.out / "results.json").write_text(json.dumps(results, indent=2))
     shutil.rmtree(Path("/dev/shm/spanfix-bench"), ignore_errors=True)
     print(json.dumps(results["main"]["ratios"], indent=2))
     print(json.dumps(results["many_files"], indent=2))
     if "growth" in results:
         print(json.dumps(results["growth"], indent=2))
+    print(f"load average (1, 5, 15 min): {machine['load_before']} before, {results['machine']['load_after']} after")
+    print("reading on 1, 2, ... cores (median wall time):")
+    for row in results["cores"]["rows"]:
+        print(f"  {row['name']:<40} {row['seconds']:7.2f} s")
     lines, missed = target_table(results)
     default = args.size_mb == 250 and not args.quick
     print("targets (ratios within this run)" + ("" if default else "; they are set for the default 250 MB trace")

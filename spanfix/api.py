@@ -51,7 +51,6 @@ from .timing import (
     measure,
 )
 from .timing.device import DeviceReducer, DeviceWork, device_work
-from .timing.measure import trace_start
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
     import pandas
@@ -279,7 +278,7 @@ class Trace:
         """What spanfix sees in the trace: tracks, algorithm and why, evidence, ambiguous spans."""
         work = self._device()
         return report_of(self._read, self._index, self._attribution, [*self._warnings, *work.warnings()],
-                         self._options.relabel_options(), trace_start(self._read, self._index, work))
+                         self._options.relabel_options())
 
 
 def open(source: Source, options: Options | None = None, *, device: bool = True, kernel_names: bool = False,

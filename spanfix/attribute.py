@@ -106,10 +106,21 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
     draft_pids = {pid for pid, _ in draft_tracks}
     orders: dict[Span, _IterationSteps] = {}
     verdicts = []
+    # Where evidence speaks, a verdict follows from the mode and the opinions alone: the same few
+    # combinations decide thousands of steps, so each is decided once.
+    decided: dict[tuple, Verdict] = {}
+    by_mode: dict[str, str | None] = {}
     for step, (iteration, in_stage, stack) in zip(index.steps, contexts):
-        opinions = list(_opinions(step, stack, in_stage, iteration, guess, draft_tracks, user_tracks,
-                                  draft_pids, iterations, orders))
-        verdicts.append(_decide(step, iteration, opinions, guess, iterations, orders))
+        opinions = tuple(_opinions(step, stack, in_stage, iteration, guess, draft_tracks, user_tracks,
+                                   draft_pids, iterations, orders, by_mode))
+        if not opinions:  # what was missing depends on the step's iteration: decided for each
+            verdicts.append(_decide(step, iteration, [], guess, iterations, orders))
+            continue
+        key = (step.step.mode, opinions)
+        verdict = decided.get(key)
+        if verdict is None:
+            verdict = decided[key] = _decide(step, iteration, list(opinions), guess, iterations, orders)
+        verdicts.append(verdict)
     unmatched = [f"{flag} {getattr(rule, 'pattern', rule)!r} matched no track of this trace (inspect lists its "
                  "tracks and their names)" for flag, rule in rules.every() if (flag, rule) not in matched]
     return Attribution(verdicts, guess, draft_tracks, unmatched)
@@ -217,8 +228,8 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
 
 def _opinions(step: StepSpan, stack: str | None, in_stage: bool, iteration: Span | None, guess: AlgorithmGuess,
               draft_tracks: set[Track], user_tracks: set[Track], draft_pids: set[Hashable],
-              iterations: dict[Span, list[StepSpan]], orders: dict[Span, _IterationSteps]
-              ) -> Iterable[tuple[str, str]]:
+              iterations: dict[Span, list[StepSpan]], orders: dict[Span, _IterationSteps],
+              by_mode: dict[str, str | None]) -> Iterable[tuple[str, str]]:
     track = step.track
     if track in draft_tracks:
         yield DRAFT, USER_RULE if track in user_tracks else METADATA
@@ -228,12 +239,14 @@ def _opinions(step: StepSpan, stack: str | None, in_stage: bool, iteration: Span
         yield stack, CALL_STACK
     if in_stage:
         yield DRAFT, STAGE_SPAN
-    by_mode = _mode(step, guess)
-    if by_mode:
+    mode = step.step.mode
+    if mode not in by_mode:
+        by_mode[mode] = _mode(step, guess)  # the mode's opinion depends on the mode and the algorithm alone
+    if by_mode[mode]:
         if guess.fact("has_draft") is False:
-            yield by_mode, NO_SPECULATION if guess.fact("speculative") is False else NO_DRAFT_MODEL
+            yield by_mode[mode], NO_SPECULATION if guess.fact("speculative") is False else NO_DRAFT_MODEL
         else:
-            yield by_mode, MODE
+            yield by_mode[mode], MODE
     by_order = _iteration_order(step, iteration, guess, iterations, orders)
     if by_order:
         yield by_order, ITERATION_ORDER
@@ -248,7 +261,7 @@ class _CallStacks:
 
     def __init__(self) -> None:
         self._frame = Enclosing(lambda span: span.kind == "frame")
-        self._runner = Enclosing(lambda span: span.kind == "frame" and _RUNNER_FORWARD.search(span.name) is not None)
+        self._runner = Enclosing(lambda span: span.kind == "frame" and _is_runner(span.name))
 
     def context(self, index: TraceIndex, step: StepSpan) -> tuple[Span | None, bool, str | None]:
         """(the innermost iteration around step, is it inside a stage span, what its call stack says)"""
@@ -256,7 +269,7 @@ class _CallStacks:
             enclosing = tuple(step.span.ancestors())  # innermost first
             iteration = next((a for a in enclosing if a.kind == "iteration"), None)
             frames = [a for a in enclosing if a.kind == "frame"]
-            runner = next((position for position, f in enumerate(frames) if _RUNNER_FORWARD.search(f.name)), None)
+            runner = next((position for position, f in enumerate(frames) if _is_runner(f.name)), None)
             caller = frames[runner + 1] if runner is not None and runner + 1 < len(frames) else None
             return (iteration, any(a.kind == "stage" for a in enclosing),
                     _call_stack(step, bool(frames), runner is not None, caller))
@@ -275,7 +288,16 @@ def _call_stack(step: StepSpan, frames: bool, runner: bool, caller: Span | None)
     if not runner:
         # Python stacks are on, yet no ModelRunner.forward around it: the worker's own graph span.
         return WORKER if step.step.mode in ("DRAFT_LOOP", "DRAFT_EXTEND_V2") else None
-    caller_name = caller.name if caller is not None else ""
+    return _caller_says(caller.name if caller is not None else "")
+
+
+@functools.lru_cache(maxsize=2**12)  # a trace has a few hundred distinct frames, each around thousands of steps
+def _is_runner(name: str) -> bool:
+    return _RUNNER_FORWARD.search(name) is not None
+
+
+@functools.lru_cache(maxsize=2**12)
+def _caller_says(caller_name: str) -> str | None:
     if _TARGET_CALLER.search(caller_name):
         return TARGET
     if _DRAFT_CALLER.search(caller_name):

@@ -20,8 +20,6 @@ Buffer = bytes | bytearray | mmap.mmap  # a trace's bytes: read, mapped, or infl
 
 class Args(msgspec.Struct, gc=False):
     external_id: Any = msgspec.field(name="External id", default=None)
-    python_id: Any = msgspec.field(name="Python id", default=None)
-    python_parent_id: Any = msgspec.field(name="Python parent id", default=None)
     correlation: Any = None  # links a cuda_runtime launch to its kernel
     name: Any = None  # process_name / thread_name metadata
     labels: Any = None  # process_labels metadata
@@ -162,8 +160,12 @@ class Source(Protocol):
         """Every event as item (a msgspec type), in one pass."""
 
     def map(self, item: type, mapper: Callable[[Iterable], T]) -> list[T] | None:
-        """mapper over every event as item, a stretch of the events at a time (several at once where
+        """mapper over every event as item, a chunk of the events at a time (several at once where
         it can), in file order; None where it cannot."""
+
+    def reduce(self, reducer: Callable[[list, list | None], T]) -> list[T] | None:
+        """reducer(events, stamps) over every event as Event, a chunk at a time (see Events.reduce);
+        None where it cannot."""
 
 
 class Events(Sequence):
@@ -171,15 +173,26 @@ class Events(Sequence):
     any other is decoded when asked for, so a trace of millions of events costs a few hundred
     thousand small structs, not millions. every() and map() read all of them, as lighter structs."""
 
-    def __init__(self, count: int, decoded: dict[int, Event], source: Source | None = None):
+    def __init__(self, count: int, decoded: dict[int, Event], source: Source | None = None,
+                 exact: dict[int, int] | None = None):
         self._count = count
         self._decoded = decoded
         self._source = source  # None when every event is decoded already
         self._raws: list[msgspec.Raw] | None = None
+        # Read in exact mode (clock.py): event index -> its timestamp in nanoseconds, for the events
+        # decoded up front, whose decoded floats do not keep them.
+        self.exact = exact
+        self._every: list[Event] | None = None  # every event, where the careful path decoded them all
+        self._stamps: list[int | None] | None = None
 
     @classmethod
     def all_decoded(cls, events: list[Event]) -> Events:
         return cls(len(events), dict(enumerate(events)))
+
+    def keep_every(self, events: list[Event], stamps: list[int | None] | None) -> None:
+        """Keep every event (and, in exact mode, every timestamp's nanoseconds) for callers that ask
+        for events not selected: the careful path decoded them all already."""
+        self._every, self._stamps = events, stamps
 
     def __len__(self) -> int:
         return self._count
@@ -187,6 +200,8 @@ class Events(Sequence):
     def __getitem__(self, index: int) -> Event:  # type: ignore[override]
         event = self._decoded.get(index)
         if event is None:
+            if self._every is not None and 0 <= index < self._count:
+                return self._every[index]
             if self._source is None or not 0 <= index < self._count:
                 raise IndexError(index)
             event = decode_raw_event(self._raw_list()[index], index)[0]
@@ -219,13 +234,28 @@ class Events(Sequence):
 
     def map(self, item: type, mapper: Callable[[Iterable], T]) -> list[T]:
         """mapper over all the events as item (see every()), one result per stretch of them, in file
-        order. A large trace is mapped in the halves it was read in, at once, in two processes:
-        mapper runs in a forked child too, and its result must pickle. Otherwise one stretch."""
+        order. A large trace is mapped in the chunks it was read in, on every core: mapper runs in
+        forked children too, and its result must pickle. Otherwise one stretch."""
         if self._source is not None:
             results = self._source.map(item, mapper)
             if results is not None:
                 return results
         return [mapper(self.every(item))]
+
+    def reduce(self, reducer: Callable[[list, list | None], T]) -> list[T]:
+        """reducer(events, stamps) over every event as Event, a chunk at a time where the trace was
+        read in chunks (on every core), in file order; stamps: the events' timestamps in
+        nanoseconds where the read was exact (clock.py), else None."""
+        if self._source is not None:
+            results = self._source.reduce(reducer)
+            if results is not None:
+                return results
+            return [reducer(list(self.every(Event)), None)]
+        if self._every is not None:
+            return [reducer(self._every, self._stamps)]
+        every = list(self)
+        stamps = [self.exact.get(index) for index in range(len(every))] if self.exact else None
+        return [reducer(every, stamps)]
 
     def _raw_list(self) -> list[msgspec.Raw]:
         if self._raws is None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from .attribute import Attribution
 from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, family_of, figure_text, grammar, parse_budget
+from .clock import offset_text
 from .errors import BudgetError, out_of_memory
 from .index import TraceIndex
 from .naming import parse_step_name
@@ -217,7 +218,7 @@ def trust_outcomes(trace: Trace, index: TraceIndex, attribution: Attribution, op
     _, summary = plan(trace, index, attribution, options, patches_wanted=False)
     source = trace.source
     ambiguous = summary.ambiguous
-    first = (f"{clip(ambiguous[0].name)} at {(ambiguous[0].start_us - trace_start_us) / 1e3:.3f} ms from the trace start: "
+    first = (f"{clip(ambiguous[0].name)} at {offset_text(ambiguous[0].start_us)} from the trace start: "
              f"{ambiguous[0].detail}") if ambiguous else ""
     why = _first_of(len(ambiguous), first)
     if ambiguous and check.allow_ambiguous:

@@ -7,7 +7,6 @@ scheduler iterations, SGLang's own python frames), so the index stays small next
 from __future__ import annotations
 
 import functools
-import math
 import operator
 import re
 from collections import Counter, defaultdict
@@ -15,6 +14,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .clock import SLACK_NS
 from .naming import StepName, parse_step_name
 from .ranks import scope_of
 from .reader import Event, Trace
@@ -74,6 +74,13 @@ class Span:
     external_id: Any = None
     parent: Span | None = None  # the innermost indexed span that fully contains this one
     depth: int = 0  # how many indexed spans contain it
+    start_ns: int = 0  # start and end in whole nanoseconds from the trace's start (clock.py); start and
+    end_ns: int = 0  # end are these in microseconds
+
+    @property
+    def length_us(self) -> float:
+        """Its duration, exactly (for an X event, its dur)."""
+        return (self.end_ns - self.start_ns) / 1000
 
     def ancestors(self):
         """Every enclosing span, innermost first. Walking them for every step costs the square of the
@@ -217,15 +224,33 @@ def build_index(trace: Trace) -> TraceIndex:
     unmatched = skipped = 0
 
     parsed: dict[Span, StepName] = {}
-    for index, event in trace.events.selected():
+    clock = trace.clock
+    selected = list(trace.events.selected())
+    # Every time at once (numpy for the usual floats), then one look at each event.
+    starts = clock.many([index for index, _ in selected], [event.ts for _, event in selected])
+    lengths = clock.lengths([event.dur for _, event in selected])
+    kinds: dict = {}
+    plain, limit = _PLAIN, _TIME_LIMIT
+    for (index, event), start, length in zip(selected, starts, lengths):
         ph = event.ph
         if ph == "X":
-            kind, step = _kind_of(event)
+            try:
+                kind, step = kinds[event.name, event.cat]
+            except KeyError:
+                kind, step = kinds[event.name, event.cat] = _kind_of(event)
+            except TypeError:  # a category that cannot key a dict
+                kind, step = _kind_of(event)
             if kind is None:
                 continue
-            track = track_of(event)
-            ts, dur = event.ts, event.dur if event.dur is not None else 0
-            span = _make_span(kind, event, track, ts, ts + dur if is_number(dur) and is_number(ts) else None, (index,))
+            pid, tid = event.pid, event.tid
+            track = (pid if pid.__class__ in plain else repr(pid), tid if tid.__class__ in plain else repr(tid))
+            if start is not None and length is not None and length >= 0 and -limit < start < limit - length:
+                args = event.args
+                external = args.external_id if args is not None else None
+                span = Span(kind, event.name, track, start / 1000, (start + length) / 1000, (index,),
+                            external if external.__class__ in plain else repr(external), None, 0, start, start + length)
+            else:
+                span = None
         elif ph == "M":
             _read_metadata(event, track_of(event), names)
             continue
@@ -244,7 +269,7 @@ def build_index(trace: Trace) -> TraceIndex:
             # The format closes the innermost open B whatever the E is called: an E carries the
             # span's name only when it repeats it.
             carriers = (begin_index, index) if event.name == begin.name else (begin_index,)
-            span = _make_span(kind, begin, track, begin.ts, event.ts, carriers)
+            span = _make_span(kind, begin, track, clock.ns(begin_index, begin.ts), clock.ns(index, event.ts), carriers)
         else:
             continue
         tracks.add(track)
@@ -290,7 +315,7 @@ def _join_gpu_copies(steps: list[StepSpan], gpu_spans: list[Span]) -> tuple[list
             orphans.append(GpuOrphan(gpu, NO_CPU_SPAN))
         elif owner is None:
             orphans.append(GpuOrphan(gpu, SHARED_ID))
-        elif gpu.start < owner.span.start - 4 * math.ulp(owner.span.start):
+        elif gpu.start_ns < owner.span.start_ns - SLACK_NS:
             orphans.append(GpuOrphan(gpu, BEFORE_CPU))
         else:
             owner.gpu_events.extend(gpu.events)
@@ -366,11 +391,17 @@ def _kind_of_name(name: str, is_frame: bool) -> str | None:
     return None
 
 
-def _make_span(kind: str, event: Event, track: Track, start: Any, end: Any, carriers: tuple[int, ...]) -> Span | None:
-    if not (is_number(start) and is_number(end)) or end < start:
+def _make_span(kind: str, event: Event, track: Track, start: int | None, end: int | None,
+               carriers: tuple[int, ...]) -> Span | None:
+    """start, end: nanoseconds from the trace's start."""
+    if start is None or end is None or end < start or max(-start, end) >= _TIME_LIMIT:
         return None
     external_id = event.args.external_id if event.args is not None else None
-    return Span(kind, event.name, track, float(start), float(end), carriers, hashable(external_id))
+    return Span(kind, event.name, track, start / 1000, end / 1000, carriers, hashable(external_id),
+                start_ns=start, end_ns=end)
+
+
+_TIME_LIMIT = (2**63) * 1000  # nanoseconds: a span beyond 2**63 us is no time (see is_number)
 
 
 def _nest(track_spans: list[Span]) -> int:
@@ -387,16 +418,13 @@ def _nest(track_spans: list[Span]) -> int:
     track_spans.sort(key=_START)
     stack: list[Span] = []
     overlaps = 0
-    ulp = math.ulp
     for span in track_spans:
-        start, end = span.start, span.end
-        # Epoch-microsecond timestamps lose their last digits in a float: allow a few ulps.
-        while stack and stack[-1].end <= start + 4 * ulp(start):
+        start, end = span.start_ns, span.end_ns
+        while stack and stack[-1].end_ns <= start + SLACK_NS:
             stack.pop()
         # Partially overlapping spans are not nested: look further out for a span that contains this one.
         depth = len(stack)
-        slack = 4 * ulp(end)
-        while depth and stack[depth - 1].end + slack < end:
+        while depth and stack[depth - 1].end_ns + SLACK_NS < end:
             depth -= 1
         if depth < len(stack):
             overlaps += 1

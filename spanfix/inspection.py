@@ -40,7 +40,7 @@ class InspectReport:
     overlaps: int
     unmatched: int
     warnings: list[str]
-    trace_start_us: float = 0.0  # the first event's timestamp: Perfetto shows times from it
+    trace_start_us: float = 0.0  # the trace's start (clock.py): Perfetto shows times from it
 
     def ambiguous_by_reason(self, examples: int | None = 3) -> list[AmbiguityGroup]:
         """The ambiguous spans grouped by what was missing, the largest group first (relabelling.by_reason)."""
@@ -77,7 +77,7 @@ def _name_count(names: TrackNames, track: tuple) -> int:
 
 
 def report_of(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: list[str],
-              options: RelabelOptions, trace_start_us: float = 0.0) -> InspectReport:
+              options: RelabelOptions) -> InspectReport:
     modes: dict[tuple, Counter] = defaultdict(Counter)
     for step in index.steps:
         modes[step.track][step.step.mode] += 1
@@ -88,7 +88,7 @@ def report_of(trace: Trace, index: TraceIndex, attribution: Attribution, warning
         count = _name_count(index.names, (pid, tid))
         tracks.append(TrackReport(pid, tid, names, (pid, tid) in attribution.draft_tracks,
                                   dict(sorted(modes[(pid, tid)].items())), count - len(names)))
-    ambiguous = [AmbiguousSpan.of_step(s, v.detail) for s, v in zip(index.steps, attribution.verdicts)
+    ambiguous = [AmbiguousSpan.of_step(s, v.detail, trace.origin_ns) for s, v in zip(index.steps, attribution.verdicts)
                  if v.role == AMBIGUOUS]
     guess = attribution.algorithm
     return InspectReport(
@@ -98,4 +98,4 @@ def report_of(trace: Trace, index: TraceIndex, attribution: Attribution, warning
         roles=dict(Counter(v.role for v in attribution.verdicts).most_common()),
         ambiguous=ambiguous, gpu_copies=sum(len(s.gpu_events) for s in index.steps),
         gpu_orphans=len(index.gpu_orphans), overlaps=index.overlaps, unmatched=index.unmatched,
-        warnings=[*warnings, *index.notes()], trace_start_us=trace_start_us)
+        warnings=[*warnings, *index.notes()], trace_start_us=(trace.origin_ns or 0) / 1000)

@@ -26,17 +26,50 @@ def name_in_event(raw: bytes, name: str) -> tuple[int, int] | None:
 _STEP_NAME_VALUE = re.compile(rb'"name"\s*:\s*"((?:step\[|[^"\\]{0,4}\\)(?:[^"\\]|\\.)*)"', re.DOTALL)
 
 
-def locate_by_regex(data: bytes | bytearray, wanted: list[tuple[int, str]]) -> list[NameSlot] | None:
-    found = []
-    for match in _STEP_NAME_VALUE.finditer(data):
-        start, end = match.span(1)
-        if data[start] == 0x73 or string_content(data, start, end).startswith("step["):  # 0x73: "s"
-            found.append((start, end))
+def locate_by_regex(data: bytes | bytearray, wanted: list[tuple[int, str]], start: int = 0,
+                    end: int | None = None) -> list[NameSlot] | None:
+    """Where the step names of wanted (event index, name, in file order) sit in data[start:end]:
+    every "name" key there whose value begins with "step[" (or escapes that may spell it), which
+    must be exactly wanted's names, in order; else None."""
+    end = len(data) if end is None else end
+    if data.find(b"\\", start, end) < 0:  # no escape anywhere: found by a plain search, three times faster
+        found = _plain_step_names(data, start, end)
+    else:
+        found = []
+        for match in _STEP_NAME_VALUE.finditer(data, start, end):
+            first, last = match.span(1)
+            if data[first] == 0x73 or string_content(data, first, last).startswith("step["):  # 0x73: "s"
+                found.append((first, last))
     if len(found) == len(wanted) and all(
         string_content(data, start, end) == name for (start, end), (_, name) in zip(found, wanted)
     ):
         return [NameSlot(i, start, end) for (start, end), (i, _) in zip(found, wanted)]
     return None
+
+
+_WHITESPACE = frozenset(b" \t\r\n")
+
+
+def _plain_step_names(data: bytes | bytearray, start: int, end: int) -> list[tuple[int, int]]:
+    """What _STEP_NAME_VALUE finds in data[start:end] where no string holds an escape (so a quote
+    always ends one): each '"step[' value of a "name" key, found by bytes.find."""
+    found = []
+    at = data.find(b'"step[', start, end)
+    while at >= 0:
+        before = at - 1
+        while before >= start and data[before] in _WHITESPACE:
+            before -= 1
+        if before >= start and data[before] == 0x3A:  # ":"
+            before -= 1
+            while before >= start and data[before] in _WHITESPACE:
+                before -= 1
+            if before - 5 >= start and data[before - 5:before + 1] == b'"name"':
+                close = data.find(b'"', at + 1, end)
+                if close < 0:
+                    break
+                found.append((at + 1, close))
+        at = data.find(b'"step[', at + 1, end)
+    return found
 
 
 def string_content(data: bytes | bytearray, start: int, end: int) -> str:

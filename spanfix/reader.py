@@ -39,6 +39,7 @@ from typing import BinaryIO
 import msgspec
 
 from . import progress
+from .clock import Clock
 from .errors import TraceError
 from .events import (
     UNUSABLE,
@@ -56,7 +57,7 @@ from .limits import default_max_bytes, max_bytes_phrase
 from .locate import locate_by_regex, locate_exactly
 from .notice import notice
 from .overwrite import is_standard_input
-from .selective import Reducer, Selected, decode_selected, raw_events
+from .selective import Reducer, decode_selected, merged, part_of, raw_events, stamps_of_document
 from .sources import fetch, local_path
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -83,7 +84,13 @@ class Trace:
     events: Events
     step_slots: list[NameSlot]  # one per event whose name starts with "step[", in event order (when located)
     warnings: list[str] = field(default_factory=list)  # odd input read leniently, one line each
-    reduced: list | None = None  # what read_trace's reduce made of the events, one result per stretch read
+    reduced: list | None = None  # what read_trace's reduce made of the events, one result per chunk read
+    origin_ns: int | None = None  # the trace's start: its earliest timestamp but metadata's (clock.py)
+
+    @property
+    def clock(self) -> Clock:
+        """Timestamps in nanoseconds from the trace's start, exact (clock.py)."""
+        return Clock(self.origin_ns, self.events.exact)
 
     @property
     def gzipped(self) -> bool:
@@ -93,7 +100,6 @@ class Trace:
 def read_trace(source: str | Path, *, max_bytes: int | None = None,
                select: Callable[[str], bool] | None = None, reduce: Reducer | None = None,
                content: bytes | bytearray | memoryview | BinaryIO | None = None, locate_names: bool = True,
-               reduce_when: Callable[[Buffer], bool] | None = None,
                document: tuple[Buffer, Buffer | None] | None = None) -> Trace:
     """Read and decode a trace. With select, only events whose name it accepts (plus step spans and
     unnamed events, which close B/E pairs) are decoded up front; the rest stay raw until asked for.
@@ -101,9 +107,8 @@ def read_trace(source: str | Path, *, max_bytes: int | None = None,
     the process that read it (Trace.reduced); the step names' bytes are then not located: that is
     for reading what a relabel would not write (stats). With content (bytes or a binary file object),
     the trace is read from it and source only names it. max_bytes: the largest document accepted,
-    uncompressed (None: default_max_bytes()). reduce_when(document): whether reduce is worth its cost
-    on this document, asked once it is read (None: always). document: (the uncompressed bytes, the
-    gzip file's) as read_document_bytes returned them, for a file read once and looked at twice."""
+    uncompressed (None: default_max_bytes()). document: (the uncompressed bytes, the gzip file's) as
+    read_document_bytes returned them, for a file read once and looked at twice."""
     source = str(source)
     progress.phase("reading")
     if document is not None:
@@ -113,15 +118,18 @@ def read_trace(source: str | Path, *, max_bytes: int | None = None,
     else:
         data, compressed = document_bytes_of(source, content, max_bytes=max_bytes)
     form, parse_buffer, warnings = container_form(source, data)
-    if reduce is not None and reduce_when is not None and not reduce_when(data):
-        reduce = None
     progress.phase("decoding")
     with _gc_paused():
         selected = (decode_selected(parse_buffer, data, form, select, reduce, locate_names=locate_names)
                     if select is not None else None)
         if selected is None:
-            decoded, decode_warnings = decode_events(source, parse_buffer, form)
-            selected = Selected(Events.all_decoded(decoded), None, [reduce(decoded)] if reduce else None)
+            decoded, decode_warnings, decoded_from = decode_events(source, parse_buffer, form)
+            kind = "object" if form == "object" else "array"
+            # The careful path keeps the fast path's choice of events (so that both index alike), and
+            # every event besides, for whatever asks for the others.
+            part = part_of(decoded, select, reduce, stamps=lambda: stamps_of_document(decoded_from, kind))
+            selected = merged([part], None, reduce is not None)
+            selected.events.keep_every(decoded, part.every_exact)
             warnings = warnings + decode_warnings
     del parse_buffer
     if reduce is not None or not locate_names:
@@ -129,7 +137,8 @@ def read_trace(source: str | Path, *, max_bytes: int | None = None,
     else:
         slots = selected.slots if selected.slots is not None else locate_step_names(source, data, selected.events,
                                                                                    form)
-    return Trace(source, data, compressed, form, selected.events, slots, warnings, selected.reduced)
+    return Trace(source, data, compressed, form, selected.events, slots, warnings, selected.reduced,
+                 selected.origin_ns)
 
 
 @contextlib.contextmanager
@@ -426,20 +435,21 @@ def container_form(source: str, data: bytes | bytearray) -> tuple[str, bytes | b
     return "array-unterminated", b"".join((memoryview(buffer)[:end], b"]")), warnings
 
 
-def decode_events(source: str, buffer: bytes | bytearray, form: str) -> tuple[list[Event], list[str]]:
-    """The events, and a warning for each kind of oddity read leniently."""
+def decode_events(source: str, buffer: bytes | bytearray, form: str) -> tuple[list[Event], list[str], Buffer]:
+    """The events, a warning for each kind of oddity read leniently, and the bytes they were decoded
+    from (a repaired copy where the document needed one; its offsets are the document's)."""
     kind = "object" if form == "object" else "array"
     try:
         try:
             decoded = _DECODERS[kind].decode(buffer)
-            return decoded.traceEvents if kind == "object" else decoded, []
+            return (decoded.traceEvents if kind == "object" else decoded), [], buffer
         except msgspec.ValidationError:
             pass  # valid JSON with odd values somewhere: read event by event below
         try:
             raws = raw_events(buffer, kind)
         except msgspec.ValidationError as exc:
             raise TraceError(f"{source}: not a trace: {_clean(exc)}") from None
-        return _decode_one_by_one(source, raws)
+        return (*_decode_one_by_one(source, raws), buffer)
     except msgspec.DecodeError as exc:
         # Valid JSON but for bytes JSON forbids (or escapes msgspec refuses)? Read a repaired copy,
         # unless repairing changes nothing: then the JSON itself is broken.
@@ -448,9 +458,9 @@ def decode_events(source: str, buffer: bytes | bytearray, form: str) -> tuple[li
             raise _json_error(source, exc, buffer, form) from None
     except RecursionError:
         raise TraceError(f"{source}: not a trace: JSON nested too deeply to read") from None
-    events, warnings = decode_events(source, fixed, form)
+    events, warnings, decoded_from = decode_events(source, fixed, form)
     return events, [("holds invalid UTF-8, raw control characters or lone surrogate escapes (read leniently; "
-                     "their bytes are kept)"), *warnings]
+                     "their bytes are kept)"), *warnings], decoded_from
 
 
 def _decode_one_by_one(source: str, raw_events: list[msgspec.Raw]) -> tuple[list[Event], list[str]]:

@@ -7,7 +7,6 @@ import os
 import re
 import stat
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,21 +52,23 @@ SHOWN_ENCLOSING = 5  # enclosing spans named per ambiguous span: the innermost f
 class AmbiguousSpan:
     name: str
     track: tuple
-    start_us: float
+    start_us: float  # from the trace's start (clock.py), as Perfetto shows it
     detail: str
     enclosing: tuple[str, ...]  # the innermost SHOWN_ENCLOSING enclosing spans' names, innermost first
     enclosing_count: int = 0  # how many spans enclose it in all
+    ts_us: float = 0.0  # its timestamp as in the trace
 
     @classmethod
-    def of_step(cls, step: StepSpan, detail: str) -> AmbiguousSpan:
+    def of_step(cls, step: StepSpan, detail: str, origin_ns: int | None = None) -> AmbiguousSpan:
         # A report grows with the trace, never with its square: thousands of nested spans each
         # listing every span around it would make gigabytes of JSON from a trace of kilobytes.
         names = tuple(a.name for a in itertools.islice(step.span.ancestors(), SHOWN_ENCLOSING))
-        return cls(step.name, step.track, step.span.start, detail, names, step.span.depth)
+        return cls(step.name, step.track, step.span.start, detail, names, step.span.depth,
+                   ((origin_ns or 0) + step.span.start_ns) / 1000)
 
     def to_json(self) -> dict:
-        return {"name": self.name, "track": list(self.track), "ts": self.start_us, "why": self.detail,
-                "enclosing": list(self.enclosing), "enclosing_count": self.enclosing_count}
+        return {"name": self.name, "track": list(self.track), "ts": self.ts_us, "start_from_trace_us": self.start_us,
+                "why": self.detail, "enclosing": list(self.enclosing), "enclosing_count": self.enclosing_count}
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,13 +136,12 @@ def default_output(source: str) -> str:
 
 
 def load(source: str, options: RelabelOptions, reduce: Reducer | None = None, *, locate_names: bool = True,
-         reduce_when: Callable[[Buffer], bool] | None = None, document: tuple[Buffer, Buffer | None] | None = None
-         ) -> Trace:
+         document: tuple[Buffer, Buffer | None] | None = None) -> Trace:
     """Read a trace, decoding in full only the events attribution looks at (with reduce: every
     event, handed to reduce as it is read, for what attribution does not need). locate_names=False
     leaves the step names' bytes unlocated: for reading what will not be rewritten. document: its
     bytes, read already (reader.read_trace)."""
-    return read_trace(source, select=indexed_name, reduce=reduce, locate_names=locate_names, reduce_when=reduce_when,
+    return read_trace(source, select=indexed_name, reduce=reduce, locate_names=locate_names,
                       document=document, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
 
 
@@ -244,7 +244,7 @@ def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: Rel
             left_alone["not TARGET_VERIFY (--verify-only)"] += 1
             continue
         if verdict.role == AMBIGUOUS:
-            ambiguous.append(AmbiguousSpan.of_step(step, verdict.detail))
+            ambiguous.append(AmbiguousSpan.of_step(step, verdict.detail, trace.origin_ns))
             continue
         if verdict.role not in (DRAFT, TARGET):
             left_alone[verdict.role if verdict.role != UNKNOWN_MODE else "not understood"] += 1
@@ -265,7 +265,8 @@ def plan(trace: Trace, index: TraceIndex, attribution: Attribution, options: Rel
         gpu_copies += len(step.gpu_events)
     for orphan in index.gpu_orphans:
         ambiguous.append(AmbiguousSpan(orphan.span.name, orphan.span.track, orphan.span.start,
-                                       f"GPU annotation: {orphan.why}", ()))
+                                       f"GPU annotation: {orphan.why}", (), 0,
+                                       ((trace.origin_ns or 0) + orphan.span.start_ns) / 1000))
     guess = attribution.algorithm
     result = RelabelResult(
         input=trace.source, output=None, changed=changed, gpu_copies=gpu_copies,

@@ -56,7 +56,7 @@ from click.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile
 
-from spanfix import reader, selective
+from spanfix import parts, reader
 from spanfix.cli import main as cli
 from spanfix.errors import OutputError
 from spanfix.index import indexed_name
@@ -317,8 +317,8 @@ class Crash(Exception):
 
 
 def halves_agree(source: Path) -> None:
-    """The input read whole by one process, then mapped and read in two halves by two: large
-    traces take the second way, and it must give exactly what the first gives, errors included."""
+    """The input read whole by one process, then mapped and read in chunks by several: large traces
+    take the second way, and it must give exactly what the first gives, errors included."""
     def view():
         try:
             trace = read_trace(str(source), select=indexed_name)
@@ -326,16 +326,17 @@ def halves_agree(source: Path) -> None:
             return str(exc)
         return len(trace.events), list(trace.events.selected()), trace.step_slots, trace.warnings
 
-    defaults = selective.FORK_BYTES, reader.MAP_BYTES
+    defaults = parts.FORK_BYTES, parts.CHUNK_BYTES, reader.MAP_BYTES
     try:
-        selective.FORK_BYTES = reader.MAP_BYTES = 2**62
+        parts.FORK_BYTES = parts.CHUNK_BYTES = reader.MAP_BYTES = 2**62
         whole = view()
-        selective.FORK_BYTES = reader.MAP_BYTES = 0
+        parts.FORK_BYTES = reader.MAP_BYTES = 0
+        parts.CHUNK_BYTES = max(1024, source.stat().st_size // 5)
         halves = view()
     finally:
-        selective.FORK_BYTES, reader.MAP_BYTES = defaults
+        parts.FORK_BYTES, parts.CHUNK_BYTES, reader.MAP_BYTES = defaults
     if halves != whole:
-        raise Crash(f"read in halves, the trace differs from the trace read whole: {str(halves)[:200]}")
+        raise Crash(f"read in chunks, the trace differs from the trace read whole: {str(halves)[:200]}")
 
 
 FILE_NAMES = ["case", "d[/]case", "case [bold]x[/bold]", "case\x1b[31m", "case\nline", "=cmd()", "case <b>|x|", ":smile:",

@@ -8,7 +8,6 @@ with three decimals, and a float holds an epoch-relative one to about a nanoseco
 
 import itertools
 import json
-import math
 from collections import defaultdict
 
 import pytest
@@ -176,30 +175,47 @@ def test_overlapping_streams_are_split_equally_and_add_up(tmp_path):
                                    "idle": 0}
 
 
-def test_range_hull_agrees_with_a_scan():
-    """Long runs are answered from block tables: the same answers as scanning, Nones included."""
-    import math
+def test_runs_of_items_agree_with_a_scan():
+    """Many runs at once: extents from block tables, durations and overlaps from prefix sums, unions;
+    the same answers as scanning each run, short and long, nested and disjoint."""
     import random
 
-    from spanfix.intervals import RangeHull
+    import numpy as np
+
+    from spanfix.timing.ranges import Ranges
 
     rng = random.Random(7)
-    for count in (1, 63, 64, 65, 130, 1000, 1200, 4097, 20000):
-        extents = [None if rng.random() < 0.2 else (start := rng.uniform(0, 1e6), start + rng.uniform(0, 500))
-                   for _ in range(count)]
-        if count > 500:
-            extents[100:400] = [None] * 300  # a long run with no extent at all
-        hull = RangeHull([math.inf if e is None else e[0] for e in extents],
-                         [-math.inf if e is None else e[1] for e in extents])
-        for k in range(2000):
+    for count in (1, 63, 64, 65, 130, 1000, 4097, 20000):
+        starts = [rng.randrange(0, 10**9) for _ in range(count)]
+        ends = [start + rng.randrange(0, 5000) for start in starts]
+        if count > 500:  # one stream: a run without overlaps
+            starts[100:400] = [10**9 + 10 * k for k in range(300)]
+            ends[100:400] = [start + rng.randrange(0, 11) for start in starts[100:400]]
+        ranges = Ranges(np, np.array(starts, np.int64), np.array(ends, np.int64))
+        runs = []
+        for k in range(1000):
             lo = 0 if k % 10 == 0 else rng.randrange(count)  # from the first item: the widest runs too
             hi = count if k % 7 == 0 else rng.randrange(lo + 1, count + 1)
-            found = [e for e in extents[lo:hi] if e is not None]
-            expected = (min(s for s, _ in found), max(e for _, e in found)) if found else None
-            assert hull.hull(lo, hi) == expected, (count, lo, hi)
+            runs.append((lo, hi))
         if count > 500:
-            assert hull.hull(100, 400) is None
-
+            runs.append((100, 400))
+        lo, hi = np.array([r[0] for r in runs]), np.array([r[1] for r in runs])
+        low, high = ranges.extents(lo, hi)
+        durations = ranges.durations(lo, hi)
+        alone = ranges.sequentials(lo, hi)
+        for number, (a, b) in enumerate(runs):
+            assert (int(low[number]), int(high[number])) == (min(starts[a:b]), max(ends[a:b])), (count, a, b)
+            assert ranges.extent(a, b) == (min(starts[a:b]), max(ends[a:b]))
+            assert int(durations[number]) == ranges.duration(a, b) == sum(ends[a:b]) - sum(starts[a:b])
+            sequential = all(starts[k] >= ends[k - 1] for k in range(a + 1, b))
+            assert bool(alone[number]) == ranges.sequential(a, b) == sequential
+            covered, reach = 0, -1
+            for start, end in sorted(zip(starts[a:b], ends[a:b])):
+                covered += max(0, end - max(start, reach))
+                reach = max(reach, end)
+            assert ranges.union(a, b) == covered
+        if count > 500:
+            assert ranges.sequential(100, 400)
 
 
 def _reference_join(stretches):
@@ -208,19 +224,21 @@ def _reference_join(stretches):
 
     launches, items = [], []
     for stretch in stretches:
-        for k, launch_id in enumerate(stretch.launch_ids):
+        launch_ids = list(stretch.launch_ids) if isinstance(stretch.launch_ids, list) else stretch.launch_ids.tolist()
+        item_ids = list(stretch.item_ids) if isinstance(stretch.item_ids, list) else stretch.item_ids.tolist()
+        for k, launch_id in enumerate(launch_ids):
             launches.append(((stretch.scopes[stretch.launch_scopes[k]], launch_id),
-                             stretch.tracks[stretch.launch_tracks[k]], stretch.launch_times[k]))
-        for k, item_id in enumerate(stretch.item_ids):
-            items.append(((stretch.scopes[stretch.item_scopes[k]], item_id), stretch.starts[k], stretch.ends[k],
-                          stretch.categories[k], stretch.names[stretch.name_ids[k]]))
+                             stretch.tracks[stretch.launch_tracks[k]], int(stretch.launch_ns[k])))
+        for k, item_id in enumerate(item_ids):
+            items.append(((stretch.scopes[stretch.item_scopes[k]], item_id), int(stretch.starts[k]),
+                          int(stretch.ends[k]), int(stretch.categories[k]), stretch.names[stretch.name_ids[k]]))
     counts = Counter(key for key, _, _ in launches)
     launch_of = {key: number for number, (key, _, _) in enumerate(launches) if counts[key] == 1}
     queued = defaultdict(list)  # launch number -> its items, in the order they were read
     for item in items:
         if item[0] in launch_of:
             queued[launch_of[item[0]]].append(item)
-    early = {n for n, its in queued.items() if min(i[1] for i in its) < launches[n][2] - 4 * math.ulp(launches[n][2])}
+    early = {n for n, its in queued.items() if min(i[1] for i in its) < launches[n][2]}
     track_order = list(dict.fromkeys(track for stretch in stretches for track in stretch.tracks))
     kept = sorted((n for n in queued if n not in early),
                   key=lambda n: (track_order.index(launches[n][1]), launches[n][2], n))
@@ -237,22 +255,28 @@ def _reference_join(stretches):
 
 def _stretch(rng, scopes, tracks):
     """Launches and device work as a read reduces them, with what real traces hold rarely: ids that
-    several launches share, ids as strings, work that starts before its launch, equal start times."""
-    from array import array
+    several launches share, ids as strings, work that starts before its launch, equal start times.
+    Times in nanoseconds, as the reader gives them."""
+    import numpy as np
 
-    from spanfix.timing.device import DeviceColumns
+    from spanfix.timing.columns import DeviceColumns
 
     ids = [rng.choice([rng.randrange(40), str(rng.randrange(5)), 2**62 + rng.randrange(3)]) for _ in range(rng.randrange(30))]
-    launch_times = [float(rng.randrange(100)) for _ in ids]
+    launch_times = [rng.randrange(100) * 1000 for _ in ids]
     item_ids = [rng.choice(ids) if ids and rng.random() < 0.8 else rng.randrange(60) for _ in range(rng.randrange(60))]
-    starts = [float(rng.randrange(-5, 120)) for _ in item_ids]
+    starts = [rng.randrange(-5, 120) * 1000 for _ in item_ids]
     names = ["gemm", "attn", "copy"]
+
+    def column(values):  # as the reducer keeps them: numpy where every id is an int, else a list
+        return np.array(values, np.int64) if all(isinstance(v, int) for v in values) else values
+
     return DeviceColumns(
-        scopes, tracks, array("I", [rng.randrange(len(scopes)) for _ in ids]), ids,
-        array("I", [rng.randrange(len(tracks)) for _ in ids]), array("d", launch_times),
-        array("I", [rng.randrange(len(scopes)) for _ in item_ids]), item_ids, array("d", starts),
-        array("d", [start + rng.randrange(10) for start in starts]), [rng.choice(["kernel", "gpu_memcpy"]) for _ in item_ids],
-        names, array("I", [rng.randrange(len(names)) for _ in item_ids]))
+        scopes, tracks, np.array([rng.randrange(len(scopes)) for _ in ids], np.int32), column(ids),
+        np.array([rng.randrange(len(tracks)) for _ in ids], np.int32), np.array(launch_times, np.int64),
+        np.array([rng.randrange(len(scopes)) for _ in item_ids], np.int32), column(item_ids),
+        np.array(starts, np.int64), np.array([start + rng.randrange(10) * 1000 for start in starts], np.int64),
+        np.array([rng.choice([0, 1]) for _ in item_ids], np.int8),
+        names, np.array([rng.randrange(len(names)) for _ in item_ids], np.int32))
 
 
 def test_the_join_finds_what_a_plain_join_finds():
@@ -270,9 +294,10 @@ def test_the_join_finds_what_a_plain_join_finds():
         # A stretch's tracks are in its own scopes: here any track is any scope's, which the join allows.
         tracks, starts, ends, categories, names, problems = _reference_join(stretches)
         work = DeviceWork.joined(stretches)
-        assert {track: (launches.times, launches.bounds) for track, launches in work.tracks.items()} == tracks
-        assert (work.starts, work.ends, work.categories) == (starts, ends, categories)
-        assert [work.names[n] for n in work.name_ids] == names
+        assert {track: (launches.times.tolist(), launches.bounds.tolist())
+                for track, launches in work.tracks.items()} == tracks
+        assert (work.starts.tolist(), work.ends.tolist(), work.categories.tolist()) == (starts, ends, categories)
+        assert [work.names[n] for n in (work.name_ids.tolist() if work.name_ids is not None else [])] == names
         assert work.problems[SHARED_CORRELATION] == problems["shared"]
         assert work.problems[BEFORE_LAUNCH] == problems["early"]
 
@@ -281,8 +306,9 @@ def test_kernel_tallies_count_an_item_once_per_range_that_holds_it():
     """Nested step spans hold the same kernels: a group's tally counts each once per span (as adding
     the spans' own tallies would), walking each item once however deep the nesting."""
     import random
-    from array import array
     from collections import Counter
+
+    import numpy as np
 
     from spanfix.timing.kernels import KernelTable
 
@@ -291,8 +317,8 @@ def test_kernel_tallies_count_an_item_once_per_range_that_holds_it():
     for _ in range(300):
         count = rng.randrange(1, 40)
         table = KernelTable(names, ["gemm", "attention", "norm", "memcpy"],
-                            array("I", [rng.randrange(4) for _ in range(count)]),
-                            array("d", [float(rng.randrange(1, 9)) for _ in range(count)]))
+                            np.array([rng.randrange(4) for _ in range(count)], np.int64),
+                            np.array([rng.randrange(1, 9) * 1000 for _ in range(count)], np.int64))
         ranges = [tuple((a, rng.randrange(a, count + 1)) for a in sorted(rng.sample(range(count), rng.randrange(1, 3))))
                   for _ in range(rng.randrange(1, 6))]
         counts, totals = Counter(), Counter()
@@ -300,10 +326,10 @@ def test_kernel_tallies_count_an_item_once_per_range_that_holds_it():
             for first, end in spans:
                 for item in range(first, end):
                     counts[names[table.ids[item]]] += 1
-                    totals[names[table.ids[item]]] += table.durations[item]
+                    totals[names[table.ids[item]]] += int(table.durations[item])
         tally = table.tally(ranges)
         assert dict(tally.counts) == dict(counts)
-        assert dict(tally.totals) == {name: totals[name] for name in counts}
+        assert dict(tally.totals) == {name: totals[name] / 1000 for name in counts}  # nanoseconds in, microseconds out
 
 
 def test_nested_steps_over_overlapping_streams_give_busy_time_within_a_budget(tmp_path, monkeypatch):

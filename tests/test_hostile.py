@@ -267,8 +267,8 @@ def test_partial_overlaps_nest_as_before():
     import random
     rng = random.Random(7)
     for _ in range(500):
-        spans = [index.Span("stage", "s", (1, 1), float(a), float(a + rng.randint(0, 20)), ())
-                 for a in (rng.randint(0, 40) for _ in range(rng.randint(1, 30)))]
+        spans = [index.Span("stage", "s", (1, 1), float(a), float(b), (), start_ns=a * 1000, end_ns=b * 1000)
+                 for a in (rng.randint(0, 40) for _ in range(rng.randint(1, 30))) for b in [a + rng.randint(0, 20)]]
         parents, overlaps = _nest_as_it_was(list(spans))
         assert index._nest(spans) == overlaps
         assert [span.parent for span in spans] == parents

@@ -32,9 +32,10 @@ def test_real_sglang_extend_is_attributed_to_the_target_by_call_stack():
 
 @needs_real_traces
 @pytest.mark.parametrize("path", real_traces(), ids=lambda p: p.name)
-def test_real_traces_read_in_halves_as_whole(monkeypatch, path):
-    """Large traces are read in two processes, each half of the document; forced here on small ones."""
-    from spanfix import selective
+def test_real_traces_read_in_parts_as_whole(monkeypatch, path):
+    """Large traces are read in chunks, on every core; forced here on small ones."""
+    from conftest import read_in_parts, read_whole
+
     from spanfix.index import indexed_name
     from spanfix.reader import TraceError, read_trace
 
@@ -45,7 +46,7 @@ def test_real_traces_read_in_halves_as_whole(monkeypatch, path):
             return str(exc)
         return len(trace.events), list(trace.events.selected()), trace.step_slots, trace.warnings, bytes(trace.data)
 
-    monkeypatch.setattr(selective, "FORK_BYTES", 2**62)
+    read_whole(monkeypatch)
     whole = read()
-    monkeypatch.setattr(selective, "FORK_BYTES", 0)
+    read_in_parts(monkeypatch, chunk_bytes=max(4096, path.stat().st_size // 5))
     assert read() == whole

@@ -23,14 +23,16 @@ def expected_bytes(data: bytes) -> bytes:
     return text.encode()
 
 
-@pytest.fixture(params=["read", "mapped in halves"])
+@pytest.fixture(params=["read", "mapped in parts"])
 def reading(request, monkeypatch):
-    """Files of a MiB or more are mapped, and those of 32 MiB or more read in two processes: here both
-    happen to small files too, and must change nothing."""
-    from spanfix import reader, selective
+    """Files of a MiB or more are mapped, and those of 32 MiB or more read in chunks on every core: here
+    both happen to small files too, and must change nothing."""
+    from conftest import read_in_parts
+
+    from spanfix import reader
     if request.param != "read":
         monkeypatch.setattr(reader, "MAP_BYTES", 0)
-        monkeypatch.setattr(selective, "FORK_BYTES", 0)
+        read_in_parts(monkeypatch, chunk_bytes=1024)
     return request.param
 
 
@@ -200,7 +202,8 @@ def test_b_e_pairs_nest_through_events_attribution_ignores(tmp_path):
               {"ph": "E", "pid": 1, "tid": 2, "ts": 3},
               {"ph": "E", "pid": 1, "tid": 2, "ts": 9}]
     index = build_index(load(str(write_trace(tmp_path / "t.json", events)), RelabelOptions()))
-    assert [(s.name, s.span.start, s.span.end) for s in index.steps] == [("step[DECODE bs=1]", 1.0, 9.0)]
+    # Times from the trace's start, its first event at ts 1.
+    assert [(s.name, s.span.start, s.span.end) for s in index.steps] == [("step[DECODE bs=1]", 0.0, 8.0)]
     assert index.unmatched == 0
 
 

@@ -118,8 +118,8 @@ def test_device_time_from_annotations_and_launched_kernels(timed):
 
 @pytest.mark.parametrize("halves", [False, True])
 def test_kernel_fallback_alone(tmp_path, monkeypatch, halves):
-    from spanfix import selective
-    monkeypatch.setattr(selective, "FORK_BYTES", 0 if halves else 2**62)  # large traces: each half at once
+    from conftest import read_in_parts, read_whole
+    read_in_parts(monkeypatch, chunk_bytes=512) if halves else read_whole(monkeypatch)  # large traces: in chunks
     path = write_trace(tmp_path / "t.json", [
         thread_name(1, 2, "draft worker"), span(DECODE_NAME, 0, 50, tid=2),
         span("cudaGraphLaunch", 10, 2, tid=2, cat="cuda_runtime", correlation=5),
@@ -134,12 +134,12 @@ def test_kernel_fallback_alone(tmp_path, monkeypatch, halves):
 def test_kernel_fallback_reads_odd_events_as_the_careful_path_would(tmp_path, monkeypatch, mapped):
     """The fast path leaves launches and kernels undecoded; the fallback meets their odd values
     (a timestamp beyond 64 bits, invalid UTF-8 in a category) and must read past them."""
-    from conftest import trace_bytes
+    from conftest import read_in_parts, trace_bytes
 
-    from spanfix import reader, selective
+    from spanfix import reader
     if mapped:
         monkeypatch.setattr(reader, "MAP_BYTES", 0)
-        monkeypatch.setattr(selective, "FORK_BYTES", 0)
+        read_in_parts(monkeypatch, chunk_bytes=256)
     events = [thread_name(1, 2, "draft worker"), span(DECODE_NAME, 0, 50, tid=2),
               span("cudaGraphLaunch", 10, 2, tid=2, cat="cuda_runtime", correlation=5), kernel(60, 10, 5),
               {**kernel(80, 5, 5), "cat": "BAD"}, {**launch(20, 8), "tid": 2, "ts": 2**70}, kernel(90, 5, 8)]
@@ -458,3 +458,30 @@ def test_the_json_reference_documents_the_json_as_written(tmp_path):
     kernels = json.loads(run("stats", write_trace(tmp_path / "k.json", _iteration_events()), "--kernels",
                              "--format", "json").stdout)["kernels"]
     assert list(example["kernels"]) == list(kernels)
+
+
+@pytest.mark.parametrize("kernels", [False, True])
+def test_stats_decodes_every_event_once(tmp_path, monkeypatch, kernels):
+    """One pass: a trace whose steps have GPU annotations but whose stage spans have none needs the
+    device view, which is known only once it is read; stats still decodes each event once (each chunk
+    of a large trace once), plain or with kernels."""
+    from conftest import read_in_parts, trace_bytes
+    from synth_helpers import eagle_events
+
+    from spanfix import parts
+    from spanfix.api import Options, measure_path
+    from spanfix.timing import KernelClasses
+
+    events = [e for e in eagle_events() if not (e.get("cat") == "gpu_user_annotation"
+                                               and e.get("name") in ("draft", "draft_extend"))]
+    path = tmp_path / "t.json"
+    path.write_bytes(trace_bytes(events))
+    read_in_parts(monkeypatch, processes=1, chunk_bytes=path.stat().st_size // 5)
+    decoded = []
+    real = parts.every_event
+    monkeypatch.setattr(parts, "every_event", lambda buffer, kind, item: decoded.append(item) or real(buffer, kind, item))
+    measured = measure_path(str(path), Options(), KernelClasses.with_overrides(()) if kernels else None)
+    assert not any("was not computed" in warning for warning in measured.warnings)
+    assert any(step.busy_us is not None for step in measured.steps)  # the device view is there
+    plan = parts.layout(path.read_bytes(), "object")
+    assert len(decoded) == plan.chunks > 1

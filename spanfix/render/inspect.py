@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..clock import offset_text
 from ..inspection import InspectReport
 from ..naming import NO_STEP_SPANS
 from .escape import rich_text, shown, whole_reason
@@ -72,14 +73,11 @@ def _decided(report: InspectReport) -> list:
 
 
 def _at(report: InspectReport, start_us: float) -> str:
-    """A time as Perfetto shows it: from the start of the trace."""
-    return format_offset(start_us - report.trace_start_us)
+    """A time as Perfetto shows it: from the start of the trace (start_us already is)."""
+    return format_offset(start_us)
 
 
-def format_offset(us: float) -> str:
-    if abs(us) >= 1e6:
-        return f"{us / 1e6:.6f} s"
-    return f"{us / 1e3:.3f} ms"
+format_offset = offset_text
 
 
 def _ambiguous_by_reason(report: InspectReport, every: bool = False) -> list:

@@ -12,6 +12,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..clock import offset_text
 from ..naming import NO_STEP_SPANS
 from ..relabelling import AmbiguousSpan, RelabelResult, by_reason
 from .escape import rich_text, shown, whole_reason
@@ -66,7 +67,8 @@ def ambiguity_lines(ambiguous: list[AmbiguousSpan]) -> list[Text]:
         # The span's name is trace data (shown, cut when huge); the reason is spanfix's own, with what
         # would decide it: shown whole.
         lines.append(Text.assemble(("ambiguous:", "yellow"), " ", shown(
-            f"{like}{first.name} at ts {first.start_us:.3f} on pid {first.track[0]} tid {first.track[1]}"),
+            f"{like}{first.name} at {offset_text(first.start_us)} from the trace start on pid {first.track[0]} "
+            f"tid {first.track[1]}"),
             ": ", whole_reason(group.reason)))
     if len(groups) > SHOWN_REASONS:
         rest = sum(group.count for group in groups[SHOWN_REASONS:])

@@ -120,11 +120,13 @@ def _device(work: DeviceWork, spans: _Spans) -> ModelTime:
         items = work.launched(span)
         if items:
             codes[items.start:items.stop] = _DRAFT_STEP
+    # The device work's times are integer nanoseconds from the trace's start (timing/device.py): the
+    # sweep runs on them, and the sums are microseconds below.
     starts, ends = np.asarray(work.starts, np.float64), np.asarray(work.ends, np.float64)
     totals = np.zeros(_CODES)
     idle = extents = 0.0
     for (_, reach, ids) in work.scopes.values():
-        if not ids:
+        if not len(ids):
             continue
         ids = np.asarray(ids, np.int64)
         first, last = float(starts[ids[0]]), float(reach[-1])
@@ -132,6 +134,7 @@ def _device(work: DeviceWork, spans: _Spans) -> ModelTime:
         found, idle_here = _partition(np, starts[ids], ends[ids], codes[ids], np.asarray(reach, np.float64))
         totals += found
         idle += idle_here
+    totals, idle, extents = totals / 1000, idle / 1000, extents / 1000
     parts = {"draft": float(totals[_DRAFT] + totals[_DRAFT_STEP]), "verify": float(totals[_VERIFY]),
              "ambiguous": float(totals[_AMBIGUOUS]), "other": float(totals[_OTHER]), "idle": idle}
     return ModelTime(GPU, extents, parts, float(totals[_DRAFT_STEP]))
@@ -144,8 +147,7 @@ def _partition(np, starts, ends, codes, reach) -> tuple:
     codes running then."""
     durations = ends - starts
     extent = float(reach[-1] - starts[0])
-    noise = 4 * np.spacing(np.abs(reach[:-1]))
-    if len(starts) < 2 or bool(np.all(starts[1:] >= reach[:-1] - noise)):
+    if len(starts) < 2 or bool(np.all(starts[1:] >= reach[:-1])):  # exact times: no float noise to allow for
         totals = np.bincount(codes, weights=durations, minlength=_CODES)
         return totals, max(0.0, extent - float(durations.sum()))
     times = np.concatenate((starts, ends))

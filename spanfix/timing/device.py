@@ -9,35 +9,27 @@ possible: one launch for the id, and no device work starting before it. What bre
 counted and reported, never measured.
 
 Reading every launch and kernel of a large trace is most of what stats costs, so it happens while
-the trace is read: `DeviceReducer` turns each stretch of decoded events into plain columns where
-the stretch was read (both halves of a large trace at once), and `DeviceWork.joined` joins the
-stretches' columns. Device work is held as numbered items; the items a launch queued are numbered
-consecutively, so that a span's work is a few ranges of numbers.
+the trace is read: columns.DeviceReducer turns each chunk of decoded events into numpy columns
+where the chunk was read (on every core), and `DeviceWork.joined` joins the chunks' columns. Device
+work is held as numbered items in numpy arrays, times in integer nanoseconds from the trace's start
+(clock.py); the items a launch queued are numbered consecutively, so that a span's work is a few
+ranges of numbers, and the extents, durations and busy times of thousands of ranges are answered
+at once (ranges.py).
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
-import math
-import operator
-from array import array
-from bisect import bisect_left, bisect_right
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
-from ..events import Stamp
-from ..index import Span, Track, hashable
-from ..intervals import RangeHull
+from ..index import Span, Track
 from ..ranks import scope_of
+from .columns import DEVICE_CATEGORIES, LAUNCH_SUFFIXES, DeviceColumns, DeviceReducer
+from .ranges import Ranges
 
-DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
-LAUNCH_SUFFIXES = ("_runtime", "_driver")  # cuda_runtime, cuda_driver (ROCm traces keep these names too)
-Interval = tuple[float, float]
 # Why a launch's device work was not used.
 SHARED_CORRELATION = "correlation ids that several launches of one rank share (their device work not used)"
 BEFORE_LAUNCH = "launches whose device work starts before the launch itself (device work not used)"
@@ -52,141 +44,27 @@ SPLIT_SKIPPED = ("decode iterations not measured on the device clock: their devi
 # iteration: past this many items walked per item of the trace (and the allowance), the step gets no
 # busy time, the iteration no device clock, and a warning counts them.
 BUDGET, ALLOWANCE = 8, 2**16
-_CATEGORY = operator.attrgetter("cat")
-_NUMBERS = frozenset({int, float})
-_IDS = frozenset({int, str})
-
-
-@dataclass(slots=True)
-class DeviceColumns:
-    """The launches and device work of one stretch of events, as plain columns that pickle fast.
-    Rank scopes and tracks are numbered: `scopes[i]`, `tracks[i]`."""
-
-    scopes: list  # rank scope of each number
-    tracks: list[Track]  # host track of each number
-    launch_scopes: array  # per launch: its scope's number
-    launch_ids: list  # per launch: correlation id
-    launch_tracks: array  # per launch: its track's number
-    launch_times: array
-    item_scopes: array  # per device item
-    item_ids: list
-    starts: array
-    ends: array
-    categories: list[str]
-    names: list[str] | None  # the distinct kernel names, when they were read
-    name_ids: array | None  # per device item: its name's number in names
-    first_time: float | None = None  # the earliest timestamp of any event of the stretch
-
-
-_TS, _DUR, _PID, _TID, _ARGS, _NAME = map(operator.attrgetter, ("ts", "dur", "pid", "tid", "args", "name"))
-_CORRELATION = operator.attrgetter("args.correlation")
-
-
-class _Correlated(msgspec.Struct, gc=False):
-    correlation: Any = None
-
-
-class _Light(msgspec.Struct, gc=False):
-    """What the device view reads of every event, and the name the reader chooses events by."""
-
-    name: Any = None
-    cat: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Stamp = None
-    dur: Stamp = None
-    args: _Correlated | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class DeviceReducer:
-    """A stretch of decoded events -> DeviceColumns (a reader's reduce: it runs where the stretch is read).
-
-    A stretch is hundreds of thousands of events: the launches and the device work are picked by
-    category with C-level maps, then one comprehension each keeps the usable ones (a correlation id,
-    a finite time and, for device work, a duration not negative), checking each value by its class.
-    Measured against taking each field with a C-level map and checking the columns whole, and against
-    decoding only those events, typed, from their raw bytes: both were slower (docs/performance.md)."""
-
-    names: bool = False  # keep each kernel's name (for --kernels)
-    item = _Light
-
-    def __call__(self, events: list) -> DeviceColumns:
-        categories = _hashables(list(map(_CATEGORY, events)))
-        distinct = set(categories)
-        device = DEVICE_CATEGORIES.intersection(distinct)
-        launch = {c for c in distinct if isinstance(c, str) and c.endswith(LAUNCH_SUFFIXES)}
-        inf = math.inf
-        # One comprehension each, checking every value by its class: a million events, no calls.
-        items = [(e.pid, a.correlation, ts, d, e.cat, e.name)
-                 for e in itertools.compress(events, map(device.__contains__, categories))
-                 if (a := e.args) is not None and a.correlation.__class__ in _IDS and (ts := e.ts).__class__ in _NUMBERS
-                 and (d := e.dur).__class__ in _NUMBERS and -inf < ts < inf and 0 <= d < inf]
-        launches = [(e.pid, e.tid, a.correlation, ts)
-                    for e in itertools.compress(events, map(launch.__contains__, categories))
-                    if (a := e.args) is not None and a.correlation.__class__ in _IDS and (ts := e.ts).__class__ in _NUMBERS
-                    and -inf < ts < inf]
-        del categories
-        item_pids, item_ids, starts, lengths, item_categories, item_names = zip(*items) if items else ((),) * 6
-        launch_pids, launch_tids, launch_ids, times = zip(*launches) if launches else ((),) * 4
-        item_pids, launch_pids = _hashables(item_pids), _hashables(launch_pids)
-        scopes: dict = {}
-        scope_of_pid = {pid: scopes.setdefault(scope_of(pid), len(scopes)) for pid in {*item_pids, *launch_pids}}
-        tracks = list(zip(launch_pids, _hashables(launch_tids)))
-        numbers = {track: number for number, track in enumerate(set(tracks))}
-        starts = array("d", starts)
-        names = name_ids = None
-        if self.names:
-            by_name = {name: number for number, name in enumerate(dict.fromkeys(_hashables(item_names)))}
-            name_ids = array("I", map(by_name.__getitem__, _hashables(item_names)))
-            names = [name if isinstance(name, str) else "?" for name in by_name]
-        return DeviceColumns(
-            list(scopes), list(numbers),
-            array("I", map(scope_of_pid.__getitem__, launch_pids)), list(launch_ids),
-            array("I", map(numbers.__getitem__, tracks)), array("d", times),
-            array("I", map(scope_of_pid.__getitem__, item_pids)), list(item_ids),
-            starts, array("d", map(operator.add, starts, lengths)), list(item_categories),
-            names, name_ids, _first_time(events))
-
-
-def _first_time(events: list) -> float | None:
-    try:
-        first = min(map(_TS, events), default=None)  # C-level; a timestamp that is not a number stops it
-    except TypeError:
-        first = min((t for t in map(_TS, events) if t.__class__ in _NUMBERS and math.isfinite(t)), default=None)
-    return float(first) if first is not None and math.isfinite(first) else None
-
-
-def _hashables(values: Sequence) -> Sequence:
-    """The values themselves when all can key a dict (the usual case), else each made one."""
-    try:
-        set(values)
-    except TypeError:
-        return list(map(hashable, values))
-    return values
-
-
-SCAN = 64  # ranges up to this long are scanned; longer ones use _RangeTables
-
-
-@dataclass(frozen=True, slots=True)
-class _RangeTables:
-    hull: RangeHull  # the extent of any range of items
-    durations: list[float]  # durations[k]: the first k items' durations added up
-    overlaps: list[int]  # overlaps[k]: how many of items 1..k overlap the item before them
 
 
 @dataclass(slots=True)
 class TrackLaunches:
-    """One host track's launches that queued usable device work, in time order. Their items are
-    numbered consecutively: launch k queued the items from bounds[k] to bounds[k + 1]."""
+    """One host track's launches that queued usable device work, in time order (nanoseconds from
+    the trace's start). Their items are numbered consecutively: launch k queued the items from
+    bounds[k] to bounds[k + 1]."""
 
-    times: list[float] = field(default_factory=list)
-    bounds: list[int] = field(default_factory=list)  # one more than there are launches
+    times: Any  # numpy int64
+    bounds: Any  # numpy int64, one more than there are launches
 
-    def between(self, start: float, end: float) -> range:
-        """The items of the launches made from start to end, both included."""
-        return range(self.bounds[bisect_left(self.times, start)], self.bounds[bisect_right(self.times, end)])
+    def between(self, start: int, end: int) -> range:
+        """The items of the launches made from start to end (nanoseconds), both included."""
+        lo = int(self.times.searchsorted(start, "left"))
+        hi = int(self.times.searchsorted(end, "right"))
+        return range(int(self.bounds[lo]), int(self.bounds[hi]))
+
+    def between_many(self, starts, ends) -> tuple[Any, Any]:
+        """between() for many windows at once: the first and end item numbers of each."""
+        return (self.bounds[self.times.searchsorted(starts, "left")],
+                self.bounds[self.times.searchsorted(ends, "right")])
 
 
 @dataclass(slots=True)
@@ -195,106 +73,78 @@ class DeviceWork:
     track, then launch time, then start: the items a span's launches queued are one range."""
 
     tracks: dict[Track, TrackLaunches]
-    starts: list[float]  # per item
-    ends: list[float]
-    scopes: dict[Hashable, tuple[list[float], list[float], list[int]]]  # rank scope -> sorted starts, running
-    # maximum of ends, item numbers: the items of a rank in start order
+    ranges: Ranges  # per item: start and end in nanoseconds from the trace's start, and what ranges of them hold
+    _scopes: dict[Hashable, tuple[Any, Any, Any]] | None  # see scopes; None until asked for
     names: list[str] | None = None  # the distinct kernel names, when they were read
-    name_ids: list[int] | None = None  # per item: its name's number in names
-    categories: list[str] = field(default_factory=list)  # per item: the event's cat (kernel, gpu_memcpy, ...)
+    name_ids: Any = None  # numpy, per item: its name's number in names
+    categories: Any = None  # numpy int8, per item: its category's number in columns.DEVICE_CATEGORIES
     problems: Counter = field(default_factory=Counter)
-    tables: _RangeTables | None = None  # built on the first long range asked about
     budget: int | None = None  # items unions and splits may still walk (spend), once they have started
 
     @property
     def empty(self) -> bool:
-        return not self.starts
+        return not len(self.ranges)
+
+    @property
+    def starts(self) -> Any:
+        return self.ranges.starts
+
+    @property
+    def ends(self) -> Any:
+        return self.ranges.ends
 
     @classmethod
     def nothing(cls) -> DeviceWork:
         """No device work read (the device view not asked for)."""
-        return cls({}, [], [], {})
+        return cls({}, Ranges.empty(), None)
 
     def launched(self, span: Span) -> range:
         """The items queued by the launches inside a host span, on its own track."""
         launches = self.tracks.get(span.track)
-        return launches.between(span.start, span.end) if launches is not None else range(0)
+        return launches.between(span.start_ns, span.end_ns) if launches is not None else range(0)
 
-    # Ranges are short in real traces (a step's own launches) and scanned; spans nested in each
-    # other would each scan nearly every item, the square of the input, so long ranges are answered
-    # from tables built once: sparse tables of starts and ends, prefix sums of durations and of
-    # overlaps between neighbours.
-
-    def extent(self, items: range) -> Interval | None:
-        if not items:
-            return None
-        if len(items) <= SCAN:
-            return min(self.starts[items.start:items.stop]), max(self.ends[items.start:items.stop])
-        return self._tables().hull.hull(items.start, items.stop)
+    def extent(self, items: range) -> tuple[int, int] | None:
+        return self.ranges.extent(items.start, items.stop)
 
     def sequential(self, items: range) -> bool:
-        """Each item starts after the one before it ends (one stream): then their busy time is their sum.
-        Times are floats: an item may seem to start a few ulps before the one before it ends."""
-        a, b = items.start, items.stop
-        if b - a < 2:
-            return True
-        if b - a > SCAN:
-            overlaps = self._tables().overlaps
-            return overlaps[b - 1] - overlaps[a] == 0
-        overlap = max(map(operator.sub, self.ends[a:b - 1], self.starts[a + 1:b]))
-        return overlap <= slack(self.ends[b - 1])
+        """Each item starts once the one before it has ended (one stream): then their busy time is their sum."""
+        return self.ranges.sequential(items.start, items.stop)
 
-    def busy(self, items: range) -> float | None:
-        """The time at least one of the items runs: overlapping streams count once. None when the
-        union is past what a trace may spend (see BUDGET), counted in problems."""
+    def duration(self, items: range) -> int:
+        """The items' durations added up, in nanoseconds."""
+        return self.ranges.duration(items.start, items.stop)
+
+    def busy(self, items: range) -> int | None:
+        """The time at least one of the items runs, in nanoseconds: overlapping streams count once.
+        None when the union is past what a trace may spend (see BUDGET), counted in problems."""
         a, b = items.start, items.stop
         if self.sequential(items):
             return self.duration(items)
         if not self.spend(b - a):
             self.problems[UNION_SKIPPED] += 1
             return None
-        return union_length(zip(self.starts[a:b], self.ends[a:b]))
+        return self.ranges.union(a, b)
 
     def spend(self, items: int) -> bool:
         """May a union or an iteration's split walk this many more items (see BUDGET)? If so, spent."""
         if self.budget is None:
-            self.budget = BUDGET * len(self.starts) + ALLOWANCE
+            self.budget = BUDGET * len(self.ranges) + ALLOWANCE
         if items > self.budget:
             return False
         self.budget -= items
         return True
 
-    def duration(self, items: range) -> float:
-        """The items' durations added up (each a difference of nearby times: exact, unlike two large sums)."""
-        if len(items) > SCAN:
-            sums = self._tables().durations
-            return sums[items.stop] - sums[items.start]
-        return math.fsum(map(operator.sub, self.ends[items.start:items.stop], self.starts[items.start:items.stop]))
-
-    def _tables(self) -> _RangeTables:
-        if self.tables is None:
-            starts, ends = self.starts, self.ends
-            lengths = list(map(operator.sub, ends, starts))
-            # Item k overlaps item k - 1 (starts before its end, by more than float noise: slack()):
-            # counted up to each k. In maps, not a loop: this runs over every launch of the trace.
-            noise = map(operator.mul, map(math.ulp, ends), itertools.repeat(4.0))
-            overlapping = [False, *map(operator.lt, starts[1:], map(operator.sub, ends, noise))]
-            self.tables = _RangeTables(RangeHull(starts, ends),
-                                       list(itertools.accumulate(lengths, initial=0.0)),
-                                       list(itertools.accumulate(overlapping)))
-        return self.tables
-
-    def alone(self, scope: Hashable, start: float, end: float, own: int) -> bool:
+    def alone(self, scope: Hashable, start: int, end: int, own: int) -> bool:
         """Do the `own` items of a rank that start from start to end run alone there: nothing else of
         the rank starts then, and nothing that started earlier still runs?"""
         found = self.scopes.get(scope)
         if found is None:
             return own == 0
         starts, reach, _ = found
-        lo, hi = bisect_left(starts, start), bisect_left(starts, end)
-        return hi - lo == own and not (lo and reach[lo - 1] > start + slack(start))
+        lo, hi = int(starts.searchsorted(start, "left")), int(starts.searchsorted(end, "left"))
+        return hi - lo == own and not (lo and int(reach[lo - 1]) > start)
 
-    def starting(self, scope: Hashable, start: float, end: float) -> tuple[list[int], float | None]:
+    def starting(self, scope: Hashable, start: int, end: int) -> tuple[Any, int | None]:
         """The items of a rank that start from start to end, and how far the rank's earlier items still
         run past start (None: none does). An earlier item is known by that alone: a rank whose long
         kernel runs through thousands of iterations would have every one of them walk every item since."""
@@ -302,55 +152,75 @@ class DeviceWork:
         if found is None:
             return [], None
         starts, reach, ids = found
-        lo, hi = bisect_left(starts, start), bisect_left(starts, end)
-        earlier = reach[lo - 1] if lo and reach[lo - 1] > start + slack(start) else None
+        lo, hi = int(starts.searchsorted(start, "left")), int(starts.searchsorted(end, "left"))
+        earlier = int(reach[lo - 1]) if lo and int(reach[lo - 1]) > start else None
         return ids[lo:hi], earlier
+
+    def category_names(self) -> list[str]:
+        """Per item, its event category (kernel, gpu_memcpy, gpu_memset)."""
+        return [DEVICE_CATEGORIES[code] for code in self.categories.tolist()] if self.categories is not None else []
 
     def warnings(self) -> list[str]:
         return [f"{count} {why}" for why, count in sorted(self.problems.items())]
 
     @classmethod
-    def joined(cls, stretches: Iterable[DeviceColumns]) -> DeviceWork:
-        """Join every stretch's launches and device work within each rank; see the module's docstring.
-        Hundreds of thousands of launches and items: sorted and matched as numpy arrays."""
+    def joined(cls, stretches: Iterable[DeviceColumns], origin_ns: int = 0, consume: bool = False) -> DeviceWork:
+        """Join every chunk's launches and device work within each rank; see the module's docstring.
+        origin_ns: the trace's start, from which the work's times are counted. consume: let go of each
+        chunk's columns once joined (a kernel-dense trace's memory is mostly these columns)."""
         import numpy as np  # here: a trace whose GPU annotations give its device time never needs it
 
-        stretches = list(stretches)
+        problems: Counter = Counter()
+        stretches = [_near(np, stretch, origin_ns, problems) for stretch in stretches]
         names = bool(stretches) and all(stretch.names is not None for stretch in stretches)
         tracks: dict[Track, int] = {}
         scopes: dict[Hashable, int] = {}
-        launch_scopes, launch_tracks, launch_ids, launch_times = [], [], [], []
+        launch_scopes, launch_tracks, launch_times, launch_ids = [], [], [], []
         item_scopes, item_ids, starts, ends, categories, name_ids = [], [], [], [], [], []
-        numbered: dict[str, int] = {}  # every stretch's names, numbered once
+        numbered: dict[str, int] = {}  # every chunk's names, numbered once
         for stretch in stretches:
-            # Each stretch numbers its scopes, tracks and names itself: renumbered for the whole trace.
+            problems.update(stretch.refused)
+            # Each chunk numbers its scopes, tracks and names itself: renumbered for the whole trace.
             scope_numbers = np.array([scopes.setdefault(scope, len(scopes)) for scope in stretch.scopes] or [0])
             track_numbers = np.array([tracks.setdefault(track, len(tracks)) for track in stretch.tracks] or [0])
-            launch_scopes.append(scope_numbers[_column(np, stretch.launch_scopes)])
-            launch_tracks.append(track_numbers[_column(np, stretch.launch_tracks)])
-            launch_ids += stretch.launch_ids
-            launch_times.append(_column(np, stretch.launch_times))
-            item_scopes.append(scope_numbers[_column(np, stretch.item_scopes)])
-            item_ids += stretch.item_ids
-            starts.append(_column(np, stretch.starts))
-            ends.append(_column(np, stretch.ends))
-            categories += stretch.categories
+            launch_scopes.append(scope_numbers[stretch.launch_scopes])
+            launch_tracks.append(track_numbers[stretch.launch_tracks])
+            launch_ids.append(stretch.launch_ids)
+            launch_times.append(stretch.launch_ns)
+            item_scopes.append(scope_numbers[stretch.item_scopes])
+            item_ids.append(stretch.item_ids)
+            starts.append(stretch.starts)
+            ends.append(stretch.ends)
+            categories.append(stretch.categories)
             if names:
                 renumber = np.array([numbered.setdefault(name, len(numbered)) for name in stretch.names] or [0])
-                name_ids.append(renumber[_column(np, stretch.name_ids)])
-        launch_times_, starts_, ends_ = (np.concatenate(c) if c else np.zeros(0) for c in (launch_times, starts, ends))
-        launch_tracks_ = np.concatenate(launch_tracks) if launch_tracks else np.zeros(0, np.int64)
-        problems: Counter = Counter()
-        owners = _owners(np, np.concatenate(launch_scopes) if launch_scopes else np.zeros(0, np.int64),
-                         launch_ids, np.concatenate(item_scopes) if item_scopes else np.zeros(0, np.int64),
+                name_ids.append(renumber[stretch.name_ids])
+            if consume:
+                stretch.launch_scopes = stretch.launch_tracks = stretch.item_scopes = stretch.name_ids = None
+                stretch.launch_ids = stretch.item_ids = stretch.launch_ns = stretch.starts = stretch.ends = None
+                stretch.categories = None
+
+        def joined_column(columns: list, dtype) -> Any:
+            found = np.concatenate(columns) if columns else np.zeros(0, dtype)
+            columns.clear()
+            return found
+
+        launch_times_ = joined_column(launch_times, np.int64)
+        starts_, ends_ = joined_column(starts, np.int64), joined_column(ends, np.int64)
+        for column in (launch_times_, starts_, ends_):
+            if len(column):  # then _near kept only times within 64 bits of the start, which is within them too
+                column -= origin_ns
+        launch_tracks_ = joined_column(launch_tracks, np.int64)
+        owners = _owners(np, joined_column(launch_scopes, np.int64), launch_ids, joined_column(item_scopes, np.int64),
                          item_ids, problems)
         items = np.flatnonzero(owners >= 0)
         # Launches by track, then time; items by launch, then start (ties: in the order they were read).
-        launched = np.zeros(len(launch_ids), bool)
+        count = len(launch_times_)
+        launched = np.zeros(count, bool)
         launched[owners[items]] = True
         launched = np.flatnonzero(launched)
         launched = launched[np.lexsort((launched, launch_times_[launched], launch_tracks_[launched]))]
-        position = np.zeros(len(launch_ids), np.int64)
+        position = np.zeros(count, np.int64)
         position[launched] = np.arange(len(launched))
         rank = position[owners[items]]
         order = np.lexsort((items, starts_[items], rank))
@@ -359,7 +229,7 @@ class DeviceWork:
         group_launches = launched[rank[firsts]]
         group_times = launch_times_[group_launches]
         # Device work cannot start before its launch: such a launch's items are dropped.
-        early = starts_[items[firsts]] < group_times - 4 * np.spacing(np.abs(group_times))  # slack()
+        early = starts_[items[firsts]] < group_times
         if early.any():
             problems[BEFORE_LAUNCH] = int(early.sum())
             keep = ~early[np.searchsorted(firsts, np.arange(len(items)), side="right") - 1]
@@ -367,38 +237,83 @@ class DeviceWork:
             firsts = _firsts(np, rank)
             group_launches = launched[rank[firsts]]
             group_times = launch_times_[group_launches]
-        order_list = items.tolist()
         item_starts, item_ends = starts_[items], ends_[items]
-        work = cls({}, item_starts.tolist(), item_ends.tolist(), {},
+        del starts_, ends_, owners, order
+        work = cls({}, Ranges(np, item_starts, item_ends), None,
                    names=list(numbered) if names else None,
-                   name_ids=np.concatenate(name_ids)[items].tolist() if names else None,
-                   categories=list(map(categories.__getitem__, order_list)), problems=problems)
+                   name_ids=np.concatenate(name_ids)[items] if names and name_ids else None,
+                   categories=joined_column(categories, np.int8)[items], problems=problems)
         # Launches are grouped by track already: each track's are one stretch of the groups.
-        bounds = [*firsts.tolist(), len(items)]
+        bounds = np.append(firsts, len(items)).astype(np.int64)
         group_tracks = launch_tracks_[group_launches]
-        times = group_times.tolist()
         track_names = list(tracks)
         edges = [0, *(_firsts(np, group_tracks)[1:].tolist()), len(group_tracks)] if len(group_tracks) else [0]
         for a, b in itertools.pairwise(edges):
-            work.tracks[track_names[group_tracks[a]]] = TrackLaunches(times[a:b], bounds[a:b + 1])
-        # Each rank's items in start order, with the running maximum of their ends.
-        scoped: dict[Hashable, list[range]] = defaultdict(list)
-        for track, on_track in work.tracks.items():
-            scoped[scope_of(track[0])].append(range(on_track.bounds[0], on_track.bounds[-1]))
-        for scope, ranges in scoped.items():
-            ids = np.concatenate([np.arange(r.start, r.stop) for r in ranges])
-            ids = ids[np.argsort(item_starts[ids], kind="stable")]
-            work.scopes[scope] = (item_starts[ids].tolist(), np.maximum.accumulate(item_ends[ids]).tolist(),
-                                  ids.tolist())
+            work.tracks[track_names[int(group_tracks[a])]] = TrackLaunches(group_times[a:b], bounds[a:b + 1])
         return work
 
+    @property
+    def scopes(self) -> dict[Hashable, tuple[Any, Any, Any]]:
+        """Each rank scope's items in start order: their starts, the running maximum of their ends,
+        and their numbers (numpy). Built on first use: only decode iterations ask."""
+        if self._scopes is None:
+            import numpy as np
+            scoped: dict[Hashable, list[tuple[int, int]]] = defaultdict(list)
+            for track, on_track in self.tracks.items():
+                scoped[scope_of(track[0])].append((int(on_track.bounds[0]), int(on_track.bounds[-1])))
+            self._scopes = {}
+            for scope, spans in scoped.items():
+                ids = np.concatenate([np.arange(a, b) for a, b in spans])
+                ids = ids[np.argsort(self.starts[ids], kind="stable")]
+                self._scopes[scope] = (self.starts[ids], np.maximum.accumulate(self.ends[ids]), ids)
+        return self._scopes
 
-def _column(np, values: Sequence) -> Any:
-    """An array column as numpy, without a copy (another sequence is copied)."""
-    if isinstance(values, array):
-        return np.frombuffer(values, dtype=np.float64 if values.typecode == "d" else np.uint32) if values \
-            else np.zeros(0, np.float64 if values.typecode == "d" else np.int64)
-    return np.asarray(values)
+
+FAR = ("device events and launches too far from the trace's start (more than 2**63 ns apart, as an event "
+       "at an absurd time makes them): not used")
+_FAR_NS = 9_000_000_000_000_000_000
+
+
+def _near(np, stretch: DeviceColumns, origin: int, problems: Counter) -> DeviceColumns:
+    """The chunk's launches and items whose times, counted from the trace's start, are 64-bit
+    nanoseconds; the others (a hostile trace's event at an absurd time can put its start beyond
+    any of them) are left out and counted."""
+    def near(column) -> Any:
+        if not len(column):
+            return np.ones(0, bool)
+        if -_FAR_NS < int(column.min()) - origin and int(column.max()) - origin < _FAR_NS:
+            return None  # all of them: the usual case
+        if not -_FAR_NS < origin < _FAR_NS:
+            return np.zeros(len(column), bool)
+        return np.abs(column.astype(np.float64) - float(origin)) < float(_FAR_NS)
+
+    launches = near(stretch.launch_ns)
+    starts, ends = near(stretch.starts), near(stretch.ends)
+    items = None if starts is None and ends is None else (
+        (np.ones(len(stretch.starts), bool) if starts is None else starts)
+        & (np.ones(len(stretch.starts), bool) if ends is None else ends))
+    if launches is None and items is None:
+        return stretch
+    far = 0
+    if launches is not None:
+        keep = np.flatnonzero(launches)
+        far += len(stretch.launch_ns) - len(keep)
+        stretch.launch_scopes, stretch.launch_tracks = stretch.launch_scopes[keep], stretch.launch_tracks[keep]
+        stretch.launch_ns, stretch.launch_ids = stretch.launch_ns[keep], _picked(np, stretch.launch_ids, keep)
+    if items is not None:
+        keep = np.flatnonzero(items)
+        far += len(stretch.starts) - len(keep)
+        stretch.item_scopes, stretch.starts, stretch.ends = stretch.item_scopes[keep], stretch.starts[keep], stretch.ends[keep]
+        stretch.categories, stretch.item_ids = stretch.categories[keep], _picked(np, stretch.item_ids, keep)
+        if stretch.name_ids is not None:
+            stretch.name_ids = stretch.name_ids[keep]
+    if far:
+        problems[FAR] += far
+    return stretch
+
+
+def _picked(np, ids, keep) -> Any:
+    return [ids[k] for k in keep.tolist()] if isinstance(ids, list) else ids[keep]
 
 
 def _firsts(np, values) -> Any:
@@ -417,21 +332,30 @@ def _numbered(np, values) -> Any:
     return numbers
 
 
+def _codes(np, columns: list) -> Any:
+    """Every chunk's correlation ids as numbers, equal where the ids are equal: int64 ids as they
+    are sorted; where some are strings or wider than 64 bits, numbered as Python values."""
+    if all(not isinstance(column, list) for column in columns):
+        joined = np.concatenate(columns) if columns else np.zeros(0, np.int64)
+        return _numbered(np, joined) if len(joined) else joined
+    numbers: dict = {}
+    values = itertools.chain.from_iterable(column.tolist() if not isinstance(column, list) else column
+                                           for column in columns)
+    return np.fromiter((numbers.setdefault(value, len(numbers)) for value in values), np.int64)
+
+
 def _owners(np, launch_scopes, launch_ids: list, item_scopes, item_ids: list, problems: Counter) -> Any:
     """Per item, the number of the launch of its rank that carries its correlation id; -1 when none
     does, or when several do (counted in problems: their device work is not used)."""
-    owners = np.full(len(item_ids), -1, np.int64)
-    if not launch_ids:
+    items = len(item_scopes)
+    owners = np.full(items, -1, np.int64)
+    launches = len(launch_scopes)
+    if not launches:
         return owners
-    ids = launch_ids + item_ids
-    if set(map(type, ids)) == {int} and -(2**63) <= min(ids) and max(ids) < 2**63:
-        codes = _numbered(np, np.array(ids, np.int64))
-    else:  # ids that are strings (or wider than 64 bits): numbered as Python values, equal where equal
-        numbers: dict = {}
-        codes = np.array([numbers.setdefault(i, len(numbers)) for i in ids], np.int64)
+    codes = _codes(np, [*launch_ids, *item_ids])
     width = int(codes.max()) + 1
-    keys = launch_scopes.astype(np.int64) * width + codes[:len(launch_ids)]
-    wanted = item_scopes.astype(np.int64) * width + codes[len(launch_ids):]
+    keys = launch_scopes.astype(np.int64) * width + codes[:launches]
+    wanted = item_scopes.astype(np.int64) * width + codes[launches:]
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
     repeated = sorted_keys[1:] == sorted_keys[:-1]
@@ -448,55 +372,17 @@ def _owners(np, launch_scopes, launch_ids: list, item_scopes, item_ids: list, pr
     return owners
 
 
-GPU_ANNOTATION_TEXT = b'"gpu_user_annotation"'
-
-
-def lacks_gpu_annotations(document) -> bool:
-    """A document without a single GPU annotation (SGLang's own captures): its device view will be
-    needed, so its launches and kernels are best reduced in the one decoding pass. A document with
-    some is judged after reading (needs_kernels), at the cost of a second pass only when needed."""
-    find = getattr(document, "find", None)
-    return find is None or find(GPU_ANNOTATION_TEXT) < 0
-
-
-def needs_kernels(trace, index) -> bool:
-    """Does device time here need the kernels (else GPU annotations give it)? When a step span or a
-    `draft`/`draft_extend` stage span has no GPU annotation copy (Kineto writes none around replayed
-    CUDA graphs; SGLang's own captures have none at all), or draft work runs outside both (a worker's
-    draft function in the python stacks)."""
-    from ..index import GPU_CATEGORY, STAGE_SPANS
-    if any(not step.gpu_events for step in index.steps):
-        return True
-    stages = sum(1 for spans in index.spans.values() for span in spans if span.kind == "stage")
-    copies = sum(1 for _, event in trace.events.selected()
-                 if event.cat == GPU_CATEGORY and event.name in STAGE_SPANS)
-    if copies < stages:
-        return True
-    from .iterations import is_draft_frame
-    return any(span.kind == "frame" and is_draft_frame(span.name) and index.nearest(span, "stage") is None
-               for spans in index.spans.values() for span in spans)
-
-
 def device_work(trace, names: bool = False) -> DeviceWork:
     """The trace's device work: from what its read reduced, or else by reading every event now."""
+    origin = trace.origin_ns or 0
     if trace.reduced is not None and (not names or all(c.name_ids is not None for c in trace.reduced)):
-        return DeviceWork.joined(trace.reduced)
-    reducer = DeviceReducer(names)
-    return DeviceWork.joined(trace.events.map(reducer.item, functools.partial(_reduce_list, reducer)))
+        reduced, trace.reduced = trace.reduced, None  # joined once: the chunks' columns are let go
+        return DeviceWork.joined(reduced, origin, consume=True)
+    return DeviceWork.joined(trace.events.reduce(DeviceReducer(names)), origin, consume=True)
 
 
-def _reduce_list(reducer: DeviceReducer, events: Iterable) -> DeviceColumns:
-    return reducer(events if isinstance(events, list) else list(events))
-
-
-def slack(time: float) -> float:
-    """How far apart two float times may be and still be one time: a few ulps (epoch-based microsecond
-    times hold about a nanosecond, so do their sums)."""
-    return 4 * math.ulp(time)
-
-
-def union_length(intervals: Iterable[Interval]) -> float:
-    total, reach = 0.0, -math.inf
+def union_length(intervals: Iterable[tuple[float, float]]) -> float:
+    total, reach = 0.0, float("-inf")
     for start, end in sorted(intervals):
         if end <= reach:
             continue
@@ -505,5 +391,6 @@ def union_length(intervals: Iterable[Interval]) -> float:
     return total
 
 
-__all__ = ["BEFORE_LAUNCH", "DEVICE_CATEGORIES", "SHARED_CORRELATION", "DeviceColumns", "DeviceReducer",
-           "DeviceWork", "TrackLaunches", "device_work", "union_length"]
+__all__ = ["BEFORE_LAUNCH", "DEVICE_CATEGORIES", "LAUNCH_SUFFIXES", "SHARED_CORRELATION", "DeviceColumns",
+           "DeviceReducer", "DeviceWork", "TrackLaunches", "device_work", "union_length"]
+

@@ -32,9 +32,6 @@ among them, so that the parts add up to the extent exactly.
 from __future__ import annotations
 
 import functools
-import itertools
-import math
-import operator
 import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
@@ -55,58 +52,60 @@ _STAGE_SPANS = ("draft", "draft_extend")
 @dataclass(slots=True)
 class Iteration:
     pid: Hashable
-    start: float  # the host window
-    end: float
+    start_ns: int  # the host window, in nanoseconds from the trace's start
+    end_ns: int
     parts: dict[str, float]  # host microseconds per part (PARTS)
     bs: int | None = None  # its verifies' batch size, when they agree
-    device: tuple[float, float] | None = None  # the device extent, None when it launched no device work
+    device: tuple[int, int] | None = None  # the device extent (nanoseconds), None when it launched no device work
     device_parts: dict[str, float] | None = None  # device microseconds per part (DEVICE_PARTS)
     items: dict[str, list[range]] | None = None  # the device items each part queued
 
     @property
     def host_us(self) -> float:
-        return self.end - self.start
+        return (self.end_ns - self.start_ns) / 1000
 
     @property
     def device_us(self) -> float | None:
-        return None if self.device is None else self.device[1] - self.device[0]
+        return None if self.device is None else (self.device[1] - self.device[0]) / 1000
 
 
 @dataclass(slots=True)
 class _Member:
-    start: float
-    end: float
+    start: int  # nanoseconds from the trace's start
+    end: int
     kind: str  # a part, or "draft work" until the first verify is known; "prefill": a boundary, no part
     track: Track
     bs: int | None = None
 
 
-@dataclass(slots=True)
 class _Launching:
     """A process's tracks and all their launches in time order: which tracks launched in a window is
     then a bisection, not a look at every track (a process may launch from thousands of threads)."""
 
-    tracks: list[Track] = field(default_factory=list)
-    pairs: list[tuple[float, int]] = field(default_factory=list)  # (launch time, track number)
-    times: list[float] | None = None
-    numbers: list[int] | None = None
+    def __init__(self) -> None:
+        self.tracks: list[Track] = []
+        self._times: list = []
+        self.times = self.numbers = None
 
-    def add(self, track: Track, times: list[float]) -> None:
-        self.pairs += zip(times, itertools.repeat(len(self.tracks)))
+    def add(self, track: Track, times) -> None:
+        self._times.append(times)
         self.tracks.append(track)
 
-    def between(self, start: float, end: float) -> list[Track]:
+    def between(self, start: int, end: int) -> list[Track]:
         """The tracks that launched from start to end (both included), in the order they were added."""
+        import numpy as np
         if self.times is None:
-            self.pairs.sort(key=_first)
-            self.times, self.numbers = [t for t, _ in self.pairs], [n for _, n in self.pairs]
-        found = set(self.numbers[bisect_left(self.times, start):bisect_right(self.times, end)])
-        return [self.tracks[number] for number in sorted(found)]
+            times = np.concatenate(self._times) if self._times else np.zeros(0, np.int64)
+            numbers = np.repeat(np.arange(len(self._times)), [len(t) for t in self._times])
+            order = np.argsort(times, kind="stable")
+            self.times, self.numbers = times[order], numbers[order]
+        found = self.numbers[self.times.searchsorted(start, "left"):self.times.searchsorted(end, "right")]
+        return [self.tracks[number] for number in np.unique(found).tolist()]
 
 
 @dataclass(slots=True)
 class _Process:
-    runs: list[tuple[float, float]] = field(default_factory=list)  # scheduler.run_batch windows
+    runs: list[tuple[int, int]] = field(default_factory=list)  # scheduler.run_batch windows
     members: list[_Member] = field(default_factory=list)
     bounds: list[_Member] = field(default_factory=list)  # prefill steps, which end an order window
 
@@ -121,19 +120,22 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
     for (pid, _), spans in index.spans.items():
         for span in spans:
             if span.kind == "iteration":
-                processes[pid].runs.append((span.start, span.end))
+                processes[pid].runs.append((span.start_ns, span.end_ns))
     batch = {step.span: step.step.bs for step in index.steps}
     for span, kind in (_members(index, stages) if members is None else members).items():
-        processes[span.track[0]].members.append(_Member(span.start, span.end, kind, span.track, batch.get(span)))
+        processes[span.track[0]].members.append(_Member(span.start_ns, span.end_ns, kind, span.track,
+                                                        batch.get(span)))
     if order:
         for step, stage in zip(index.steps, stages):
             if step.step.toks is not None:  # a prefill's steps (target and draft): no decode iteration spans them
-                processes[step.track[0]].bounds.append(_Member(step.span.start, step.span.end, "prefill", step.track))
+                processes[step.track[0]].bounds.append(_Member(step.span.start_ns, step.span.end_ns, "prefill",
+                                                               step.track))
 
     launching: dict[Hashable, _Launching] = defaultdict(_Launching)
     for track, launches in (work.tracks.items() if work is not None else ()):
         launching[track[0]].add(track, launches.times)
     found = []
+    pending: list[tuple[Iteration, list[_Member], list[Track]]] = []  # measured on the device clock, together
     for pid, process in processes.items():
         members = sorted(process.members, key=_start)
         starts = [member.start for member in members]
@@ -146,19 +148,22 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
             if not verifies:
                 continue
             sizes = {member.bs for member in inside if member.kind == "verify"}
-            parts = dict.fromkeys(PARTS, 0.0)
+            nanoseconds = dict.fromkeys(PARTS, 0)
             placed = []
             for member in inside:
                 if member.kind == "draft work":
                     member = _Member(member.start, member.end, "draft" if member.start < verifies[0] else "draft_extend",
                                      member.track)
-                parts[member.kind] += member.end - member.start
+                nanoseconds[member.kind] += member.end - member.start
                 placed.append(member)
-            parts["other"] = max(0.0, (end - start) - math.fsum(parts.values()))
-            iteration = Iteration(pid, start, end, parts, sizes.pop() if len(sizes) == 1 else None)
+            nanoseconds["other"] = max(0, (end - start) - sum(nanoseconds.values()))
+            iteration = Iteration(pid, start, end, {part: ns / 1000 for part, ns in nanoseconds.items()},
+                                  sizes.pop() if len(sizes) == 1 else None)
             if work is not None and not work.empty and pid in launching:
-                _on_device(iteration, placed, work, launching[pid].between(start, end))
+                pending.append((iteration, placed, launching[pid].between(start, end)))
             found.append(iteration)
+    if pending:
+        _on_devices(pending, work)
     return found
 
 
@@ -228,9 +233,6 @@ def _kind(stage: str) -> str | None:
     return None
 
 
-_first = operator.itemgetter(0)
-
-
 def _start(member: _Member) -> float:
     return member.start
 
@@ -298,68 +300,119 @@ def why_no_iterations(index: TraceIndex, stages: list[str], speculative: bool | 
     return why
 
 
-def _on_device(iteration: Iteration, members: list[_Member], work: DeviceWork, tracks: list[Track]) -> None:
-    """The iteration's device extent and its split into parts (see the module's docstring)."""
-    by_track: dict[Track, list[_Member]] = defaultdict(list)
-    for member in members:
-        by_track[member.track].append(member)
-    claimed: list[tuple[range, str]] = []  # the iteration's own items, each range with its part
-    windows = []
-    for track in tracks:
-        launches = work.tracks[track]
-        window = launches.between(iteration.start, iteration.end)
-        if not window:
-            continue
-        windows.append(window)
-        cursor = window.start
-        for member in by_track.get(track, ()):  # in start order; members of a track do not nest
-            mine = launches.between(member.start, member.end)
-            mine = range(max(mine.start, cursor), min(mine.stop, window.stop))
-            if not mine:
+def _on_devices(pending: list[tuple[Iteration, list[_Member], list[Track]]], work: DeviceWork) -> None:
+    """Every iteration's device extent and its split into parts (see the module's docstring), the
+    launches of each track looked up at once, and the extents, overlaps and durations of every
+    iteration's items answered as arrays (ranges.py)."""
+    import numpy as np
+
+    # Which items each iteration's launches, and each of its parts' spans, queued: per track at once.
+    windows: dict[tuple[int, Track], range] = {}
+    mine: dict[tuple[int, int], range] = {}
+    queries: dict[Track, tuple[list, list, list]] = defaultdict(lambda: ([], [], []))
+    for number, (iteration, members, tracks) in enumerate(pending):
+        on = set(tracks)
+        for track in tracks:
+            keys, starts, ends = queries[track]
+            keys.append((number, track, None))
+            starts.append(iteration.start_ns)
+            ends.append(iteration.end_ns)
+        for position, member in enumerate(members):
+            if member.track in on:
+                keys, starts, ends = queries[member.track]
+                keys.append((number, member.track, position))
+                starts.append(member.start)
+                ends.append(member.end)
+    for track, (keys, starts, ends) in queries.items():
+        lo, hi = work.tracks[track].between_many(np.array(starts, np.int64), np.array(ends, np.int64))
+        for (number, on, position), a, b in zip(keys, lo.tolist(), hi.tolist()):
+            if position is None:
+                windows[number, on] = range(a, b)
+            else:
+                mine[number, position] = range(a, b)
+    # Each iteration's items: its windows, and the part each range of them belongs to.
+    layout = []
+    for number, (iteration, members, tracks) in enumerate(pending):
+        positions: dict[Track, list[int]] = defaultdict(list)
+        for position, member in enumerate(members):
+            positions[member.track].append(position)
+        claimed: list[tuple[range, str]] = []
+        found = []
+        for track in tracks:
+            window = windows[number, track]
+            if not window:
                 continue
-            if mine.start > cursor:
-                claimed.append((range(cursor, mine.start), "other"))
-            claimed.append((mine, member.kind))
-            cursor = mine.stop
-        if cursor < window.stop:
-            claimed.append((range(cursor, window.stop), "other"))
-    if not windows:
+            found.append(window)
+            cursor = window.start
+            for position in positions.get(track, ()):  # in start order; members of a track do not nest
+                items = mine[number, position]
+                items = range(max(items.start, cursor), min(items.stop, window.stop))
+                if not items:
+                    continue
+                if items.start > cursor:
+                    claimed.append((range(cursor, items.start), "other"))
+                claimed.append((items, members[position].kind))
+                cursor = items.stop
+            if cursor < window.stop:
+                claimed.append((range(cursor, window.stop), "other"))
+        layout.append((found, claimed))
+    every = [window for found, _ in layout for window in found]
+    if not every:
         return
-    first = min(work.extent(window)[0] for window in windows)
-    last = max(work.extent(window)[1] for window in windows)
-    iteration.device = (first, last)
-    scope = scope_of(iteration.pid)
-    own = sum(len(window) for window in windows)
-    if len(windows) == 1 and work.sequential(windows[0]) and work.alone(scope, first, last, own):
-        # One stream of its own work alone on the rank (the usual case): each part is its items' sum.
-        parts = dict.fromkeys(DEVICE_PARTS, 0.0)
+    low, high = work.ranges.extents([w.start for w in every], [w.stop for w in every])
+    alone_runs = work.ranges.sequentials([w.start for w in every], [w.stop for w in every]).tolist()
+    low, high = low.tolist(), high.tolist()
+    pieces = [items for _, claimed in layout for items, _ in claimed]
+    durations = work.ranges.durations(np.array([r.start for r in pieces], np.int64),
+                                      np.array([r.stop for r in pieces], np.int64)).tolist() if pieces else []
+    at = piece = 0
+    for (iteration, _, _), (found, claimed) in zip(pending, layout):
+        if not found:
+            piece += len(claimed)
+            continue
+        first, last = min(low[at:at + len(found)]), max(high[at:at + len(found)])
+        single = len(found) == 1 and alone_runs[at]
+        at += len(found)
+        iteration.device = (first, last)
+        scope = scope_of(iteration.pid)
+        own = sum(len(window) for window in found)
+        if single and work.alone(scope, first, last, own):
+            # One stream of its own work alone on the rank (the usual case): each part is its items' sum.
+            nanoseconds = dict.fromkeys(DEVICE_PARTS, 0)
+            for (_, part), length in zip(claimed, durations[piece:piece + len(claimed)]):
+                nanoseconds[part] += int(length)
+            nanoseconds["idle"] = max(0, (last - first) - sum(nanoseconds.values()))
+            parts = {part: ns / 1000 for part, ns in nanoseconds.items()}
+        else:
+            items, earlier = work.starting(scope, first, last)
+            if not work.spend(len(items)):
+                work.problems[SPLIT_SKIPPED] += 1
+                iteration.device = None
+                piece += len(claimed)
+                continue
+            parts = _partition(work, {item: part for items, part in claimed for item in items}, items, earlier,
+                               first, last)
+        piece += len(claimed)
+        iteration.device_parts = parts
+        grouped: dict[str, list[range]] = defaultdict(list)
         for items, part in claimed:
-            parts[part] += work.duration(items)
-        parts["idle"] = max(0.0, (last - first) - math.fsum(parts.values()))
-    else:
-        items, earlier = work.starting(scope, first, last)
-        if not work.spend(len(items)):
-            work.problems[SPLIT_SKIPPED] += 1
-            iteration.device = None
-            return
-        parts = _partition(work, {item: part for items, part in claimed for item in items}, items, earlier,
-                           first, last)
-    iteration.device_parts = parts
-    grouped: dict[str, list[range]] = defaultdict(list)
-    for items, part in claimed:
-        grouped[part].append(items)
-    iteration.items = dict(grouped)
+            grouped[part].append(items)
+        iteration.items = dict(grouped)
 
 
-def _partition(work: DeviceWork, owner: dict[int, str], items: list[int], earlier: float | None, first: float,
-               last: float) -> dict[str, float]:
+def _partition(work: DeviceWork, owner: dict[int, str], items, earlier: int | None, first: int,
+               last: int) -> dict[str, float]:
     """The extent from first to last split among the parts (owner: item -> part) of what runs then:
-    items, those of the rank that start in it; earlier, how far the rank's earlier work still runs."""
+    items, those of the rank that start in it; earlier, how far the rank's earlier work still runs.
+    Nanoseconds in, microseconds out."""
     edges = []
     if earlier is not None:  # work of the rank that started before the iteration's: another's, so other
         edges += [(first, 1, "other"), (min(earlier, last), -1, "other")]
-    for item in items:
-        start, end = max(work.starts[item], first), min(work.ends[item], last)
+    numbers = items.tolist() if hasattr(items, "tolist") else list(items)
+    starts = work.starts[numbers].tolist() if numbers else []
+    ends = work.ends[numbers].tolist() if numbers else []
+    for item, start, end in zip(numbers, starts, ends):
+        start, end = max(start, first), min(end, last)
         if end > start:
             part = owner.get(item, "other")
             edges.append((start, 1, part))
@@ -375,10 +428,10 @@ def _partition(work: DeviceWork, owner: dict[int, str], items: list[int], earlie
         running[part] += change
     if last > previous:
         parts["idle"] += last - previous
-    return parts
+    return {part: ns / 1000 for part, ns in parts.items()}
 
 
-def _credit(parts: dict[str, float], running: dict[str, int], length: float) -> None:
+def _credit(parts: dict[str, float], running: dict[str, int], length: int) -> None:
     active = [part for part, count in running.items() if count > 0]
     if not active:
         parts["idle"] += length

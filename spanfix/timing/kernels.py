@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import functools
 import itertools
-import operator
 import re
-from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import CategoryError, UsageError
 from ..patterns import UserPattern
@@ -116,60 +115,70 @@ Ranges = Sequence[tuple[int, int]]  # device items, as (first, end) numbers into
 @dataclass(slots=True)
 class KernelTable:
     """One trace's device items by kernel: what the kernel breakdowns are counted from. Steps and
-    iteration parts refer to their items by ranges of numbers; a group's tally walks its ranges once."""
+    iteration parts refer to their items by ranges of numbers; a group's tally walks its ranges once,
+    as numpy arrays."""
 
     names: list[str]  # the distinct kernel names
     classes: list[str]  # per name: its category
-    ids: array  # per item: its name's number
-    durations: array  # per item, microseconds
+    ids: Any  # numpy, per item: its name's number
+    durations: Any  # numpy int64, per item: nanoseconds
     steps: list[Ranges] = field(default_factory=list)  # per step span of the trace's measures
     iterations: list[dict[str, Ranges]] = field(default_factory=list)  # per decode iteration, per part
 
     @classmethod
-    def of(cls, names: list[str], ids: list[int], categories: list[str], starts: list[float], ends: list[float],
-           classes: KernelClasses) -> KernelTable:
-        # A name's category: memory copies and sets by their event's cat, kernels by their name.
-        category_of = {}
-        for number, category in zip(ids, categories):
-            if number not in category_of or category != "kernel":
-                category_of[number] = category
-        return cls(names, [classes.classify(name, category_of.get(number, "kernel")) for number, name in enumerate(names)],
-                   array("I", ids), array("d", map(operator.sub, ends, starts)))
+    def of(cls, names: list[str], ids, categories, durations, classes: KernelClasses) -> KernelTable:
+        """ids: per item, its name's number; categories: per item, its event category's number in
+        columns.DEVICE_CATEGORIES; durations: per item, nanoseconds (numpy arrays)."""
+        import numpy as np
+
+        from .columns import DEVICE_CATEGORIES
+
+        # A name's category: memory copies and sets by their event's cat (the last such item's), kernels
+        # by their name.
+        category_of = ["kernel"] * len(names)
+        memory = np.flatnonzero(categories != 0)
+        if len(memory):
+            last = {int(number): int(code) for number, code in zip(ids[memory].tolist(), categories[memory].tolist())}
+            for number, code in last.items():
+                category_of[number] = DEVICE_CATEGORIES[code]
+        return cls(names, [classes.classify(name, category_of[number]) for number, name in enumerate(names)],
+                   np.asarray(ids, np.int64), np.asarray(durations, np.int64))
 
     def tally(self, ranges: Iterable[Ranges]) -> KernelTally:
         """Count and time per kernel name over the items of every range given (an item in several,
         as under nested step spans, counts once per range)."""
+        import numpy as np
+
         pairs = [pair for spans in ranges for pair in spans if pair[0] < pair[1]]
-        ids: list[int] = []
-        durations: list[float] = []
-        totals: dict[int, float] = defaultdict(float)
-        counts: Counter = Counter()
-        for first, end, times in _covered(pairs):
-            if times == 1:
-                ids += self.ids[first:end]
-                durations += self.durations[first:end]
-            else:  # walked once, weighted: nested ranges would walk their items once per level
-                for number, duration in zip(self.ids[first:end], self.durations[first:end]):
-                    counts[number] += times
-                    totals[number] += duration * times
-        for number, duration in zip(ids, durations):
-            totals[number] += duration
-        counts.update(ids)
         result = KernelTally()
-        for number, count in counts.items():
+        if not pairs:
+            return result
+        pieces = _covered(pairs)
+        firsts = np.fromiter((first for first, _, _ in pieces), np.int64, len(pieces))
+        ends = np.fromiter((end for _, end, _ in pieces), np.int64, len(pieces))
+        times = np.fromiter((t for _, _, t in pieces), np.int64, len(pieces))
+        lengths = ends - firsts
+        # Every item of every piece, walked once: each piece's first item repeated, plus 0, 1, ...
+        offsets = np.repeat(firsts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        items = offsets + np.arange(int(lengths.sum()))
+        weights = np.repeat(times, lengths)
+        numbers = self.ids[items]
+        counts = np.bincount(numbers, weights=weights, minlength=len(self.names))
+        totals = np.bincount(numbers, weights=self.durations[items] * weights, minlength=len(self.names))
+        for number in np.flatnonzero(counts).tolist():
             name = self.names[number]
-            result.counts[name] = count
-            result.totals[name] = totals[number]
+            result.counts[name] = int(counts[number])
+            result.totals[name] = float(totals[number]) / 1000
             result.category_of[name] = self.classes[number]
         return result
 
 
 def _covered(pairs: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
-    """(first, end, how many ranges cover them): the pairs as they are when none overlaps (their own
-    order), else cut where any begins or ends, so that each item is in one piece."""
+    """(first, end, how many ranges cover them): the pairs as they are when none overlaps, else cut
+    where any begins or ends, so that each item is in one piece."""
     ordered = sorted(pairs)
     if all(a[1] <= b[0] for a, b in itertools.pairwise(ordered)):
-        return [(first, end, 1) for first, end in pairs]
+        return [(first, end, 1) for first, end in ordered]
     changes: dict[int, int] = defaultdict(int)
     for first, end in pairs:
         changes[first] += 1

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
 from .. import progress
 from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
-from ..index import StepSpan, TraceIndex, Track, is_number
+from ..clock import ns_of
+from ..index import GPU_CATEGORY, STAGE_SPANS, StepSpan, TraceIndex, Track
 from ..naming import NO_STEP_SPANS, new_stage, relabel_step_name
 from ..patterns import PatternTooSlow
 from ..ranks import rank_from_file_name, rank_from_pid
 from ..reader import Trace, TraceError
 from ..relabelling import RelabelOptions, analyse
 from ..relabelling import load as load_trace
-from .device import DeviceReducer, DeviceWork, device_work, lacks_gpu_annotations, needs_kernels
-from .iterations import Iteration, decode_iterations, why_no_iterations, work_spans
+from .device import DeviceReducer, DeviceWork, device_work
+from .iterations import Iteration, decode_iterations, is_draft_frame, why_no_iterations, work_spans
 from .kernels import KernelClasses, KernelTable
 from .once import fingerprint
 from .profile import RunProfile, profile_of
@@ -102,17 +103,18 @@ class TraceMeasures:
 
 def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, device: bool | None = True,
          document: tuple | None = None) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
-    """Read, index and attribute one trace, exactly as relabel does; with device, read its launches and
-    kernels on the way (None: later, and only if needed, see measure). document: its bytes, read
+    """Read, index and attribute one trace, exactly as relabel does; with device (or None: the device
+    view only where device time needs it, see measure), read its launches and kernels on the way, in
+    the same pass: whether the device view is needed is known only once the trace is read, and
+    reading it again would cost more than keeping its columns does. document: its bytes, read
     already (a baseline, read once whatever it turns out to be)."""
     reduce = DeviceReducer(kernel_names) if device or kernel_names or device is None else None
-    trace = load_trace(source, options, reduce=reduce, locate_names=False, document=document,
-                       reduce_when=lacks_gpu_annotations if device is None and not kernel_names else None)
+    trace = load_trace(source, options, reduce=reduce, locate_names=False, document=document)
     return (trace, *analyse(trace, options))
 
 
 NO_DEVICE_VIEW = ("busy time, the decode iterations and the model view on the device clock were not computed: "
-                  "every step and stage span has a GPU annotation, so no kernel was read (--device reads them)")
+                  "every step and stage span has a GPU annotation, so no kernel was needed (--device reads them)")
 
 
 # Called with what measure() read and made, to measure more of the same read (see measure's `then`).
@@ -125,7 +127,7 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each.
 
     device: read the launches and kernels for the device view (busy time, iterations on the device
-    clock); None: only when device time needs them anyway (see device.needs_kernels), which leaves a
+    clock); None: only when device time needs them anyway (see needs_kernels), which leaves a
     trace whose every span has a GPU annotation as fast to measure as its host spans; advise_device:
     then say so, and how to get it, in a note (check reads it whenever a budget needs it: no news there);
     then: called last with the trace, index, attribution, device work, the measures, the step stages
@@ -140,7 +142,7 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
             work = DeviceWork.nothing()
             notes += [NO_DEVICE_VIEW] if advise_device and index.steps else []
     file_rank = rank_from_file_name(trace.source)
-    origin = trace_start(trace, index, work)
+    origin = trace.origin_ns or 0
 
     def rank_of(pid: Hashable) -> str | None:
         return rank_from_pid(pid) or file_rank
@@ -149,11 +151,15 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     table = None
     if kernels is not None and work.names is not None:
         try:
-            table = KernelTable.of(work.names, work.name_ids, work.categories, work.starts, work.ends, kernels)
+            table = KernelTable.of(work.names, work.name_ids, work.categories, work.ends - work.starts, kernels)
         except PatternTooSlow as exc:  # the fallback engine's bound (patterns.py): one line for this input
             raise PatternTooSlow(f"{trace.source}: {exc}") from None
-    steps = [_step_timing(trace, work, step, verdict, stage, rank_of(step.track[0]), origin, table)
-             for step, verdict, stage in zip(index.steps, attribution.verdicts, stages)]
+    devices = _step_devices(trace, work, index.steps)
+    names: dict[tuple[str, str], tuple[str, str]] = {}  # (name, role) -> (new name, mode name)
+    ranks: dict[Hashable, str | None] = {}
+    steps = [_step_timing(trace, step, verdict, stage, ranks[step.track[0]] if step.track[0] in ranks
+                          else ranks.setdefault(step.track[0], rank_of(step.track[0])), origin, found, table, names)
+             for step, verdict, stage, found in zip(index.steps, attribution.verdicts, stages, devices)]
     guess = attribution.algorithm
     order = bool(guess.candidates) and guess.candidates <= ORDERED and not guess.conflicts
     members = work_spans(index, stages)
@@ -164,7 +170,8 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
         said.append(f"{trace.source}: {NO_STEP_SPANS}")
     ambiguous = Counter(verdict.detail for verdict in attribution.verdicts if verdict.role == AMBIGUOUS)
     ambiguous.update(f"GPU annotation: {orphan.why}" for orphan in index.gpu_orphans)
-    measured = TraceMeasures(trace.source, steps, iterations, said, table, origin, guess.label, list(guess.reasons),
+    measured = TraceMeasures(trace.source, steps, iterations, said, table, origin / 1000, guess.label,
+                             list(guess.reasons),
                              dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()),
                              fingerprint(index, len(trace.events)),
                              profile_of(steps, iterations, guess.label, guess.candidates, guess.settings),
@@ -176,62 +183,136 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     return measured
 
 
-def trace_start(trace: Trace, index: TraceIndex, work: DeviceWork) -> float:
-    """The earliest timestamp spanfix saw: the first of every event's when the read reduced them all,
-    else of the indexed spans and the device work."""
-    candidates = [found for found in (getattr(part, "first_time", None) for part in trace.reduced or ())
-                  if found is not None]
-    if not candidates:
-        candidates = [span.start for spans in index.spans.values() for span in spans[:1]]
-        candidates += [min(work.starts)] if work.starts else []
-    return min(candidates, default=0.0)
+def trace_start(trace: Trace) -> float:
+    """The trace's start in microseconds, as in the trace: its earliest timestamp but metadata's
+    (clock.py), which every command and format counts times from."""
+    return (trace.origin_ns or 0) / 1000
 
 
-def _step_timing(trace: Trace, work: DeviceWork, step: StepSpan, verdict, stage: str, rank: str | None,
-                 origin: float, table: KernelTable | None) -> StepTiming:
-    attributed = verdict.role in (DRAFT, TARGET)
-    name = relabel_step_name(step.name, is_draft=verdict.role == DRAFT) if attributed else step.name
-    items = work.launched(step.span)
+@dataclass(frozen=True, slots=True)
+class _Device:
+    """A step's device time: its items, their extent and where it came from, and their busy time."""
+
+    items: range
+    extent: tuple[int, int] | None  # nanoseconds from the trace's start
+    source: str | None
+    busy: int | None
+
+
+def _step_devices(trace: Trace, work: DeviceWork, steps: list[StepSpan]) -> list[_Device]:
+    """Every step's device time, the steps of a track answered together (ranges.py)."""
+    import numpy as np
+
+    items = [range(0)] * len(steps)
+    if not work.empty:
+        by_track: dict = defaultdict(list)
+        for number, step in enumerate(steps):
+            by_track[step.track].append(number)
+        for track, numbers in by_track.items():
+            launches = work.tracks.get(track)
+            if launches is None:
+                continue
+            lo, hi = launches.between_many(np.fromiter((steps[n].span.start_ns for n in numbers), np.int64),
+                                           np.fromiter((steps[n].span.end_ns for n in numbers), np.int64))
+            for number, a, b in zip(numbers, lo.tolist(), hi.tolist()):
+                items[number] = range(a, b)
+    found = [None] * len(steps)
+    annotated = [_annotated(trace, step) for step in steps]
     # Device time: the GPU annotation copies when Kineto wrote them, else the device work launched.
-    extent, source = _annotated(trace, step), "annotation"
-    if extent is None:
-        extent, source = work.extent(items), "kernels"
+    wanted = [n for n, (extent, run) in enumerate(zip(annotated, items)) if extent is None and run]
+    kernel_extents = dict.fromkeys(wanted)
+    if wanted:
+        low, high = work.ranges.extents([items[n].start for n in wanted], [items[n].stop for n in wanted])
+        kernel_extents = dict(zip(wanted, zip(low.tolist(), high.tolist())))
+    busy_wanted = [n for n, run in enumerate(items) if run and (annotated[n] is not None or n in kernel_extents)]
+    sums = {}
+    if busy_wanted:
+        lo = [items[n].start for n in busy_wanted]
+        hi = [items[n].stop for n in busy_wanted]
+        alone = work.ranges.sequentials(lo, hi)
+        totals = work.ranges.durations(np.array(lo, np.int64), np.array(hi, np.int64))
+        sums = {n: int(total) for n, single, total in zip(busy_wanted, alone.tolist(), totals.tolist()) if single}
+    for number, step in enumerate(steps):
+        run = items[number]
+        extent, source = annotated[number], "annotation"
+        if extent is None:
+            extent, source = kernel_extents.get(number), "kernels"
+        busy = None
+        if run and extent is not None:
+            busy = sums[number] if number in sums else work.busy(run)  # in step order: unions spend a budget
+            if busy is not None:
+                busy = min(busy, extent[1] - extent[0])
+        found[number] = _Device(run, extent, None if extent is None else source, busy)
+    return found
+
+
+def _step_timing(trace: Trace, step: StepSpan, verdict, stage: str, rank: str | None, origin: int, device: _Device,
+                 table: KernelTable | None, names: dict) -> StepTiming:
+    key = (step.name, verdict.role)
+    found = names.get(key)
+    if found is None:
+        attributed = verdict.role in (DRAFT, TARGET)
+        name = relabel_step_name(step.name, is_draft=verdict.role == DRAFT) if attributed else step.name
+        found = names[key] = (name, _mode_name(name))
+    name, mode_name = found
     if table is not None:
-        table.steps.append(((items.start, items.stop),))
-    busy = work.busy(items) if items and extent is not None else None
-    if busy is not None:
-        busy = min(busy, extent[1] - extent[0])  # added-up float times can pass it by an ulp or two
+        table.steps.append(((device.items.start, device.items.stop),))
     span = step.span
     pid, tid = step.track
+    extent = device.extent
     return StepTiming(
-        trace.source, rank, pid, tid, stage, name, step.name, _mode_name(name), step.step.bs, step.step.toks,
-        verdict.role, verdict.evidence or verdict.detail, span.start, span.end, span.start - origin,
-        span.end - span.start, None if extent is None else extent[1] - extent[0],
-        None if extent is None else source, None if extent is None else extent[0],
-        None if extent is None else extent[1], busy)
+        trace.source, rank, pid, tid, stage, name, step.name, mode_name, step.step.bs, step.step.toks,
+        verdict.role, verdict.evidence or verdict.detail, (origin + span.start_ns) / 1000,
+        (origin + span.end_ns) / 1000, span.start, span.length_us,
+        None if extent is None else (extent[1] - extent[0]) / 1000, device.source,
+        None if extent is None else (origin + extent[0]) / 1000, None if extent is None else (origin + extent[1]) / 1000,
+        None if device.busy is None else device.busy / 1000)
 
 
-def _annotated(trace: Trace, step: StepSpan) -> tuple[float, float] | None:
-    intervals = []
+def _annotated(trace: Trace, step: StepSpan) -> tuple[int, int] | None:
+    """The extent of a step's GPU annotation copies, in nanoseconds from the trace's start."""
+    if not step.gpu_events:
+        return None
+    clock = trace.clock
+    starts, ends = [], []
     for index in step.gpu_events:
         event = trace.events[index]
-        if is_number(event.ts) and is_number(event.dur) and event.dur >= 0:
-            intervals.append((float(event.ts), float(event.ts) + float(event.dur)))
-    if not intervals:
+        start, length = clock.ns(index, event.ts), ns_of(event.dur)
+        if start is not None and length is not None and length >= 0:
+            starts.append(start)
+            ends.append(start + length)
+    if not starts:
         return None
-    return min(start for start, _ in intervals), max(end for _, end in intervals)
+    return min(starts), max(ends)
 
 
-def _iteration_timing(source: str, rank: str | None, iteration: Iteration, origin: float,
+def _iteration_timing(source: str, rank: str | None, iteration: Iteration, origin: int,
                       table: KernelTable | None) -> IterationTiming:
     if table is not None:
         table.iterations.append({part: [(items.start, items.stop) for items in ranges]
                                  for part, ranges in (iteration.items or {}).items()})
     device = iteration.device
-    return IterationTiming(source, rank, iteration.pid, iteration.bs, iteration.start, iteration.end,
-                           iteration.start - origin,
-                           iteration.host_us, iteration.parts, iteration.device_us, iteration.device_parts,
-                           None if device is None else device[0], None if device is None else device[1])
+    return IterationTiming(source, rank, iteration.pid, iteration.bs, (origin + iteration.start_ns) / 1000,
+                           (origin + iteration.end_ns) / 1000, iteration.start_ns / 1000, iteration.host_us,
+                           iteration.parts, iteration.device_us, iteration.device_parts,
+                           None if device is None else (origin + device[0]) / 1000,
+                           None if device is None else (origin + device[1]) / 1000)
+
+
+def needs_kernels(trace: Trace, index: TraceIndex) -> bool:
+    """Does device time here need the kernels (else GPU annotations give it)? When a step span or a
+    `draft`/`draft_extend` stage span has no GPU annotation copy (Kineto writes none around replayed
+    CUDA graphs; SGLang's own captures have none at all), or draft work runs outside both (a worker's
+    draft function in the python stacks)."""
+    if any(not step.gpu_events for step in index.steps):
+        return True
+    stages = sum(1 for spans in index.spans.values() for span in spans if span.kind == "stage")
+    copies = sum(1 for _, event in trace.events.selected()
+                 if event.cat == GPU_CATEGORY and event.name in STAGE_SPANS)
+    if copies < stages:
+        return True
+    return any(span.kind == "frame" and is_draft_frame(span.name) and index.nearest(span, "stage") is None
+               for spans in index.spans.values() for span in spans)
 
 
 _BATCH_KEYS = frozenset({"bs", "toks", "raw_bs", "topk"})  # the batch's own keys; the others are the suffix's

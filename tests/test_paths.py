@@ -1,0 +1,129 @@
+"""relabel's two ways of reading give the same bytes and the same summary.
+
+The fast path decodes each event once, a chunk at a time on every core, and finds the step names'
+bytes with a plain search over the chunk, cross-checked name by name; the careful path decodes the
+whole document (event by event where a value is odd) and, where any doubt remains, finds the names
+with an exact JSON tokenizer. Every fixture, real trace and generated layout is relabelled both
+ways here, and must come out byte for byte the same.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import ROOT, needs_real_traces, read_in_parts, real_traces
+from synth import FORMS, SynthSpec, generate, write
+
+from spanfix import locate, reader, relabelling, selective
+from spanfix.relabelling import RelabelOptions, relabel_file
+
+FIXTURES = sorted(p for p in (ROOT / "fixtures").glob("*.trace.json*"))
+
+
+def relabelled(source: Path, folder: Path, way: str, monkeypatch) -> tuple[bytes, dict]:
+    """Relabel source one way: "fast" (the one-pass chunk read, forced into several chunks and
+    processes), "careful" (the whole-document read, names found by the regex over the file) or
+    "exact" (the careful read with the JSON tokenizer)."""
+    with monkeypatch.context() as patched:
+        if way == "fast":
+            read_in_parts(patched, processes=2, chunk_bytes=max(2048, source.stat().st_size // 6))
+            patched.setattr(reader, "MAP_BYTES", 0)
+        else:
+            patched.setattr(selective, "decode_selected", lambda *a, **k: None)
+            patched.setattr(reader, "decode_selected", lambda *a, **k: None)
+        if way == "exact":
+            patched.setattr(reader, "locate_by_regex", lambda *a, **k: None)
+        target = folder / f"{way}{''.join(source.suffixes)}"
+        result = relabel_file(str(source), str(target), RelabelOptions()).to_json()
+    result["output"] = None
+    return (target.read_bytes() if target.exists() else b""), result
+
+
+def assert_same_ways(source: Path, tmp_path: Path, monkeypatch) -> None:
+    fast = relabelled(source, tmp_path, "fast", monkeypatch)
+    careful = relabelled(source, tmp_path, "careful", monkeypatch)
+    exact = relabelled(source, tmp_path, "exact", monkeypatch)
+    assert fast[0] == careful[0] == exact[0]
+    assert json.dumps(fast[1], sort_keys=True) == json.dumps(careful[1], sort_keys=True)
+    assert json.dumps(careful[1], sort_keys=True) == json.dumps(exact[1], sort_keys=True)
+
+
+@pytest.mark.parametrize("source", FIXTURES, ids=lambda p: p.name)
+def test_fixtures_relabel_the_same_both_ways(tmp_path, monkeypatch, source):
+    assert_same_ways(source, tmp_path, monkeypatch)
+
+
+@needs_real_traces
+@pytest.mark.parametrize("source", real_traces(), ids=lambda p: p.name)
+def test_real_traces_relabel_the_same_both_ways(tmp_path, monkeypatch, source):
+    assert_same_ways(source, tmp_path, monkeypatch)
+
+
+LAYOUTS = [("eagle", False, "object"), ("eagle", True, "array"), ("mtp", True, "array-unterminated"),
+           ("frozen-kv", False, "object"), ("dflash", False, "object"), ("eagle-v1", False, "array"),
+           ("ngram", False, "object"), ("none", False, "object")]
+
+
+@pytest.mark.parametrize("algorithm,graphs,form", LAYOUTS)
+@pytest.mark.parametrize("draft_thread", [False, True])
+def test_generated_layouts_relabel_the_same_both_ways(tmp_path, monkeypatch, algorithm, graphs, form, draft_thread):
+    assert form in FORMS
+    spec = SynthSpec(algorithm=algorithm, cuda_graph=graphs, detailed=True, draft_thread=draft_thread,
+                     decode_iterations=6, epoch_ns_timestamps=draft_thread)
+    source = tmp_path / "t.trace.json"
+    write(generate(spec), source, form=form)
+    assert_same_ways(source, tmp_path, monkeypatch)
+
+
+def test_one_event_per_line_and_one_line_layouts_relabel_the_same(tmp_path, monkeypatch):
+    """Kineto writes an event a line (or many lines); torch's export, the whole document on one line."""
+    spec = SynthSpec(algorithm="eagle", cuda_graph=False, detailed=True, decode_iterations=6)
+    trace = generate(spec)
+    source = tmp_path / "lines.trace.json"
+    write(trace, source)
+    events = json.loads(source.read_text())["traceEvents"]
+    one_line = tmp_path / "one-line.trace.json"
+    one_line.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    indented = tmp_path / "indented.trace.json"
+    indented.write_text(json.dumps({"traceEvents": events}, indent=2))
+    for path in (source, one_line, indented):
+        assert_same_ways(path, tmp_path, monkeypatch)
+
+
+def test_an_escaped_name_gives_way_to_the_search_that_reads_escapes(tmp_path, monkeypatch):
+    """A step name spelled with escapes is not found by the plain search: the regular expression
+    that reads escapes finds it, the same bytes come out."""
+    spec = SynthSpec(algorithm="eagle", cuda_graph=False, decode_iterations=4)
+    source = tmp_path / "t.trace.json"
+    write(generate(spec), source)
+    text = source.read_bytes().replace(b'"name": "step[TARGET_VERIFY', b'"name": "\\u0073tep[TARGET_VERIFY', 1)
+    source.write_bytes(text)
+    assert_same_ways(source, tmp_path, monkeypatch)
+    out = (tmp_path / "fast.trace.json").read_bytes()
+    assert b"\\u0073tep" not in out  # its "step[MODE" rewritten plainly (relabelling._rename)
+
+
+def test_the_plain_search_finds_what_the_regular_expression_finds():
+    """Where no string holds an escape, the plain search and the regular expression agree, keys and
+    values that are not a "name" key's value included."""
+    import random
+    rng = random.Random(3)
+    pieces = [b'"name"', b": ", b":", b' "step[X bs=1]"', b'"step[Y]"', b", ", b"{", b"}", b'"other"', b" ",
+              b'"name" :\n "step[Z]"', b'"step[": 1', b'"names": "step[W]"']
+    for _ in range(3000):
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12)))
+        regex = [m.span(1) for m in locate._STEP_NAME_VALUE.finditer(data)]
+        assert locate._plain_step_names(data, 0, len(data)) == regex, data
+
+
+def test_relabelling_module_reads_one_way_only(monkeypatch, tmp_path):
+    """The fast path is taken when nothing is odd: no fallback was needed on a plain trace."""
+    spec = SynthSpec(algorithm="eagle", cuda_graph=False, decode_iterations=4)
+    source = tmp_path / "t.trace.json"
+    write(generate(spec), source)
+    careful = []
+    real = reader.decode_events
+    monkeypatch.setattr(reader, "decode_events", lambda *a: careful.append(a) or real(*a))
+    read_in_parts(monkeypatch)
+    relabelling.relabel_file(str(source), str(tmp_path / "o.json"), RelabelOptions())
+    assert careful == []
