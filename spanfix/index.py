@@ -234,12 +234,15 @@ def build_index(trace: Trace) -> TraceIndex:
     for (index, event), start, length in zip(selected, starts, lengths):
         ph = event.ph
         if ph == "X":
+            key = event.name, event.cat
             try:
-                kind, step = kinds[event.name, event.cat]
-            except KeyError:
-                kind, step = kinds[event.name, event.cat] = _kind_of(event)
+                found = kinds.get(key)
             except TypeError:  # a category that cannot key a dict
-                kind, step = _kind_of(event)
+                found = _kind_of(event)
+            else:
+                if found is None:  # once per distinct name and category: step names are mostly distinct
+                    found = kinds[key] = _kind_of(event)
+            kind, step = found
             if kind is None:
                 continue
             pid, tid = event.pid, event.tid

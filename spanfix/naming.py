@@ -43,25 +43,29 @@ class StepName:
 
     @property
     def bs(self) -> int | None:
-        return _int_or_none(_last_value(_BS, self.rest))
+        return _batch(self.rest)[0]
 
     @property
     def toks(self) -> int | None:
-        return _int_or_none(_last_value(_TOKS, self.rest))
+        return _batch(self.rest)[1]
 
     @property
     def known(self) -> bool:
         return self.mode in KNOWN_MODES
 
 
-# One key's value, as fields would give it (the last token "key=..." wins), without building fields:
-# stats asks every step span for its bs.
-_BS, _TOKS = (re.compile(rf"(?:^|(?<=\s)){key}=(\S*)") for key in ("bs", "toks"))
+# bs and toks as fields would give them (the last token "key=..." wins), without building fields:
+# stats asks every step span for both, several times. One search finds both (a token starts at the
+# start or after white space, so matches of the two keys never overlap), once per distinct rest.
+_BS_TOKS = re.compile(r"(?:^|(?<=\s))(bs|toks)=(\S*)")
 
 
-def _last_value(pattern: re.Pattern, rest: str) -> str | None:
-    found = pattern.findall(rest)
-    return found[-1] if found else None
+@functools.lru_cache(maxsize=2**16)  # decode steps repeat their names; a step's GPU copy repeats it too
+def _batch(rest: str) -> tuple[int | None, int | None]:
+    found = {"bs": None, "toks": None}
+    for key, value in _BS_TOKS.findall(rest):
+        found[key] = value
+    return _int_or_none(found["bs"]), _int_or_none(found["toks"])
 
 
 def _int_or_none(text: str | None) -> int | None:

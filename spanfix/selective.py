@@ -231,15 +231,26 @@ def _choice(names: list, select: Callable[[str], bool], keep_pairs: bool, events
             ) -> tuple[list[int], bool]:
     """The indexes of the events to keep in full: names select accepts, step spans, unnamed events,
     and every B and E where unnamed events exist or keep_pairs says so (and then True)."""
-    distinct = set(names)
-    wanted = {name for name in distinct if not isinstance(name, str) or is_step_name(name) or select(name)}
-    chosen = itertools.compress(itertools.count(), map(wanted.__contains__, names))
+    wanted = _Wanted(select)  # each distinct name judged once, as the pass meets it
+    chosen = list(itertools.compress(itertools.count(), map(wanted.__getitem__, names)))
     # An E closes the innermost open B whatever either is called, so a pair's E must not be paired
     # with another B for want of its own. Unnamed events are usually such Es: then keep every B and E.
-    if None not in distinct and not keep_pairs:
-        return list(chosen), False
+    if None not in wanted and not keep_pairs:
+        return chosen, False
     paired = itertools.compress(itertools.count(), [event.ph in ("B", "E") for event in events])
     return sorted(set(chosen).union(paired)), True
+
+
+class _Wanted(dict):
+    """name -> is an event of it kept in full (see _choice), filled in as names are asked for."""
+
+    def __init__(self, select: Callable[[str], bool]):
+        super().__init__()
+        self._select = select
+
+    def __missing__(self, name: str | None) -> bool:
+        wanted = self[name] = not isinstance(name, str) or is_step_name(name) or bool(self._select(name))
+        return wanted
 
 
 def _located(data: Buffer, chunk: parts.Chunk, part: Part) -> list[NameSlot] | None:

@@ -12,7 +12,6 @@ counted: a warning says how many.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,20 +62,22 @@ class DeviceReducer:
 
     names: bool = False  # keep each kernel's name (for --kernels)
 
+    def __post_init__(self) -> None:
+        # numpy imported now, before the reader forks its processes: imported once for all of them,
+        # not once in each (a tenth of a second or more of each child's time on a 2-core machine).
+        import numpy  # noqa: F401
+
     def __call__(self, events: list, stamps: list[int | None] | None = None, taken=None) -> DeviceColumns:
         import numpy as np  # here: a trace whose GPU annotations give its device time never needs it
 
         categories = list(map(_CAT, events))
+        # Each category's number: a device item's (0, 1, 2), a launch (3), anything else (4); worked out
+        # once per distinct category as the pass meets it.
         try:
-            distinct = set(categories)
+            codes = np.fromiter(map(_CategoryCodes().__getitem__, categories), np.int8, len(categories))
         except TypeError:  # a category that is a list or an object
-            categories = list(map(hashable, categories))
-            distinct = set(categories)
-        # Each category's number: a device item's (0, 1, 2), a launch (3), anything else (4); in one pass.
-        code = {name: DEVICE_CATEGORIES.index(name) if name in DEVICE_CATEGORIES
-                else _LAUNCH if isinstance(name, str) and name.endswith(LAUNCH_SUFFIXES) else _OTHER
-                for name in distinct}
-        codes = np.fromiter(map(code.__getitem__, categories), np.int8, len(categories))
+            codes = np.fromiter(map(_CategoryCodes().__getitem__, map(hashable, categories)), np.int8,
+                                len(categories))
         del categories
         item_where = np.flatnonzero(codes < _LAUNCH)
         item_at = item_where.tolist()
@@ -118,31 +119,65 @@ class DeviceReducer:
         kept_items = items if len(kept) == len(items) else list(map(items.__getitem__, kept))
         kept_launches = (launches if len(launch_keep) == len(launches)
                          else list(map(launches.__getitem__, launch_keep.tolist())))
-        item_pids = _hashables(list(map(_PID, kept_items)))
-        launch_pids = _hashables(list(map(_PID, kept_launches)))
+        # Pids, tids and kernel names are few distinct values: each numbered once, the columns made
+        # of those numbers (a track is its pid's and tid's numbers combined, never a tuple per launch).
+        item_pids, pid_numbers = _numbered(list(map(_PID, kept_items)))
+        launch_pids, _ = _numbered(list(map(_PID, kept_launches)), pid_numbers)
+        launch_tids, tid_numbers = _numbered(list(map(_TID, kept_launches)))
+        pids = list(pid_numbers)
         scopes: dict = {}
-        scope_of_pid = {pid: scopes.setdefault(scope_of(pid), len(scopes)) for pid in {*item_pids, *launch_pids}}
-        tracks = list(zip(launch_pids, _hashables(list(map(_TID, kept_launches)))))
-        numbers = {track: number for number, track in enumerate(dict.fromkeys(tracks))}
+        scope_of_number = np.array([scopes.setdefault(scope_of(pid), len(scopes)) for pid in pids] or [0], np.int32)
+        item_pid_codes = np.fromiter(map(pid_numbers.__getitem__, item_pids), np.int32, len(item_pids))
+        launch_pid_codes = np.fromiter(map(pid_numbers.__getitem__, launch_pids), np.int32, len(launch_pids))
+        launch_tid_codes = np.fromiter(map(tid_numbers.__getitem__, launch_tids), np.int64, len(launch_tids))
+        # Tracks numbered in the order they first occur, as the join expects of every chunk.
+        combined = launch_pid_codes.astype(np.int64) * max(len(tid_numbers), 1) + launch_tid_codes
+        distinct, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        renumber = np.empty(len(order), np.int32)
+        renumber[order] = np.arange(len(order), dtype=np.int32)
+        tids = list(tid_numbers)
+        width = max(len(tid_numbers), 1)
+        tracks = [(pids[code // width], tids[code % width]) for code in distinct[order].tolist()]
         names = name_ids = None
         if self.names:
             if taken is not None:
                 at = item_at if len(kept) == len(item_at) else list(map(item_at.__getitem__, kept))
-                kernel_names = _hashables(list(map(taken.names.__getitem__, at)))
+                kernel_names, by_name = _numbered(list(map(taken.names.__getitem__, at)))
             else:
-                kernel_names = _hashables(list(map(_NAME, kept_items)))
-            by_name = {name: number for number, name in enumerate(dict.fromkeys(kernel_names))}
+                kernel_names, by_name = _numbered(list(map(_NAME, kept_items)))
             name_ids = np.fromiter(map(by_name.__getitem__, kernel_names), np.int32, len(kernel_names))
             names = [name if isinstance(name, str) else "?" for name in by_name]
         starts_kept = starts[keep]
         return DeviceColumns(
-            list(scopes), list(numbers),
-            np.fromiter(map(scope_of_pid.__getitem__, launch_pids), np.int32, len(launch_pids)),
-            _subset(np, launch_ids, launch_keep), np.fromiter(map(numbers.__getitem__, tracks), np.int32, len(tracks)),
-            launch_ns[launch_keep],
-            np.fromiter(map(scope_of_pid.__getitem__, item_pids), np.int32, len(item_pids)),
+            list(scopes), tracks, scope_of_number[launch_pid_codes],
+            _subset(np, launch_ids, launch_keep), renumber[inverse.reshape(-1)],
+            launch_ns[launch_keep], scope_of_number[item_pid_codes],
             _subset(np, ids, keep), starts_kept, starts_kept + lengths[keep], item_codes[keep],
             names, name_ids, refused)
+
+
+def _numbered(values: list, numbers: dict | None = None) -> tuple[list, dict]:
+    """The values (each made hashable where one is not) and a number for each distinct one, in the
+    order they first occur (after those numbers has already)."""
+    numbers = {} if numbers is None else numbers
+    try:
+        for value in dict.fromkeys(values):
+            numbers.setdefault(value, len(numbers))
+    except TypeError:  # a list or an object among them
+        values = list(map(hashable, values))
+        for value in dict.fromkeys(values):
+            numbers.setdefault(value, len(numbers))
+    return values, numbers
+
+
+class _CategoryCodes(dict):
+    """category -> its number (see DeviceReducer), filled in as categories are asked for."""
+
+    def __missing__(self, name: Any) -> int:
+        code = self[name] = (DEVICE_CATEGORIES.index(name) if name in DEVICE_CATEGORIES
+                             else _LAUNCH if isinstance(name, str) and name.endswith(LAUNCH_SUFFIXES) else _OTHER)
+        return code
 
 
 def _ids(np, events: list) -> tuple[Any, Any]:
@@ -198,11 +233,3 @@ def _exact(np, stamps: list[int | None]) -> tuple[Any, Any]:
     return np.fromiter((s if s is not None and -_MAX_NS < s < _MAX_NS else 0 for s in stamps), np.int64,
                        len(stamps)), ok
 
-
-def _hashables(values: Sequence) -> Sequence:
-    """The values themselves when all can key a dict (the usual case), else each made one."""
-    try:
-        set(values)
-    except TypeError:
-        return list(map(hashable, values))
-    return values
