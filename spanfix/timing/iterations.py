@@ -99,8 +99,10 @@ class _Launching:
             numbers = np.repeat(np.arange(len(self._times)), [len(t) for t in self._times])
             order = np.argsort(times, kind="stable")
             self.times, self.numbers = times[order], numbers[order]
-        found = self.numbers[self.times.searchsorted(start, "left"):self.times.searchsorted(end, "right")]
-        return [self.tracks[number] for number in np.unique(found).tolist()]
+        lo, hi = int(self.times.searchsorted(start, "left")), int(self.times.searchsorted(end, "right"))
+        if len(self.tracks) == 1:  # the usual case: one launching thread per process
+            return list(self.tracks) if hi > lo else []
+        return [self.tracks[number] for number in np.unique(self.numbers[lo:hi]).tolist()]
 
 
 @dataclass(slots=True)
