@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .. import progress
 from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from ..clock import ns_of
-from ..index import GPU_CATEGORY, STAGE_SPANS, StepSpan, TraceIndex, Track
+from ..index import GPU_CATEGORY, STAGE_SPANS, StepSpan, TraceIndex
 from ..naming import NO_STEP_SPANS, new_stage, relabel_step_name
 from ..patterns import PatternTooSlow
 from ..ranks import rank_from_file_name, rank_from_pid
@@ -20,85 +20,13 @@ from .device import DeviceReducer, DeviceWork, device_work
 from .iterations import Iteration, decode_iterations, is_draft_frame, why_no_iterations, work_spans
 from .kernels import KernelClasses, KernelTable
 from .once import fingerprint
-from .profile import RunProfile, profile_of
+from .profile import profile_of
+from .rows import IterationTiming, StepTiming, TraceMeasures
 
 AMBIGUOUS_STAGE = "ambiguous"
 # Algorithms that draft before the verify and extend once after it: the steps' order delimits a decode
 # iteration where no scheduler.run_batch or stage span does (iterations.decode_iterations).
 ORDERED = frozenset({"eagle-v1", "eagle", "eagle3", "nextn", "standalone"})
-
-
-@dataclass(slots=True)  # not frozen: a frozen dataclass sets each field by a call, and there are many rows
-class StepTiming:
-    """One step span, measured: a row of the per-step table (spanfix.Trace.steps). Times are in
-    microseconds: `start_us` as in the trace, `start_from_trace_us` from the trace's first event, as
-    Perfetto shows it."""
-
-    file: str
-    rank: str | None
-    pid: Hashable
-    tid: Hashable
-    stage: str  # the stats row: the stage word of the newer naming, a worker's span, or "ambiguous"
-    name: str  # under the newer naming when attributed, else as written
-    old_name: str  # as written in the trace
-    mode_name: str  # name without its detailed-annotation suffix: step[STAGE bs=N toks=T]
-    bs: int | None
-    toks: int | None
-    verdict: str  # draft, target, worker, ambiguous, already new, unknown mode
-    evidence: str  # what decided it; for an ambiguous span, what was missing
-    start_us: float  # host clock
-    end_us: float
-    start_from_trace_us: float
-    cpu_us: float
-    gpu_us: float | None  # None: no GPU copy and no device work found
-    device_source: str | None  # "annotation" or "kernels"
-    device_start_us: float | None
-    device_end_us: float | None
-    busy_us: float | None  # the time its own device work ran (overlaps once); None: none joined
-
-    @property
-    def track(self) -> Track:
-        return self.pid, self.tid
-
-
-@dataclass(slots=True)
-class IterationTiming:
-    """One decode iteration: a row of the per-iteration table (spanfix.Trace.iterations)."""
-
-    file: str
-    rank: str | None
-    pid: Hashable
-    bs: int | None  # its verify's batch size (None: the verifies of the iteration disagree, or give none)
-    start_us: float  # host clock, as in the trace
-    end_us: float
-    start_from_trace_us: float
-    cpu_us: float  # host duration
-    parts: dict[str, float]  # host microseconds per part
-    gpu_us: float | None = None  # the device extent; None when it launched no device work
-    gpu_parts: dict[str, float] | None = None
-    device_start_us: float | None = None
-    device_end_us: float | None = None
-
-
-@dataclass(slots=True)
-class TraceMeasures:
-    source: str
-    steps: list[StepTiming]
-    iterations: list[IterationTiming]
-    warnings: list[str]
-    kernels: KernelTable | None = None  # with kernel names read: the kernels of each step and iteration part
-    trace_start_us: float = 0.0  # the first event's timestamp
-    algorithm: str = "unknown"  # the speculative algorithm as attribution understood it
-    algorithm_reasons: list[str] = field(default_factory=list)
-    decided_by: dict[str, int] = field(default_factory=dict)  # evidence -> step spans it decided
-    ambiguous_reasons: dict[str, int] = field(default_factory=dict)  # why -> step spans left ambiguous
-    fingerprint: str | None = None  # the same capture read twice has the same one (once.py)
-    profile: RunProfile = field(default_factory=RunProfile)  # what kind of run it is (profile.py)
-    no_iterations: str | None = None  # why it has no decode iteration, when it has none (iterations.py)
-    notes: list[str] = field(default_factory=list)  # information, not a problem (what was not computed, and how)
-    # What a `then` of measure() made of the same read (spanfix.speculation's figures); timing does not
-    # know what it is, and never imports it.
-    speculation: object | None = None
 
 
 def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, device: bool | None = True,

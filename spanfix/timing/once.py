@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..index import TraceIndex
-    from .measure import TraceMeasures
+    from .rows import TraceMeasures
 
 STDIN = "-"
 

@@ -10,66 +10,17 @@ draft passes are graph replays), so a change of either shows there.
 
 from __future__ import annotations
 
-import math
 from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .measure import IterationTiming, StepTiming
+from .rows import IterationTiming, RunProfile, StepTiming
 
 DRAFT_WORK = frozenset({"DRAFT", "DRAFT_LOOP", "DRAFT_EXTEND_V2"})
 # Mean batch sizes further apart than this (relative) are unlike runs: a step's time grows with its batch.
 BATCH_TOLERANCE = 0.10
 # Draft step spans per decode iteration further apart than this: other draft settings, or graphs against eager.
 DRAFT_STEPS_TOLERANCE = 0.5
-
-
-@dataclass(slots=True)
-class RunProfile:
-    algorithms: list[str] = field(default_factory=list)  # as attribution understood each input
-    candidates: list[str] = field(default_factory=list)  # the algorithms the inputs leave possible
-    batch_sizes: dict[int, int] = field(default_factory=dict)  # decode steps (VERIFY, else DECODE) per bs
-    decode_iterations: int = 0
-    draft_steps: int = 0  # draft step spans inside decode iterations
-    ranks: list[str] = field(default_factory=list)
-    settings: dict[str, list] = field(default_factory=dict)  # server_args.json's draft settings, values seen
-
-    @property
-    def draft_steps_per_iteration(self) -> float | None:
-        return self.draft_steps / self.decode_iterations if self.decode_iterations else None
-
-    @property
-    def mean_batch(self) -> float | None:
-        steps = sum(self.batch_sizes.values())
-        return math.fsum(bs * n for bs, n in self.batch_sizes.items()) / steps if steps else None
-
-    def to_json(self) -> dict:
-        per = self.draft_steps_per_iteration
-        return {"algorithms": self.algorithms, "candidates": self.candidates,
-                "batch_sizes": {str(bs): n for bs, n in sorted(self.batch_sizes.items())},
-                "decode_iterations": self.decode_iterations,
-                "draft_steps_per_iteration": None if per is None else round(per, 3),
-                "ranks": self.ranks, "settings": self.settings}
-
-    @classmethod
-    def from_json(cls, document: object) -> RunProfile | None:
-        """A saved profile, or None when there is none to read (a result saved before profiles)."""
-        if not isinstance(document, dict):
-            return None
-        try:
-            per = document.get("draft_steps_per_iteration")
-            iterations = int(document.get("decode_iterations") or 0)
-            return cls([str(a) for a in document.get("algorithms") or []],
-                       [str(a) for a in document.get("candidates") or []],
-                       {int(bs): int(n) for bs, n in (document.get("batch_sizes") or {}).items()},
-                       iterations, round(float(per) * iterations) if per is not None else 0,
-                       [str(r) for r in document.get("ranks") or []],
-                       {str(k): list(v) for k, v in (document.get("settings") or {}).items() if isinstance(v, list)})
-        except (TypeError, ValueError, AttributeError):
-            return None
 
 
 def profile_of(steps: Sequence[StepTiming], iterations: Sequence[IterationTiming], algorithm: str,
