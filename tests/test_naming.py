@@ -67,3 +67,16 @@ def test_variant_renames():
         "step[VERIFY bs=2 c_sq=6 c_sk=30]"
     # A mode spanfix does not know is never rewritten.
     assert relabel_step_name("step[prefill bs=2 toks=10]", is_draft=True) == "step[prefill bs=2 toks=10]"
+
+
+@pytest.mark.parametrize("rest, bs, toks", [
+    (" bs=4 toks=9", 4, 9), (" bs=1 bs=2", 2, None), (" raw_bs=3 bs=4 topk=4", 4, None), (" bs=a", None, None),
+    (" toks=1toks=2", None, None), ("\u00a0bs=5\ttoks=6", 5, 6), ("", None, None), (" xbs=1 btoks=2", None, None),
+    (" bs=bs=3", None, None), (" toks=7 bs=8 toks=9", 8, 9),
+])
+def test_bs_and_toks_are_the_last_token_of_their_key(rest, bs, toks):
+    step = parse_step_name(f"step[DECODE{rest}]")
+    assert (step.bs, step.toks) == (bs, toks)
+    # as the fields would give them, token by token
+    fields = step.fields
+    assert step.bs == (int(fields["bs"]) if fields.get("bs", "").lstrip("-").isdigit() else None)

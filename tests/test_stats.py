@@ -485,3 +485,18 @@ def test_stats_decodes_every_event_once(tmp_path, monkeypatch, kernels):
     assert any(step.busy_us is not None for step in measured.steps)  # the device view is there
     plan = parts.layout(path.read_bytes(), "object")
     assert len(decoded) == plan.chunks > 1
+
+
+@pytest.mark.parametrize("name, mode_name", [
+    ("step[DECODE bs=4 g_sq=8 g_sqsq=32 g_sqsk=120 g_sk=30]", "step[DECODE bs=4]"),
+    ("step[EXTEND bs=3 toks=30 c_sq=5 c_sk=35]", "step[EXTEND bs=3 toks=30]"),
+    ("step[DRAFT_LOOP raw_bs=3 bs=4 topk=4]", "step[DRAFT_LOOP raw_bs=3 bs=4 topk=4]"),
+    ("step[DECODE smc-head-eager bs=4 toks=9 g_sk=3]", "step[DECODE smc-head-eager bs=4 toks=9]"),
+    ("step[DECODE  bs=4  g_sk=3]", "step[DECODE  bs=4 ]"),  # tokens as split(" ") gives them, empty ones kept
+    ("step[DECODE bsx=1 bs=2=3 = x=]", "step[DECODE bs=2=3]"),
+    ("step[a=b bs=1]", "step[a=b bs=1]"),  # the first token is the mode's, whatever it holds
+    ("step[DECODE bs=4", "step[DECODE bs=4"), ("scheduler.run_batch", "scheduler.run_batch"),
+])
+def test_mode_name_drops_the_suffix_keys_alone(name, mode_name):
+    from spanfix.timing.measure import _mode_name
+    assert _mode_name(name) == mode_name

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
@@ -243,18 +244,19 @@ def needs_kernels(trace: Trace, index: TraceIndex) -> bool:
                for spans in index.spans.values() for span in spans)
 
 
-_BATCH_KEYS = frozenset({"bs", "toks", "raw_bs", "topk"})  # the batch's own keys; the others are the suffix's
+# A space and a key=value token whose key is not the batch's own (bs, toks, and the frozen-KV worker's
+# raw_bs and topk): a detailed-annotation suffix's. Tokens are what split(" ") gives; the search is
+# linear in the name (each attempt starts at a space and stops at the token's end), names being trace data.
+_SUFFIX_TOKEN = re.compile(r" (?!(?:bs|toks|raw_bs|topk)=)[^ =]*=[^ ]*")
 
 
 def _mode_name(name: str) -> str:
     """step[STAGE bs=N toks=T]: the name without its detailed-annotation suffix (every key=value token
     but bs, toks and the frozen-KV worker's raw_bs and topk), for grouping. Words without "=" (a
-    fork's extra tokens) are kept. Split, not a regular expression: names are trace data."""
+    fork's extra tokens) are kept, and so is the first token, "step[STAGE"."""
     if not (name.startswith("step[") and name.endswith("]")):
         return name
-    head, *tokens = name[:-1].split(" ")
-    kept = [token for token in tokens if "=" not in token or token.partition("=")[0] in _BATCH_KEYS]
-    return " ".join((head, *kept)) + "]"
+    return _SUFFIX_TOKEN.sub("", name[:-1]) + "]"
 
 
 def measure_file(source: str, options: RelabelOptions, *, kernels: KernelClasses | None = None,
