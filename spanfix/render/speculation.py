@@ -54,10 +54,19 @@ def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str
             return _time_share(found.parts[part] / count, found.share(part))
         return cell
 
-    add("draft model (every pass), trace", whole("draft"))
-    add("  outside draft step spans", lambda clock: "-" if clock not in spec.model
-        else format_us(spec.model[clock].draft_outside_steps_us))
-    add("target verify, trace", whole("verify"))
+    if spec.model:
+        # The whole inputs first, laid out as the mean iteration below: a total, then its parts, so
+        # that each share says what it is a share of.
+        add("whole trace", lambda clock: "-" if clock not in spec.model else format_us(spec.model[clock].total_us))
+        add("  draft model (every pass)", whole("draft"))
+        add("    outside draft step spans", lambda clock: "-" if clock not in spec.model
+            else format_us(spec.model[clock].draft_outside_steps_us))
+        add("  target verify", whole("verify"))
+        if any(found.parts["ambiguous"] for found in spec.model.values()):
+            add("  ambiguous", whole("ambiguous"))
+        add("  other", whole("other"))
+        if GPU in spec.model:
+            add("  idle", whole("idle"))
     if spec.iteration_model:
         add("decode iteration, mean", per_iteration(None))
         add("  draft model", per_iteration("draft"))
@@ -70,10 +79,14 @@ def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str
     overall = spec.overall
     rows.append(["accept length", _ratio(spec.accept_length), *([""] * (len(clocks) - 1))])
     if overall is not None:
-        add("time per token", lambda clock: _time_share(overall.per_token_us.get(clock)))
-        add("plain decode step", lambda clock: _time_share(overall.plain_us.get(clock)))
-        add("estimated speedup", lambda clock: _ratio(overall.speedup.get(clock)))
-        add("break-even accept length", lambda clock: _ratio(overall.break_even.get(clock)))
+        # A figure no clock has is left out: the notes under the table say what it needs.
+        for label, cell in (("time per token", lambda clock: _time_share(overall.per_token_us.get(clock))),
+                            ("plain decode step", lambda clock: _time_share(overall.plain_us.get(clock))),
+                            ("estimated speedup", lambda clock: _ratio(overall.speedup.get(clock))),
+                            ("break-even accept length", lambda clock: _ratio(overall.break_even.get(clock)))):
+            cells = [cell(clock) for clock in clocks]
+            if any(text != "-" for text in cells):
+                rows.append([label, *cells])
     return header, rows
 
 
