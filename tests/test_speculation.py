@@ -380,7 +380,9 @@ def test_the_stage_table_says_what_its_draft_rows_leave_out(tmp_path):
     share = device.draft_outside_steps_us / device.parts["draft"]
     assert share > 0.5  # the draft's decode passes are graph replays with no step span
     assert f"leave out {share:.0%} of the draft model's device time" in text
-    assert "speculation (" in text and "accept length" in text and "estimated speedup" in text
+    assert "speculation (" in text and "accept length" in text and "time per token" in text
+    # No plain-decode baseline: no speedup row, and the note under the table says what it needs.
+    assert "estimated speedup" not in text and "speedup and break-even need a plain-decode baseline" in text
     markdown = CliRunner().invoke(main, ["stats", str(path), "--format", "markdown"]).stdout
     assert "> note: the draft step rows" in markdown and "### Speculation (" in markdown
     rows = CliRunner().invoke(main, ["stats", str(path), "--format", "csv"]).stdout.splitlines()
