@@ -54,28 +54,26 @@ def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str
             return _time_share(found.parts[part] / count, found.share(part))
         return cell
 
-    if spec.model:
-        # The whole inputs first, laid out as the mean iteration below: a total, then its parts, so
-        # that each share says what it is a share of.
-        add("whole trace", lambda clock: "-" if clock not in spec.model else format_us(spec.model[clock].total_us))
-        add("  draft model (every pass)", whole("draft"))
-        add("    outside draft step spans", lambda clock: "-" if clock not in spec.model
-            else format_us(spec.model[clock].draft_outside_steps_us))
-        add("  target verify", whole("verify"))
-        if any(found.parts["ambiguous"] for found in spec.model.values()):
-            add("  ambiguous", whole("ambiguous"))
-        add("  other", whole("other"))
-        if GPU in spec.model:
-            add("  idle", whole("idle"))
-    if spec.iteration_model:
-        add("decode iteration, mean", per_iteration(None))
-        add("  draft model", per_iteration("draft"))
-        add("  target verify", per_iteration("verify"))
-        if any(found.parts["ambiguous"] for found in spec.iteration_model.values()):
-            add("  ambiguous", per_iteration("ambiguous"))
-        add("  other", per_iteration("other"))
-        if GPU in spec.iteration_model:
-            add("  idle", per_iteration("idle"))
+    def add_model(models: dict, title: str, total, part, draft: str, outside=None) -> None:
+        """A total, then its parts (which add up to it), so that each share says what it is of."""
+        if not models:
+            return
+        add(title, total)
+        add(f"  {draft}", part("draft"))
+        if outside is not None:
+            add("    outside draft step spans", outside)
+        add("  target verify", part("verify"))
+        if any(found.parts["ambiguous"] for found in models.values()):
+            add("  ambiguous", part("ambiguous"))
+        add("  other", part("other"))
+        if GPU in models:
+            add("  idle", part("idle"))
+
+    add_model(spec.model, "whole trace",
+              lambda clock: "-" if clock not in spec.model else format_us(spec.model[clock].total_us),
+              whole, "draft model (every pass)",
+              lambda clock: "-" if clock not in spec.model else format_us(spec.model[clock].draft_outside_steps_us))
+    add_model(spec.iteration_model, "decode iteration, mean", per_iteration(None), per_iteration, "draft model")
     overall = spec.overall
     rows.append(["accept length", _ratio(spec.accept_length), *([""] * (len(clocks) - 1))])
     if overall is not None:
