@@ -501,6 +501,13 @@ def test_the_readme_ci_example_runs_as_pasted(tmp_path):
     (first, first_summary), (second, second_summary) = gates
     assert first == 0 and "No baseline yet: gating on the budgets alone." in first_summary
     assert second == 0 and "within +10% of baseline" in second_summary and "No baseline yet" not in second_summary
+    # --allow-skipped is the comparison's only: a budget these traces cannot judge (no plain-decode
+    # baseline for a speedup) still fails the gate, with the baseline there.
+    gate = next(step for step in steps if step.get("name") == "Gate")["run"]
+    assert "'model.gpu.draft.share<=0.5'" in gate
+    unjudged = gate.replace("'model.gpu.draft.share<=0.5'", "'speculation.speedup>=1'")
+    done = subprocess.run(["bash", "-e", "-c", unjudged], check=False, cwd=work, env=env, capture_output=True, text=True)
+    assert done.returncode == 1 and "within +10% of baseline" in summary.read_text(), (done.stdout, done.stderr)
 
 
 def test_make_demo_installs_spanfix_alone(tmp_path):

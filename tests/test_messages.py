@@ -9,14 +9,8 @@ from click.testing import CliRunner
 from conftest import span, thread_name, write_trace
 
 from spanfix.cli import main
-from spanfix.render.stats import (
-    LEAVE_OUT,
-    fitted,
-    middle_cut,
-    stats_table,
-    without_common_folder,
-    without_common_suffix,
-)
+from spanfix.render.fit import fitted, middle_cut, without_common_folder, without_common_suffix
+from spanfix.render.stats import LEAVE_OUT, stats_table
 
 
 def run(*args):

@@ -380,7 +380,9 @@ def test_the_stage_table_says_what_its_draft_rows_leave_out(tmp_path):
     share = device.draft_outside_steps_us / device.parts["draft"]
     assert share > 0.5  # the draft's decode passes are graph replays with no step span
     assert f"leave out {share:.0%} of the draft model's device time" in text
-    assert "speculation (" in text and "accept length" in text and "estimated speedup" in text
+    assert "speculation (" in text and "accept length" in text and "time per token" in text
+    # No plain-decode baseline: no speedup row, and the note under the table says what it needs.
+    assert "estimated speedup" not in text and "speedup and break-even need a plain-decode baseline" in text
     markdown = CliRunner().invoke(main, ["stats", str(path), "--format", "markdown"]).stdout
     assert "> note: the draft step rows" in markdown and "### Speculation (" in markdown
     rows = CliRunner().invoke(main, ["stats", str(path), "--format", "csv"]).stdout.splitlines()
@@ -683,3 +685,29 @@ def test_check_reads_spec_metrics_and_the_stated_accept_length(tmp_path):
     assert stated.exit_code == 1 and "1.50 (stated)" in stated.stdout
     missing = CliRunner().invoke(main, ["check", str(path), "--spec-metrics", str(tmp_path / "nope.log")])
     assert missing.exit_code == 2 and "nope.log: no such file" in missing.stderr
+
+
+def test_the_whole_trace_rows_are_a_total_and_parts_that_add_up_to_it(tmp_path):
+    """The speculation table's whole-trace shares are of the total printed above them, and a figure
+    that no clock has (no accept length, no baseline) is left out for the notes to explain."""
+    from spanfix.render.speculation import speculation_cells, speculation_notes
+    from spanfix.timing.numbers import format_us
+
+    path = _write(tmp_path, synth.generate(_spec("eagle", True, detailed=False)))
+    spec = spanfix.stats(str(path), device=True).speculation
+    header, cells = speculation_cells(spec)
+    labels = [row[0] for row in cells]
+    start = labels.index("whole trace")
+    parts = ["  draft model (every pass)", "    outside draft step spans", "  target verify", "  other", "  idle"]
+    assert labels[start + 1:start + 1 + len(parts)] == parts
+    for column, clock in enumerate(("cpu", "gpu"), start=1):
+        assert header[column] == {"cpu": "host", "gpu": "device"}[clock]
+        model = spec.model[clock]
+        assert cells[start][column] == format_us(model.total_us)
+        shown = [part for part in ("draft", "verify", "ambiguous", "other", "idle") if part in model.parts]
+        assert sum(model.parts[part] for part in shown) == pytest.approx(model.total_us, rel=1e-9)
+        assert sum(model.share(part) for part in shown) == pytest.approx(1.0)
+    assert spec.accept_length is None
+    assert not {"time per token", "estimated speedup", "break-even accept length"} & set(labels)
+    notes = " ".join(speculation_notes(spec))
+    assert "accept length unknown" in notes and "need a plain-decode baseline" in notes

@@ -54,26 +54,37 @@ def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str
             return _time_share(found.parts[part] / count, found.share(part))
         return cell
 
-    add("draft model (every pass), trace", whole("draft"))
-    add("  outside draft step spans", lambda clock: "-" if clock not in spec.model
-        else format_us(spec.model[clock].draft_outside_steps_us))
-    add("target verify, trace", whole("verify"))
-    if spec.iteration_model:
-        add("decode iteration, mean", per_iteration(None))
-        add("  draft model", per_iteration("draft"))
-        add("  target verify", per_iteration("verify"))
-        if any(found.parts["ambiguous"] for found in spec.iteration_model.values()):
-            add("  ambiguous", per_iteration("ambiguous"))
-        add("  other", per_iteration("other"))
-        if GPU in spec.iteration_model:
-            add("  idle", per_iteration("idle"))
+    def add_model(models: dict, title: str, total, part, draft: str, outside=None) -> None:
+        """A total, then its parts (which add up to it), so that each share says what it is of."""
+        if not models:
+            return
+        add(title, total)
+        add(f"  {draft}", part("draft"))
+        if outside is not None:
+            add("    outside draft step spans", outside)
+        add("  target verify", part("verify"))
+        if any(found.parts["ambiguous"] for found in models.values()):
+            add("  ambiguous", part("ambiguous"))
+        add("  other", part("other"))
+        if GPU in models:
+            add("  idle", part("idle"))
+
+    add_model(spec.model, "whole trace",
+              lambda clock: "-" if clock not in spec.model else format_us(spec.model[clock].total_us),
+              whole, "draft model (every pass)",
+              lambda clock: "-" if clock not in spec.model else format_us(spec.model[clock].draft_outside_steps_us))
+    add_model(spec.iteration_model, "decode iteration, mean", per_iteration(None), per_iteration, "draft model")
     overall = spec.overall
     rows.append(["accept length", _ratio(spec.accept_length), *([""] * (len(clocks) - 1))])
     if overall is not None:
-        add("time per token", lambda clock: _time_share(overall.per_token_us.get(clock)))
-        add("plain decode step", lambda clock: _time_share(overall.plain_us.get(clock)))
-        add("estimated speedup", lambda clock: _ratio(overall.speedup.get(clock)))
-        add("break-even accept length", lambda clock: _ratio(overall.break_even.get(clock)))
+        # A figure no clock has is left out: the notes under the table say what it needs.
+        for label, cell in (("time per token", lambda clock: _time_share(overall.per_token_us.get(clock))),
+                            ("plain decode step", lambda clock: _time_share(overall.plain_us.get(clock))),
+                            ("estimated speedup", lambda clock: _ratio(overall.speedup.get(clock))),
+                            ("break-even accept length", lambda clock: _ratio(overall.break_even.get(clock)))):
+            cells = [cell(clock) for clock in clocks]
+            if any(text != "-" for text in cells):
+                rows.append([label, *cells])
     return header, rows
 
 

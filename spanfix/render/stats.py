@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import csv
 import io
-import os
-import re
 from collections.abc import Collection
 
-from rich import box
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -24,12 +21,11 @@ from ..timing.kernels import short_kernel_name
 from ..timing.numbers import TIME_UNITS, time_unit
 from ..timing.table import category_rows, kernel_rows
 from .escape import Markdown, clip, code_span, csv_row, markdown_text, printable, rich_text, whole_reason
+from .fit import TEXT_COLUMNS, fitted, rich_table
 from .speculation import iteration_note, speculation_csv_rows, speculation_markdown, speculation_tables, stage_note
 
 BAR_WIDTH = 8
 TOP_KERNELS = 10
-TEXT_COLUMNS = frozenset({"file", "rank", "stage", "name", "mode-name", "source", "part", "kernel", "category",
-                          "group", "figure"})  # left-aligned; figures go right
 CLOCK_TITLES = {"cpu": "host time (CPU spans)", "gpu": "device time (GPU annotations, or launched kernels)"}
 _SOURCE_TITLES = {"annotation": "device time (GPU annotations)", "kernels": "device time (launched kernels)"}
 # When a stage table is too wide for the terminal, once its bars are gone and its paths shortened:
@@ -215,7 +211,7 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
     def add(title: str, header: list[str], rows: list[list[str]], leave_out: Collection[str] = (),
             notes: Collection[str] = ()) -> None:
         header, rows, left_out = fitted(header, rows, width, leave_out)
-        parts.append(_rich(title, header, rows))
+        parts.append(rich_table(title, header, rows))
         if left_out:
             parts.append(Text(f"({', '.join(left_out)}: left out to fit {width} columns; --format csv has them all)",
                               style="dim"))
@@ -304,108 +300,6 @@ def grouped(messages: list[str], inputs: list[str]) -> list[str]:
         names += [f"{len(sources) - NAMED_INPUTS} more"] if len(sources) > NAMED_INPUTS else []
         lines.append(f"{', '.join(names)}: {whole_reason(text)}" if sources else whole_reason(text))
     return lines
-
-
-PATH_COLUMNS = ("file",)
-SHORTEST_PATH = 16  # a path is not shortened below this many cells (with its …)
-
-
-def fitted(header: list[str], rows: list[list[str]], width: int | None, leave_out: Collection[str] = ()
-           ) -> tuple[list[str], list[list[str]], list[str]]:
-    """The table made to fit `width` columns, if it can be without cutting a figure: first without
-    its bar columns, then with its paths shortened (the folder they share, then the ending), then
-    without the figure columns of leave_out (a stage table's: LEAVE_OUT), one at a time in its order,
-    and last with the middle of its paths cut; and the columns left out."""
-    if width is None or table_width(header, rows) <= width:
-        return header, rows, []
-    keep = [k for k, name in enumerate(header) if name]  # bar columns have no header
-    header, rows = [header[k] for k in keep], [[row[k] for k in keep] for row in rows]
-    paths = [k for k, name in enumerate(header) if name in PATH_COLUMNS]
-    for column in paths:
-        for shorten in (without_common_folder, without_common_suffix):
-            if table_width(header, rows) <= width:
-                break
-            found = sorted({row[column] for row in rows})
-            shorter = dict(zip(found, shorten(found)))
-            rows = [[*row[:column], shorter[row[column]], *row[column + 1:]] for row in rows]
-    left_out = []
-    for name in leave_out:
-        if table_width(header, rows) <= width:
-            break
-        if name in header:
-            k = header.index(name)
-            header, rows = header[:k] + header[k + 1:], [row[:k] + row[k + 1:] for row in rows]
-            paths = [c - (c > k) for c in paths]
-            left_out.append(name)
-    for column in paths:  # the last resort: a path's middle (its ends tell files apart)
-        excess = table_width(header, rows) - width
-        longest = max(len(row[column]) for row in rows)
-        if excess > 0 and longest > SHORTEST_PATH:
-            room = max(SHORTEST_PATH, longest - excess, len(header[column]))
-            rows = [[*row[:column], middle_cut(row[column], room), *row[column + 1:]] for row in rows]
-    if table_width(header, rows) > width:
-        # Figures so large that the table cannot fit (a broken trace's spans of centuries): rich would
-        # squeeze the stage and key columns, headers and all, to nothing. Such figures are written
-        # with an exponent instead (9.223e+12: the same number, shorter; JSON and CSV keep every digit).
-        rows = [[_LONG_NUMBER.sub(_with_exponent, cell) for cell in row] for row in rows]
-    return header, rows, left_out
-
-
-_LONG_NUMBER = re.compile(r"\d{10,}(?:\.\d+)?")
-
-
-def _with_exponent(match: re.Match) -> str:
-    return f"{float(match.group()):.4g}"
-
-
-def table_width(header: list[str], rows: list[list[str]]) -> int:
-    """The cells the table takes when nothing in it is wrapped or cut."""
-    from rich.console import Console
-    from rich.measure import Measurement
-
-    console = Console(width=100_000, file=io.StringIO())
-    return Measurement.get(console, console.options, _rich("", header, rows)).maximum
-
-
-def without_common_suffix(paths: list[str]) -> list[str]:
-    """The paths without the ending they all share from a dot on ("a.trace.json.gz", "b.trace.json.gz" -> "a", "b")."""
-    if len(paths) < 2:
-        return paths
-    ending = os.path.commonprefix([path[::-1] for path in paths])[::-1]
-    cut = ending.find(".")
-    if cut < 0 or any(len(path) <= len(ending) - cut for path in paths):
-        return paths
-    return [path[:len(path) - (len(ending) - cut)] for path in paths]
-
-
-def without_common_folder(paths: list[str]) -> list[str]:
-    """The paths without the folder they all share ("runs/a/x.json", "runs/b/x.json" -> "a/x.json", "b/x.json")."""
-    split = [path.split("/") for path in paths]
-    common = 0
-    while all(len(parts) > common + 1 for parts in split) and len({parts[common] for parts in split}) == 1:
-        common += 1
-    return ["/".join(parts[common:]) for parts in split]
-
-
-def middle_cut(text: str, room: int) -> str:
-    """text in at most `room` cells, its middle replaced by … (a file's name ends matter most)."""
-    if len(text) <= room:
-        return text
-    tail = (room - 1) * 2 // 3
-    return text[:room - 1 - tail] + "…" + text[len(text) - tail:]
-
-
-def _rich(title: str, header: list[str], rows: list[list[str]]) -> Table:
-    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True)
-    for k, name in enumerate(header):
-        text = name in TEXT_COLUMNS or not name
-        # A figure is never cut: its column is at least as wide as its widest cell; text may wrap.
-        table.add_column(Text(name), justify="left" if text else "right", style="bold" if name == "stage" else None,
-                         no_wrap=not text, min_width=None if text else max(len(row[k]) for row in [header, *rows]))
-    for row in rows:
-        table.add_row(*map(rich_text, row))  # names and files are data, never markup
-    return table
 
 
 def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
