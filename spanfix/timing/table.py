@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from ..errors import UsageError
 from .iterations import DEVICE_PARTS, PARTS
 from .kernels import KernelTally
-from .measure import IterationTiming, StepTiming, TraceMeasures
 from .numbers import STATISTICS, Summary, summarize, us
 from .profile import RunProfile, combined
+from .rows import IterationTiming, StepTiming, TraceMeasures
 
 if TYPE_CHECKING:
     import pandas
