@@ -160,6 +160,8 @@ class Chunk:
         if isinstance(event, msgspec.Raw):
             return self.nonce in bytes(event)
         name = getattr(event, "name", None)
+        if isinstance(name, msgspec.Raw):
+            return bytes(name) == b'"' + self.nonce + b'"'
         return isinstance(name, str) and name.encode() == self.nonce
 
 

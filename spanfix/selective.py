@@ -40,7 +40,9 @@ _NUMBERS = frozenset({int, float})
 class _Stamp(msgspec.Struct, gc=False):
     """An event's timestamp as the text it is written with (the exact mode)."""
 
-    name: object = None  # the chunk's sentinel events are known by it
+    # The chunk's sentinel events are known by it; kept as its text, for any value decodes as Raw
+    # (a name of 1e999 does not as an object: found by make fuzz).
+    name: msgspec.Raw = msgspec.field(default=None)
     ts: msgspec.Raw = msgspec.field(default=None)
 
 

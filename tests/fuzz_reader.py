@@ -23,7 +23,7 @@ times that overflow, hostile kernel names), CSV (no cell a spreadsheet reads as 
 output (under GITHUB_ACTIONS no line starts a workflow command or holds "##["); every JSON must be
 RFC 8259 (no NaN or Infinity), and no input or baseline may change. Anything else is a crash: its
 input and traceback are saved for replay. Time is checked too: a case whose CPU time per input byte is far above the median of
-the run's cases is run again, and if it stays slow it is a finding (saved under slow/), as a
+the run's cases of its kind (relabel alone, or with the command or API call it also ran) is run again, and if it stays slow it is a finding (saved under slow/), as a
 quadratic cost would be. Exit status 1 if there is a crash or a finding.
 
     python tests/fuzz_reader.py [--seconds 60] [--seed N] [--save-crashes build/fuzz-crashes] [--halves]
@@ -383,6 +383,7 @@ def baseline_for(rng: random.Random, source: Path, folder: Path) -> Path:
 
 FORMULA = ("=", "+", "-", "@", "\t", "\r")
 EXTRA_BYTES = [0]  # bytes a case reads beyond its input (a baseline), counted in its expected time
+WORK: list[str] = []  # what a case ran besides relabel (a command, the API): its time is compared with its kind's
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
@@ -404,6 +405,7 @@ def run_command(rng: random.Random, source: Path, folder: Path) -> str:
     """One command of the CLI on the case, in this process: exit 0, 1 or 2, no traceback, machine
     output that parses, output bounded by the input's size, safe in CI, and nothing it read changed."""
     command = list(rng.choice(COMMANDS))
+    WORK.append(command[0])
     if command[0] == "relabel" and "--dry-run" not in command:
         command = [*command, "-o", str(folder / "cli-out.json")]
     read = [source]
@@ -473,6 +475,8 @@ def run_api(rng: random.Random, data: bytes, folder: Path) -> str:
     a result whose JSON is RFC 8259, or in a SpanfixError of one line."""
     import spanfix
     from spanfix.render.escape import dumps
+
+    WORK.append("api")
 
     try:
         trace = spanfix.open(data, name="case.json", kernel_names=rng.random() < 0.5)
@@ -587,7 +591,7 @@ def main() -> int:
     saved: list[Path] = []
     slow: list[Path] = []
     slowest = (0.0, "")
-    timings: list[tuple[float, bytes, str, int]] = []  # (CPU seconds per byte, input, seed trace, case seed)
+    timings: list[tuple] = []  # (CPU seconds, input bytes, input, seed trace, case seed, kind of case)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="spanfix-fuzz-") as temporary:
         folder = Path(temporary)
@@ -606,6 +610,7 @@ def main() -> int:
             case_seed = rng.randrange(2**32)
             began, cpu = time.monotonic(), time.process_time()
             EXTRA_BYTES[0] = 0
+            WORK.clear()
             try:
                 one(data, case_seed)
             except Crash as crash:
@@ -613,12 +618,13 @@ def main() -> int:
                 report = f"seed trace {name}, run seed {seed}\n{crash}\n" + "".join(traceback.format_exception(crash))
                 saved.append(save_crash(args.save_crashes, data, report))
             took = time.monotonic() - began
-            timings.append((time.process_time() - cpu, plain_size(data) + EXTRA_BYTES[0], data, name, case_seed))
+            timings.append((time.process_time() - cpu, plain_size(data) + EXTRA_BYTES[0], data, name, case_seed,
+                            work_of(WORK)))
             slowest = max(slowest, (took, name))
             if took > args.slow:
                 slow.append(save_crash(args.save_crashes / "slow", data, f"seed trace {name}: {took:.2f} s\n"))
         per_byte = _median_per_byte(timings)
-        findings = _slow_per_byte(timings, per_byte, args.slow_factor, one)
+        findings = _slow_per_byte(timings, args.slow_factor, one)
         for seconds, size, data, name in findings:
             slow.append(save_crash(args.save_crashes / "slow", data,
                                    f"seed trace {name}: {seconds:.2f} s of CPU for {size} bytes\n"))
@@ -640,6 +646,15 @@ def main() -> int:
 CASE_SECONDS = 0.3  # a case's own fixed cost (a command's start, rendering), allowed on top of its bytes' cost
 
 
+def work_of(work: list[str]) -> str:
+    """A case's kind: relabel alone, or with the command or API it ran too (a report costs more per
+    byte than a relabel, linearly: comparing the two would call every report slow)."""
+    return "+".join(["relabel", *sorted(work)])
+
+
+MIN_KIND_CASES = 3  # large cases of a kind before its own median is trusted; else the slowest kind's
+
+
 def _median_per_byte(timings: list) -> float:
     """The run's typical CPU time per input byte, on inputs large enough for their bytes to dominate."""
     large = [seconds / size for seconds, size, *_ in timings if size >= 256 * 1024] or \
@@ -647,23 +662,38 @@ def _median_per_byte(timings: list) -> float:
     return statistics.median(large) if large else 0.0
 
 
-def _slow_per_byte(timings: list, per_byte: float, factor: float, again) -> list[tuple[float, int, bytes, str]]:
-    """Cases that took more than CASE_SECONDS plus factor times what the median per byte predicts
-    for their size, measured a second time so that a pause of the machine is not mistaken for a
-    quadratic cost. Twenty at most, the worst first."""
-    def over(seconds: float, size: int) -> float:
-        return seconds - CASE_SECONDS - factor * per_byte * size
+def _per_byte_by_kind(timings: list) -> dict[str, float]:
+    """Each kind of case's median CPU time per byte; a kind with too few large cases gets the highest
+    of the kinds that have enough (so that a rare command is not judged by relabel's cost alone)."""
+    kinds: dict[str, list] = {}
+    for timing in timings:
+        kinds.setdefault(timing[5], []).append(timing)
+    medians = {kind: _median_per_byte(cases) for kind, cases in kinds.items()
+               if sum(size >= 256 * 1024 for _, size, *_ in cases) >= MIN_KIND_CASES}
+    fallback = max(medians.values(), default=_median_per_byte(timings))
+    return {kind: medians.get(kind, fallback) for kind in kinds}
+
+
+def _slow_per_byte(timings: list, factor: float, again) -> list[tuple[float, int, bytes, str]]:
+    """Cases that took more than CASE_SECONDS plus factor times what their kind's median per byte
+    predicts for their size, measured a second time so that a pause of the machine is not mistaken
+    for a quadratic cost. Twenty at most, the worst first."""
+    per_byte = _per_byte_by_kind(timings)
+
+    def over(seconds: float, size: int, kind: str) -> float:
+        return seconds - CASE_SECONDS - factor * per_byte[kind] * size
 
     found = []
-    for seconds, size, data, name, case_seed in sorted(timings, key=lambda t: over(t[0], t[1]), reverse=True)[:20]:
-        if over(seconds, size) <= 0:
+    worst = sorted(timings, key=lambda t: over(t[0], t[1], t[5]), reverse=True)[:20]
+    for seconds, size, data, name, case_seed, kind in worst:
+        if over(seconds, size, kind) <= 0:
             break
         cpu = time.process_time()
         with contextlib.suppress(Crash):
             again(data, case_seed)
         seconds = time.process_time() - cpu
-        if over(seconds, size) > 0:
-            found.append((seconds, size, data, name))
+        if over(seconds, size, kind) > 0:
+            found.append((seconds, size, data, f"{name} ({kind})"))
     return found
 
 

@@ -145,3 +145,19 @@ def test_device_work_far_from_an_absurd_trace_start_is_left_out_and_counted(tmp_
         assert result.exit_code == 0, result.output
     figures = json.loads(run("stats", "--device", "--format", "json", path).stdout)
     assert any("too far from the trace's start" in w for w in figures["warnings"])
+
+
+def test_a_name_no_number_can_hold_does_not_stop_the_exact_timestamps(tmp_path):
+    """Epoch timestamps are read a second time, as text (exact mode); an event named 1e999 or a
+    70-digit integer (found by make fuzz) is data there too, not a crash."""
+    events = [span("step[TARGET_VERIFY bs=2]", "TS1", 17.876, tid=1), span("step[DECODE bs=2]", "TS2", 3.333, tid=1),
+              {"ph": "i", "name": "BIG", "pid": 1, "tid": 1, "ts": "TS2"},
+              {"ph": "i", "name": "HUGE", "pid": 1, "tid": 1, "ts": "TS2"}]
+    path = write_trace(tmp_path / "t.json", events)
+    path.write_bytes(path.read_bytes().replace(b'"TS1"', b"1712195495519689.047").replace(b'"TS2"', b"1712195495519709.048")
+                     .replace(b'"BIG"', b"1e999").replace(b'"HUGE"', b"9" * 70))
+    steps = spanfix.open(path, algorithm="eagle").steps()
+    assert [step.cpu_us for step in steps] == [17.876, 3.333]
+    for command in (["stats", "--format", "json"], ["relabel", "--dry-run"], ["inspect", "--json"]):
+        result = run(*command, path)
+        assert result.exit_code == 0 and "Traceback" not in result.output, (command, result.output)
