@@ -1,7 +1,8 @@
-"""Reading a trace: bytes in, decoded events out, plus where each step-span name sits in the bytes.
+"""Reading a trace: the document's bytes (document.py) in, decoded events out, plus where each
+step-span name sits in the bytes.
 
 Relabelling must keep every byte it does not mean to change, so spanfix never re-serialises a
-trace. This module gets the document's bytes (files, standard input, gzip, the container forms);
+trace. This module takes the document's bytes from document.py and finds its container form;
 selective.py decodes the events attribution needs and finds their names' bytes, fast; when it
 cannot, the careful path here decodes every event and locate.py finds the names (one regular
 expression cross-checked name by name, or an exact tokenizer when escapes, duplicate keys or a
@@ -18,18 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import mmap
-import os
 import re
-import select
-import stat
-import sys
-import zlib
-
-try:  # ISA-L inflates about 4x faster than zlib (docs/performance.md); zlib is the fallback
-    from isal import isal_zlib as _inflate_lib
-except ImportError:  # pragma: no cover - a platform without isal wheels
-    _inflate_lib = zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -40,6 +30,19 @@ import msgspec
 
 from . import progress
 from .clock import Clock
+from .document import (  # noqa: F401 (the reader's names, as the rest of spanfix imports them)
+    GZIP_MAGIC,
+    LEADING_WS,
+    MAP_BYTES,
+    SIDE_FILE_BYTES,
+    STDIN,
+    UTF8_BOM,
+    document_bytes_of,
+    gunzip,
+    one_line,
+    read_document_bytes,
+    read_side_file,
+)
 from .errors import TraceError
 from .events import (
     UNUSABLE,
@@ -53,20 +56,8 @@ from .events import (
     is_step_name,
     repaired,
 )
-from .limits import default_max_bytes, max_bytes_phrase
 from .locate import locate_by_regex, locate_exactly
-from .notice import notice
-from .overwrite import is_standard_input
 from .selective import Reducer, decode_selected, merged, part_of, raw_events, stamps_of_document
-from .sources import fetch, local_path
-
-GZIP_MAGIC = b"\x1f\x8b"
-UTF8_BOM = b"\xef\xbb\xbf"
-STDIN = "-"
-_CHUNK = 2**20  # read size for pipes and devices, whose length is unknown until they end
-_INFLATE_STEP = 2**25
-
-
 
 
 class _ObjectForm(msgspec.Struct):
@@ -153,255 +144,6 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def read_document_bytes(source: str, *, max_bytes: int | None = None) -> tuple[Buffer, Buffer | None]:
-    """The uncompressed bytes of a trace file (or stdin) and, when it was gzipped, the file's own bytes."""
-    explicit = max_bytes is not None
-    limit = Limit(max_bytes if explicit else default_max_bytes(), explicit)
-    try:
-        if is_standard_input(source):  # "-", /dev/stdin, /dev/fd/0, /proc/self/fd/0
-            # A terminal would wait for typing that never comes: that is a mistake, not a trace.
-            if sys.stdin is None or sys.stdin.isatty():
-                raise TraceError(f"{source}: nothing piped into standard input")
-            raw = _read_all(sys.stdin.buffer, source, limit)
-        elif (fetched := fetch(source, limit)) is not None:  # a URL, fetched into local files (sources/)
-            return fetched
-        else:
-            # Opened without waiting: a named pipe that no program writes to would block open()
-            # itself, silently, for ever. _read_all says what it waits for instead.
-            with open(local_path(source), "rb", opener=_open_without_waiting) as stream:
-                raw = _read_all(stream, source, limit)
-    except IsADirectoryError:
-        raise TraceError(f"{source}: is a directory, not a trace file") from None
-    except FileNotFoundError:
-        raise TraceError(f"{source}: no such file") from None
-    except PermissionError:
-        raise TraceError(f"{source}: permission denied") from None
-    except OSError as exc:
-        raise TraceError(f"{source}: cannot read: {exc.strerror or exc}") from None
-    if not raw:
-        raise TraceError(f"{source}: empty input" + (" on standard input" if is_standard_input(source) else ""))
-    if raw[:2] != GZIP_MAGIC:
-        return raw, None
-    return _gunzip(source, raw, limit), raw
-
-
-def document_bytes_of(source: str, content: bytes | bytearray | memoryview | BinaryIO, *,
-                      max_bytes: int | None = None) -> tuple[Buffer, Buffer | None]:
-    """read_document_bytes for a trace already in memory, or in a file object the caller opened."""
-    explicit = max_bytes is not None
-    limit = Limit(max_bytes if explicit else default_max_bytes(), explicit)
-    if isinstance(content, (bytes, bytearray, memoryview)):
-        raw: Buffer = bytes(content) if isinstance(content, memoryview) else content
-        if len(raw) > limit.bytes:
-            raise limit.refusal(source, "larger than")
-    else:
-        try:
-            raw = _read_all(content, source, limit)
-        except OSError as exc:
-            raise TraceError(f"{source}: cannot read: {exc.strerror or exc}") from None
-    if not raw:
-        raise TraceError(f"{source}: empty input")
-    if raw[:2] != GZIP_MAGIC:
-        return raw, None
-    return _gunzip(source, raw, limit), raw
-
-
-@dataclass(frozen=True, slots=True)
-class Limit:
-    bytes: int
-    explicit: bool  # given with --max-bytes, not the default
-
-    def refusal(self, source: str, what: str) -> TraceError:
-        return TraceError(f"{source}: {what} {max_bytes_phrase(self.bytes, self.explicit)}")
-
-
-def _open_without_waiting(path: str, flags: int) -> int:
-    return os.open(path, flags | os.O_NONBLOCK)
-
-
-WAIT_NOTICE_SECONDS = 1.0  # a named pipe silent for this long gets a notice that spanfix is waiting
-
-
-def _read_all(stream: BinaryIO, source: str, limit: Limit | int) -> Buffer:
-    """The whole stream, refusing more than the limit before reading it: a regular file by its
-    size, a pipe or device (which may never end) by counting as it goes. A gzip file larger than
-    the limit is refused too: its content would be larger still. A terminal is refused; a named
-    pipe that nothing writes to yet is waited for, saying so."""
-    if isinstance(limit, int):
-        limit = Limit(limit, True)
-    max_bytes = limit.bytes
-    try:
-        info = os.fstat(stream.fileno())
-    except OSError:  # also io.UnsupportedOperation: an in-memory stream, as in tests
-        info = None
-    if info is not None and stat.S_ISREG(info.st_mode):
-        if info.st_size > max_bytes:
-            raise limit.refusal(source, "larger than")
-        mapped = _map(stream, info.st_size)
-        if mapped is not None:
-            return mapped
-        # A file in /proc says it holds nothing, and a file still being written grows: read what
-        # the size says, then go on in bounded chunks.
-        data = stream.read(info.st_size + 1) if info.st_size else b""
-        if len(data) <= info.st_size and info.st_size:
-            return data
-        data = bytearray(data)
-    else:
-        if info is not None and not is_standard_input(source):  # a pipe on standard input is the caller's own pipeline
-            _wait_for_a_writer(stream, source, info)
-        data = bytearray()
-    looked = False
-    while chunk := stream.read(_CHUNK):
-        data += chunk
-        if len(data) > max_bytes:
-            raise limit.refusal(source, "larger than")
-        if not looked and len(data) >= SNIFF_AFTER:
-            looked = True
-            refuse_what_cannot_start_a_trace(source, bytes(data[:_SNIFF_BYTES]))
-    return data
-
-
-# Past this much of a stream, or for a gzip file that may inflate past it, its first bytes are
-# looked at: what cannot start a trace is refused there and then, not read to --max-bytes (by
-# default half the memory: /dev/zero was read to 12 GB). A smaller limit stops it first, and says so.
-SNIFF_AFTER = 16 * 2**20
-_SNIFF_BYTES = 4096
-_CAN_START = (GZIP_MAGIC, UTF8_BOM, b"{", b"[")
-
-
-def refuse_what_cannot_start_a_trace(source: str, head: bytes) -> None:
-    """A stream (a pipe, a device such as /dev/zero) or a gzip file's content whose first bytes
-    already show it is no trace is refused: read to the end, or to --max-bytes, it could cost
-    gigabytes first. The message is container_form's, for the same reason."""
-    start = _LEADING_WS.match(head).end()
-    if start < len(head) and not head[start:].startswith(_CAN_START):
-        raise TraceError(f"{source}: not a trace: expected a JSON object or array, found "
-                         f"{head[start:start + 1].decode('latin-1')!r} at byte {start}")
-
-
-def _wait_for_a_writer(stream: BinaryIO, source: str, info: os.stat_result) -> None:
-    """A terminal is refused (it would wait for typing); a named pipe with no data yet is polled,
-    with a notice after a second, until a writer sends something or closes it. Then reads block."""
-    fd = stream.fileno()
-    if os.isatty(fd):
-        raise TraceError(f"{source}: is a terminal, not a trace file")
-    if stat.S_ISFIFO(info.st_mode) and hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLHUP)
-        if not poller.poll(int(WAIT_NOTICE_SECONDS * 1000)):
-            notice(f"spanfix: {source}: waiting for a program to write to this named pipe (Ctrl-C to stop)")
-            poller.poll()
-    with contextlib.suppress(OSError):
-        os.set_blocking(fd, True)
-
-
-MAP_BYTES = 2**20  # smaller files are read: mapping one costs more than it saves
-NO_MMAP = "SPANFIX_NO_MMAP"
-
-
-def _map(stream: BinaryIO, size: int) -> mmap.mmap | None:
-    """The file mapped copy-on-write: its pages come straight from the page cache as the decoder
-    reaches them, with no copy and far fewer page faults than reading (docs/performance.md), and
-    what spanfix writes into it stays private. None where mapping is unavailable, fails, or is
-    turned off with SPANFIX_NO_MMAP=1: a file truncated by another program while mapped would
-    end spanfix with SIGBUS, where reading it would only have found it cut short."""
-    if size < MAP_BYTES or not hasattr(mmap, "MAP_PRIVATE") or os.environ.get(NO_MMAP, "") not in ("", "0"):
-        return None
-    try:
-        return mmap.mmap(stream.fileno(), 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-    except (OSError, ValueError):
-        return None
-
-
-def gunzip(source: str, raw: bytes | bytearray, *, max_bytes: int) -> bytes | bytearray:
-    """Decompress every gzip member, refusing output beyond max_bytes before it is produced."""
-    return _gunzip(source, raw, Limit(max_bytes, True))
-
-
-def _gunzip(source: str, raw: bytes | bytearray, limit: Limit) -> bytes | bytearray:
-    max_bytes = limit.bytes
-    # A bomb of zeros (or of anything that is no JSON) is known by its first kilobytes: looked at
-    # with an inflater of their own before the member is inflated to a limit beyond SNIFF_AFTER (a
-    # smaller limit stops it first, and says so). Damaged data is for the inflation below to name.
-    if max_bytes > SNIFF_AFTER:
-        with contextlib.suppress(zlib.error, _inflate_lib.error):
-            head = _inflate_lib.decompressobj(wbits=31).decompress(memoryview(raw)[:2**16], _SNIFF_BYTES)
-            refuse_what_cannot_start_a_trace(source, head or b" ")
-    out = bytearray()
-    pending = raw
-    while pending:
-        inflater = _inflate_lib.decompressobj(wbits=31)
-        try:
-            first = not out
-            while True:
-                # The first member in one step, at most one byte past the limit: the usual file
-                # (one member) is then inflated with no copy, and a bomb stops at the limit. Later
-                # members in bounded steps, so that no second copy of the whole document exists.
-                # Output can still be pending inside the inflater when all input is consumed, so
-                # stop only when a step yields nothing.
-                room = max_bytes + 1 - len(out)
-                chunk = inflater.decompress(pending, room if first else min(_INFLATE_STEP, room))
-                if len(chunk) + len(out) > max_bytes:
-                    raise limit.refusal(source, "decompresses to more than")
-                if first and inflater.eof and not inflater.unused_data:
-                    return chunk  # the usual case: a single member, no copy
-                first = False
-                out += chunk
-                pending = inflater.unconsumed_tail
-                if len(out) > max_bytes:
-                    raise limit.refusal(source, "decompresses to more than")
-                if inflater.eof or not (pending or chunk):
-                    break
-        except (zlib.error, _inflate_lib.error) as exc:
-            raise TraceError(f"{source}: corrupt gzip data ({exc})") from None
-        if not inflater.eof:
-            raise TraceError(f"{source}: truncated gzip file")
-        pending = inflater.unused_data
-        # Trailing zero padding after the last member is common on tape-style writers.
-        if pending and not pending.strip(b"\x00"):
-            break
-        if pending and pending[:2] != GZIP_MAGIC:  # not another member: something appended to the file
-            raise TraceError(f"{source}: {len(pending)} bytes after the end of the gzip data are not gzip "
-                             "(something was appended to the file?)")
-    return out
-
-
-SIDE_FILE_BYTES = 2**20  # server_args.json is a few kB; anything larger beside a trace is not one
-
-
-def read_side_file(path: Path, limit: int = SIDE_FILE_BYTES) -> tuple[object, str | None]:
-    """A small JSON file found beside a trace (server_args.json): (its value, None), or (None, why it
-    was ignored). Read only if it is a regular file, only up to limit bytes, without waiting on a
-    named pipe, and parsed without recursion, so that neither its size nor its depth can hurt."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        return None, f"{path}: ignored, cannot read it ({exc.strerror or exc})"
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None, f"{path}: ignored, not a regular file"
-        if info.st_size > limit:
-            return None, f"{path}: ignored, larger than {limit} bytes"
-        chunks, size = [], 0
-        while chunk := os.read(fd, min(_CHUNK, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                return None, f"{path}: ignored, larger than {limit} bytes"
-    except OSError as exc:
-        return None, f"{path}: ignored, cannot read it ({exc.strerror or exc})"
-    finally:
-        os.close(fd)
-    try:
-        return msgspec.json.decode(b"".join(chunks)), None
-    except (msgspec.DecodeError, RecursionError) as exc:
-        return None, f"{path}: ignored, not readable JSON ({_clean(exc)[:200]})"
-
-
-_LEADING_WS = re.compile(rb"[ \t\r\n]*")
 _WS = b" \t\r\n"
 
 
@@ -415,7 +157,7 @@ def container_form(source: str, data: bytes | bytearray) -> tuple[str, bytes | b
         # Blanking it keeps byte positions in error messages true; the output keeps it.
         buffer = b"   " + data[3:]
         warnings.append("starts with a UTF-8 byte-order mark (ignored; kept in the output)")
-    start = _LEADING_WS.match(buffer).end()
+    start = LEADING_WS.match(buffer).end()
     first = buffer[start:start + 1]
     if not first:
         raise TraceError(f"{source}: no JSON in it (empty or only whitespace)")
@@ -448,7 +190,7 @@ def decode_events(source: str, buffer: bytes | bytearray, form: str) -> tuple[li
         try:
             raws = raw_events(buffer, kind)
         except msgspec.ValidationError as exc:
-            raise TraceError(f"{source}: not a trace: {_clean(exc)}") from None
+            raise TraceError(f"{source}: not a trace: {one_line(exc)}") from None
         return (*_decode_one_by_one(source, raws), buffer)
     except msgspec.DecodeError as exc:
         # Valid JSON but for bytes JSON forbids (or escapes msgspec refuses)? Read a repaired copy,
@@ -504,7 +246,7 @@ def _needs_repair(exc: msgspec.DecodeError, buffer: bytes | bytearray) -> bool:
 
 
 def _json_error(source: str, exc: msgspec.DecodeError, buffer: bytes | bytearray, form: str) -> TraceError:
-    text = _clean(exc)
+    text = one_line(exc)
     at = _AT_BYTE.search(text)
     # For an unterminated array the decoder sees the "]" spanfix appended: failing there means the
     # file stops inside an event.
@@ -518,10 +260,6 @@ def _json_error(source: str, exc: msgspec.DecodeError, buffer: bytes | bytearray
     near = bytes(buffer[max(0, position - 12):position + 12])
     problem = text[:at.start()].removeprefix("JSON is malformed: ")
     return TraceError(f"{source}: not valid JSON: {problem} at byte {position}, near {near!r}")
-
-
-def _clean(exc: Exception) -> str:
-    return " ".join(str(exc).split())
 
 
 def locate_step_names(source: str, data: bytes | bytearray, events: Events, form: str) -> list[NameSlot]:

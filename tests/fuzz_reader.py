@@ -56,7 +56,7 @@ from click.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile
 
-from spanfix import parts, reader
+from spanfix import document, parts
 from spanfix.cli import main as cli
 from spanfix.errors import OutputError
 from spanfix.index import indexed_name
@@ -326,15 +326,15 @@ def halves_agree(source: Path) -> None:
             return str(exc)
         return len(trace.events), list(trace.events.selected()), trace.step_slots, trace.warnings
 
-    defaults = parts.FORK_BYTES, parts.CHUNK_BYTES, reader.MAP_BYTES
+    defaults = parts.FORK_BYTES, parts.CHUNK_BYTES, document.MAP_BYTES
     try:
-        parts.FORK_BYTES = parts.CHUNK_BYTES = reader.MAP_BYTES = 2**62
+        parts.FORK_BYTES = parts.CHUNK_BYTES = document.MAP_BYTES = 2**62
         whole = view()
-        parts.FORK_BYTES = reader.MAP_BYTES = 0
+        parts.FORK_BYTES = document.MAP_BYTES = 0
         parts.CHUNK_BYTES = max(1024, source.stat().st_size // 5)
         halves = view()
     finally:
-        parts.FORK_BYTES, parts.CHUNK_BYTES, reader.MAP_BYTES = defaults
+        parts.FORK_BYTES, parts.CHUNK_BYTES, document.MAP_BYTES = defaults
     if halves != whole:
         raise Crash(f"read in chunks, the trace differs from the trace read whole: {str(halves)[:200]}")
 

@@ -31,7 +31,8 @@ from click.testing import CliRunner
 from hostile import DRAFT_THREAD, GROWING, LONG_NAMES, MARKUP, VERIFY, document, x
 
 import spanfix
-from spanfix import index, naming, output, reader
+from spanfix import document as document_bytes
+from spanfix import index, naming, output
 from spanfix.cli import main
 from spanfix.reader import read_trace
 from spanfix.relabelling import RelabelOptions, relabel_file
@@ -301,9 +302,9 @@ def test_a_huge_server_args_is_not_read(tmp_path, monkeypatch):
         data = real_read(fd, size)
         read.append(len(data))
         return data
-    monkeypatch.setattr(reader.os, "read", counting)
+    monkeypatch.setattr(document_bytes.os, "read", counting)
     result = run("relabel", "--json", "--dry-run", source)
-    assert result.exit_code == 0 and sum(read) <= reader.SIDE_FILE_BYTES + 1
+    assert result.exit_code == 0 and sum(read) <= document_bytes.SIDE_FILE_BYTES + 1
     assert any("ignored, larger than" in w for w in json.loads(result.stdout)["files"][0]["warnings"])
 
 

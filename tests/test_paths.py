@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT, needs_real_traces, read_in_parts, real_traces
 from synth import FORMS, SynthSpec, generate, write
 
-from spanfix import locate, reader, relabelling, selective
+from spanfix import document, locate, reader, relabelling, selective
 from spanfix.relabelling import RelabelOptions, relabel_file
 
 FIXTURES = sorted(p for p in (ROOT / "fixtures").glob("*.trace.json*"))
@@ -27,7 +27,7 @@ def relabelled(source: Path, folder: Path, way: str, monkeypatch) -> tuple[bytes
     with monkeypatch.context() as patched:
         if way == "fast":
             read_in_parts(patched, processes=2, chunk_bytes=max(2048, source.stat().st_size // 6))
-            patched.setattr(reader, "MAP_BYTES", 0)
+            patched.setattr(document, "MAP_BYTES", 0)
         else:
             patched.setattr(selective, "decode_selected", lambda *a, **k: None)
             patched.setattr(reader, "decode_selected", lambda *a, **k: None)

@@ -29,9 +29,9 @@ def reading(request, monkeypatch):
     both happen to small files too, and must change nothing."""
     from conftest import read_in_parts
 
-    from spanfix import reader
+    from spanfix import document
     if request.param != "read":
-        monkeypatch.setattr(reader, "MAP_BYTES", 0)
+        monkeypatch.setattr(document, "MAP_BYTES", 0)
         read_in_parts(monkeypatch, chunk_bytes=1024)
     return request.param
 
@@ -210,13 +210,13 @@ def test_b_e_pairs_nest_through_events_attribution_ignores(tmp_path):
 def test_files_are_mapped_unless_told_not_to(tmp_path, monkeypatch, draft_thread_events):
     import mmap
 
-    from spanfix import reader
+    from spanfix import document
     source = write_trace(tmp_path / "t.json", draft_thread_events)
-    monkeypatch.setattr(reader, "MAP_BYTES", 0)
+    monkeypatch.setattr(document, "MAP_BYTES", 0)
     assert isinstance(read_trace(str(source)).data, mmap.mmap)
     monkeypatch.setenv("SPANFIX_NO_MMAP", "1")
     assert isinstance(read_trace(str(source)).data, bytes)
-    monkeypatch.setattr(reader, "MAP_BYTES", 2**62)
+    monkeypatch.setattr(document, "MAP_BYTES", 2**62)
     monkeypatch.delenv("SPANFIX_NO_MMAP")
     assert isinstance(read_trace(str(source)).data, bytes)
 

@@ -154,7 +154,7 @@ def test_unreadable_file(tmp_path, monkeypatch, error, message):
         if str(path) == str(source):
             raise error
         return builtins.open(path, *args, **kwargs)
-    monkeypatch.setattr("spanfix.reader.open", refuse, raising=False)
+    monkeypatch.setattr("spanfix.document.open", refuse, raising=False)
     assert_one_line_error(run("relabel", source), source, message)
     assert list(tmp_path.iterdir()) == [source]
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import orjson
 
-from ..reader import TraceError, read_document_bytes
+from ..document import read_document_bytes
+from ..errors import TraceError
 from ..relabelling import RelabelOptions
 from .measure import Then, TraceMeasures, load, measure
 from .numbers import us
