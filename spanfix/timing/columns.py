@@ -90,11 +90,7 @@ class DeviceReducer:
 
         # Device items: a correlation id, a start and a duration that make a finite end.
         ids, has_id = _ids(np, items)
-        if stamps is not None:
-            starts, timed = _exact(np, list(map(stamps.__getitem__, item_at)))
-        else:
-            starts, timed = _nanoseconds(np, list(map(times.__getitem__, item_at)) if times is not None
-                                         else list(map(_TS, items)))
+        starts, timed = _starts_ns(np, stamps, times, item_at, items)
         lengths, measured = _nanoseconds(np, list(map(_DUR, items)))
         ends_float = starts.astype(np.float64) + lengths.astype(np.float64)
         finite = timed & measured & (lengths >= 0) & (np.abs(ends_float) < _MAX_US * 1000)
@@ -104,11 +100,7 @@ class DeviceReducer:
         keep = np.flatnonzero(has_id & finite)
         # Launches: a correlation id and a finite time.
         launch_ids, launch_has_id = _ids(np, launches)
-        if stamps is not None:
-            launch_ns, launch_timed = _exact(np, list(map(stamps.__getitem__, launch_at)))
-        else:
-            launch_ns, launch_timed = _nanoseconds(np, list(map(times.__getitem__, launch_at)) if times is not None
-                                                   else list(map(_TS, launches)))
+        launch_ns, launch_timed = _starts_ns(np, stamps, times, launch_at, launches)
         missed = int(np.count_nonzero(launch_has_id & ~launch_timed))
         if missed:
             refused[UNTIMED_LAUNCHES] = missed
@@ -207,6 +199,14 @@ def _subset(np, ids, keep) -> Any:
                 return picked
         return picked
     return ids[keep]
+
+
+def _starts_ns(np, stamps, times, at, events):
+    """The events' timestamps as nanoseconds and whether each has one: from their text in exact mode
+    (stamps), else from the times the pass took (times, by index) or the events themselves."""
+    if stamps is not None:
+        return _exact(np, list(map(stamps.__getitem__, at)))
+    return _nanoseconds(np, list(map(times.__getitem__, at)) if times is not None else list(map(_TS, events)))
 
 
 def _nanoseconds(np, values: list) -> tuple[Any, Any]:
