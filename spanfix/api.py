@@ -33,7 +33,7 @@ from .runs import (
     measure_path,
     one_by_one,
     plain_baseline,
-    speculation_of,
+    speculation_over,
 )
 from .speculation import (
     AcceptFigure,
@@ -177,14 +177,14 @@ class Trace:
         result = aggregate(measures, _by(by), kernel_categories=classes.names if classes else ())
         read = baseline_read(baseline, self._options)  # read and measured once, for both comparisons
         result = compared(result, read)
-        result.speculation = speculation_of(measures, accept_figures(spec_metrics, accept_length), read)
+        result.speculation = speculation_over(measures, accept_figures(spec_metrics, accept_length), read)
         return result
 
     def speculation(self, *, spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
                     baseline: str | os.PathLike[str] | StatsResult | None = None) -> SpeculationResult:
         """Does speculation pay? The model view, the accept length and its source, time per token and,
         against a plain-decode baseline, the estimated speedup and break-even (see stats())."""
-        return speculation_of([self.measures()], accept_figures(spec_metrics, accept_length),
+        return speculation_over([self.measures()], accept_figures(spec_metrics, accept_length),
                             baseline_read(baseline, self._options))
 
     def relabel_plan(self, *, verify_only: bool = False) -> RelabelResult:
@@ -354,7 +354,7 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
         if errors == "raise":
             raise
         result.errors.append(f"baseline {exc}")
-    result.speculation = speculation_of(measured.measures, figures, read)
+    result.speculation = speculation_over(measured.measures, figures, read)
     return result
 
 

@@ -58,8 +58,8 @@ def baseline_read(baseline: str | os.PathLike[str] | StatsResult | None, options
     return read_baseline(checked_path(baseline, "baseline"), options.relabel_options(), then=measure_speculation)
 
 
-def speculation_of(measures: list[TraceMeasures], figures: list[AcceptFigure],
-                 read: BaselineRead | None) -> SpeculationResult:
+def speculation_over(measures: list[TraceMeasures], figures: list[AcceptFigure],
+                     read: BaselineRead | None) -> SpeculationResult:
     speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
     return speculation_result(measures, figures, plain_of(read) if read is not None and speculative else None)
 

@@ -23,7 +23,7 @@ from .. import __version__
 from ..errors import TraceError, UsageError, out_of_memory
 from ..options import Options
 from ..overwrite import Reads, reads, refuse_overwrite
-from ..runs import accept_figures, baseline_read, measure_all, speculation_of
+from ..runs import accept_figures, baseline_read, measure_all, speculation_over
 from ..timing import KernelClasses, StatsResult, TraceMeasures, aggregate, compare
 from .html import render_html
 from .model import build_payload
@@ -84,7 +84,7 @@ def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, bas
             errors.append(f"baseline {exc}")
         except MemoryError:
             errors.append(f"baseline {out_of_memory(os.fspath(baseline))}")
-    result.speculation = speculation_of(measured.measures, figures, read)
+    result.speculation = speculation_over(measured.measures, figures, read)
     payload = render_payload(measured.measures, result, command=command, baseline_measures=baseline_measures,
                              baseline_document=baseline_document, errors=errors)
     return Report(render_html(payload), result, errors, payload, files_read)
