@@ -1,3 +1,3 @@
-from spanfix.cli import main
+from spanfix.cli import run
 
-main()
+run()

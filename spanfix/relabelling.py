@@ -10,11 +10,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
 import orjson
 
-from . import progress
+from . import parts, progress
 from .algorithms import read_server_args
 from .attribute import AMBIGUOUS, DRAFT, TARGET, UNKNOWN_MODE, Attribution, DraftRules, attribute
+from .events import is_step_name
 from .index import StepSpan, TraceIndex, build_index, indexed_name
 from .locate import byte_offset
 from .naming import new_stage, parse_step_name
@@ -22,7 +24,7 @@ from .output import output_folder, write_output
 from .overwrite import Reads, is_standard_input, reads
 from .patch import Patch, patched_chunks
 from .patterns import PatternTooSlow
-from .reader import STDIN, Buffer, NameSlot, Trace, TraceError, read_trace
+from .reader import STDIN, Buffer, NameSlot, Trace, TraceError, locate_step_names, read_trace
 from .selective import Reducer
 from .sources import basename, is_url, local_path, scheme_of, sibling
 
@@ -164,13 +166,40 @@ def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dr
     target = _target(source, output, in_place)
     if not dry_run and target != STDIN:
         output_folder(target)  # before reading: a mistyped -o fails at once, not after minutes of work
-    trace = load(source, options)
-    index, attribution, warnings = analyse(trace, options)
+    # The step names' bytes are found after the read (a dry run needs none), beside the analysis.
+    trace = load(source, options, locate_names=False)
     if dry_run:
+        index, attribution, warnings = analyse(trace, options)
         _, result = plan(trace, index, attribution, options, patches_wanted=False)
         result.warnings.extend(warnings)
         return result
+    index, attribution, warnings = analysed_and_located(trace, options)
     return write_relabelled(trace, index, attribution, warnings, options, output, in_place=in_place)
+
+
+def analysed_and_located(trace: Trace, options: RelabelOptions) -> tuple[TraceIndex, Attribution, list[str]]:
+    """analyse(), and the step names' bytes located into trace.step_slots. On a large trace a
+    forked child finds them (a pass over every byte) while this process indexes and attributes,
+    which takes longer: the pass then costs no time. A child that fails leaves it to this process,
+    which then reports what went wrong."""
+    wanted = any(is_step_name(event.name) for _, event in trace.events.selected())
+    if not wanted or len(trace.data) < parts.FORK_BYTES or not parts.can_fork():
+        analysed = analyse(trace, options)
+        trace.step_slots = _located(trace) if wanted else []
+        return analysed
+
+    def in_child() -> bytes:
+        return msgspec.msgpack.encode(_located(trace))
+    payload, analysed = parts.beside(in_child, lambda: analyse(trace, options))
+    trace.step_slots = _SLOTS.decode(payload) if payload is not None else _located(trace)
+    return analysed
+
+
+def _located(trace: Trace) -> list[NameSlot]:
+    return locate_step_names(trace.source, trace.data, trace.events, trace.form)
+
+
+_SLOTS = msgspec.msgpack.Decoder(list[NameSlot])
 
 
 def _target(source: str, output: str | None, in_place: bool, read: Reads | None = None) -> str:

@@ -547,3 +547,28 @@ def test_bytes_after_a_complete_gzip_stream_are_named_as_such(tmp_path):
     one_line_error(run("stats", path), "8 bytes after the end of the gzip data are not gzip")
     path.write_bytes(gzip.compress(document([x(VERIFY, 1, 1), DRAFT_THREAD])) + bytes(64))  # zero padding: read
     assert run("stats", path).exit_code == 0
+
+
+@pytest.mark.parametrize("command", [["--version"], ["--help"], ["stats", "--help"], ["stats", EAGLE],
+                                     ["stats", "--kernels", EAGLE], ["inspect", EAGLE], ["check", EAGLE]])
+def test_a_full_standard_output_is_one_line_for_help_and_tables_too(command):
+    """click's own output (help, --version) and a second table after a first one (rich flushes the
+    stream it renders for) ended in a traceback or "internal error" on a full device."""
+    with open("/dev/full", "wb") as full:
+        done = spawn([*SPANFIX, *map(str, command)], stdout=full, stderr=subprocess.PIPE, timeout=120)
+    stderr = done.stderr.decode()
+    assert done.returncode == 2 and "Traceback" not in stderr and "internal error" not in stderr, stderr
+    assert stderr.splitlines()[-1] == "spanfix: error: standard output: cannot write: No space left on device"
+
+
+def test_the_console_script_flushes_and_keeps_the_status_before_it_leaves(tmp_path):
+    """`python -m spanfix` leaves by os._exit once the command is done: what is buffered is written
+    first, and the command's exit code is the process's."""
+    done = spawn([*SPANFIX, "stats", EAGLE, "--format", "json"], capture_output=True, timeout=120)
+    assert done.returncode == 0 and json.loads(done.stdout)["inputs"] == [str(EAGLE)]
+    failed = spawn([*SPANFIX, "check", EAGLE, "--budget", "DRAFT.mean<1us", "--format", "json"], capture_output=True,
+                   timeout=120)
+    assert failed.returncode == 1 and json.loads(failed.stdout)
+    script = "import sys; sys.argv = ['spanfix', 'relabel', '--bogus']; from spanfix.cli import run; run()"
+    said = spawn([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert said.returncode == 2 and b"No such option" in said.stderr

@@ -233,3 +233,36 @@ def test_invalid_utf8_in_a_field_only_the_full_decode_reads(tmp_path, draft_thre
     trace = load(str(source), RelabelOptions())
     assert any("invalid UTF-8" in warning for warning in trace.warnings)
     assert relabel_file(str(source), str(tmp_path / "o.json"), RelabelOptions()).changed == 4
+
+
+def test_step_names_located_beside_the_analysis_or_here(tmp_path, monkeypatch, draft_thread_events):
+    """A large trace's step names are found by a forked child while this process attributes; a small
+    one's, a failed child's or a dry run's (which needs none) here. The bytes written are the same."""
+    from spanfix import parts, relabelling
+
+    source = write_trace(tmp_path / "t.json", draft_thread_events)
+    children = []
+    beside = parts.beside
+
+    def counted(in_child, here):
+        children.append(in_child)
+        return beside(in_child, here)
+
+    monkeypatch.setattr(parts, "beside", counted)
+    outputs = {}
+    for case in ("here", "child", "failed child"):
+        monkeypatch.setattr(parts, "FORK_BYTES", 2**62 if case == "here" else 0)
+        if case == "failed child":
+            monkeypatch.setattr(parts, "beside", lambda in_child, here: (children.append(in_child), (None, here()))[1])
+        result = relabel_file(str(source), str(tmp_path / f"{case}.json"), RelabelOptions())
+        assert result.changed == 4
+        outputs[case] = (tmp_path / f"{case}.json").read_bytes()
+    assert len(children) == 2  # the child and the failed child: not the small trace
+    assert outputs["here"] == outputs["child"] == outputs["failed child"] == expected_bytes(
+        trace_bytes(draft_thread_events, "object"))
+
+    def never(*_):
+        raise AssertionError("a dry run locates no name")
+
+    monkeypatch.setattr(relabelling, "locate_step_names", never)
+    assert relabel_file(str(source), None, RelabelOptions(), dry_run=True).changed == 4

@@ -123,8 +123,16 @@ def render(renderable: RenderableType, *, stderr: bool = False, width: int | Non
     stream = sys.stderr if stderr else sys.stdout
     console = Console(file=stream if stream is not None else io.StringIO(), width=width, emoji=False,
                       markup=False, highlight=False)
-    with console.capture() as capture:
-        console.print(renderable, soft_wrap=soft_wrap)
+    try:
+        with console.capture() as capture:
+            console.print(renderable, soft_wrap=soft_wrap)
+    except OSError as exc:
+        # rich flushes the stream it renders for: what was written to it before fails here, not
+        # in the write that made it (`stats > /dev/full` ended in "internal error"). Standard error
+        # is best effort (say); standard output's failure is the commands' one line.
+        if stderr:
+            return ""
+        raise stdout_failure(exc) from None
     return capture.get()
 
 
