@@ -23,7 +23,7 @@ from typing import BinaryIO
 from . import progress
 from .notice import notice
 from .sources import is_url, local_path
-from .stdout import OutputError, standard_output, stdout_failure
+from .stdout import OutputError, standard_output, stdout_failure, write_all
 
 __all__ = ["OutputError", "output_folder", "write_output"]
 
@@ -319,7 +319,7 @@ def _reason(exc: BaseException) -> str:
 def _write_stream(stream: BinaryIO, chunks: Iterable[memoryview | bytes], *, gzip: bool) -> None:
     if not gzip:
         for chunk in chunks:  # one write per chunk (views of the input between patches): progress as it goes
-            stream.write(chunk)
+            write_all(stream, chunk)
             progress.advance(len(chunk))
         return
     pieces = list(chunks)
@@ -342,10 +342,11 @@ def _write_stream(stream: BinaryIO, chunks: Iterable[memoryview | bytes], *, gzi
         worker.join()
     if any(not out for out in compressed):
         raise OSError(errno.EIO, "compression failed")
-    stream.write(_GZIP_HEADER)
+    write_all(stream, _GZIP_HEADER)
     for out in compressed:
-        stream.writelines(out)
-    stream.write(struct.pack("<II", crc & 0xFFFFFFFF, total & 0xFFFFFFFF))
+        for piece in out:
+            write_all(stream, piece)
+    write_all(stream, struct.pack("<II", crc & 0xFFFFFFFF, total & 0xFFFFFFFF))
 
 
 COMPRESS_THREADS = max(1, min(4, os.cpu_count() or 1))

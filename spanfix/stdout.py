@@ -6,11 +6,26 @@ print a report do not import what writing a trace needs."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from typing import BinaryIO
 
 from .errors import OutputError, ReaderGone  # the output could not be written; str() is one line
+
+
+def write_all(stream: BinaryIO, data: bytes | bytearray | memoryview) -> None:
+    """Write data whole. A write may take fewer bytes than it is given and raise nothing: a pipe
+    whose reader leaves half-way, a disk that fills (`report -o - | head` ended 0 with most of the
+    page unwritten). The rest is written again, which then raises what the system says."""
+    view = memoryview(data).cast("B")
+    while view:
+        written = stream.write(view)
+        if written is None:  # a non-blocking stream that would block (BufferedWriter raises instead)
+            raise BlockingIOError(errno.EAGAIN, "the output would block")
+        if written <= 0:
+            raise OSError(errno.EIO, "the output took no bytes")
+        view = view[written:]
 
 
 def standard_output() -> BinaryIO:

@@ -572,3 +572,42 @@ def test_the_console_script_flushes_and_keeps_the_status_before_it_leaves(tmp_pa
     script = "import sys; sys.argv = ['spanfix', 'relabel', '--bogus']; from spanfix.cli import run; run()"
     said = spawn([sys.executable, "-c", script], capture_output=True, timeout=120)
     assert said.returncode == 2 and b"No such option" in said.stderr
+
+
+def test_a_page_to_a_reader_that_leaves_is_not_a_success():
+    """`spanfix report -o - | head -c 1`: the write of the 1.6 MB page took 64 kB and raised
+    nothing (a short count), and spanfix ended 0 with the rest unwritten; now 141, quietly."""
+    process = subprocess.Popen([*SPANFIX, "report", str(EAGLE), "-o", "-"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    process.stdout.read(10)
+    process.stdout.close()
+    stderr = process.stderr.read()
+    assert (process.wait(timeout=120), stderr) == (141, b"")
+
+
+class _Takes:
+    """A stream that takes at most `most` bytes a write, and fails once it has taken `room`."""
+
+    def __init__(self, most: int, room: int):
+        self.most, self.room, self.taken = most, room, bytearray()
+
+    def write(self, data) -> int:
+        if len(self.taken) >= self.room:
+            raise OSError(28, "No space left on device")
+        part = bytes(data[:min(self.most, self.room - len(self.taken))])
+        self.taken += part
+        return len(part)
+
+
+def test_short_writes_are_written_again_or_fail():
+    from spanfix.stdout import write_all
+
+    stream = _Takes(most=3, room=100)
+    write_all(stream, memoryview(b"0123456789")[2:])
+    assert bytes(stream.taken) == b"23456789"
+    full = _Takes(most=4, room=6)
+    with pytest.raises(OSError, match="No space left"):
+        write_all(full, b"0123456789")
+    assert bytes(full.taken) == b"012345"
+    with pytest.raises(OSError, match="took no bytes"):
+        write_all(_Takes(most=0, room=100), b"x")

@@ -15,7 +15,7 @@ from rich.console import Console, RenderableType
 
 from ..limits import memory_budget
 from ..render.escape import ci_reads_commands, ci_safe, printable
-from ..stdout import standard_output, stdout_failure
+from ..stdout import standard_output, stdout_failure, write_all
 
 STDIN = "-"  # as an input; as an output (-o -), standard output
 
@@ -60,7 +60,7 @@ def write_out(data: bytes | str) -> None:
         # In pieces: one write of megabytes into a pipe whose reader leaves half-way can end in a
         # short count rather than an error, and the rest would vanish without a word.
         for start in range(0, len(view), _PIECE):
-            stream.write(view[start:start + _PIECE])
+            write_all(stream, view[start:start + _PIECE])
             stream.flush()
     except (OSError, ValueError) as exc:
         raise stdout_failure(exc) from None

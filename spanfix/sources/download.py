@@ -20,6 +20,7 @@ except ImportError:  # pragma: no cover
 
 from .. import progress
 from ..errors import SpanfixError, TraceError
+from ..stdout import write_all
 
 CHUNK = 8 * 2**20  # bytes per request: few requests for a large trace, little held at once
 MEMORY_BYTES = 2**20  # a smaller document stays in memory (the reader maps files from this size)
@@ -137,7 +138,7 @@ class _Spool:
                 if len(self._memory) < MEMORY_BYTES:
                     return
                 data, self._memory = self._memory, None
-            self._file.write(data)
+            write_all(self._file, data)
         except OSError as exc:
             raise _no_room(self._source, exc) from None
 
