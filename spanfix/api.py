@@ -7,64 +7,78 @@ Everything public is in `spanfix.__all__`; the rest of the package is private an
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+# Only what relabel needs is imported here: a relabel of a small file is mostly start-up. The stats,
+# check, speculation and inspection machinery is imported by the functions that use it, and the
+# public names it defines are served by __getattr__ below on first use.
 from .algorithms import ALGORITHMS, algorithm_name  # noqa: F401 (the CLI's too)
 from .attribute import Attribution
+from .check_defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
 from .errors import TraceError, UsageError, out_of_memory
-from .gate import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT, CheckOptions, CheckReport, parse_budget
 from .index import TraceIndex, indexed_name
-from .inspection import InspectReport, report_of
 from .options import Options, are_strings, checked_flag, checked_path, checked_paths, is_whole, need
 from .overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401 (the CLI's too)
 from .reader import Trace as _Read
 from .reader import locate_step_names, read_trace
 from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
-from .runs import (
-    Each,
-    Measured,
-    accept_figures,
-    baseline_read,
-    compared,
-    measure_all,
-    measure_path,
-    one_by_one,
-    plain_baseline,
-    speculation_over,
-)
-from .speculation import (
-    AcceptFigure,
-    SpeculationResult,
-    measure_speculation,
-)
-from .tables import Iterations, Steps, Table
-from .timing import (
-    GROUP_KEYS,
-    IterationTiming,
-    KernelClasses,
-    StatsResult,
-    StepTiming,
-    TraceMeasures,
-    aggregate,
-    measure,
-)
-from .timing.device import DeviceReducer, DeviceWork, device_work
 
-if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
+if TYPE_CHECKING:
+    from .gate import CheckReport, parse_budget
+    from .inspection import InspectReport
+    from .report import Report  # pandas is optional: spanfix[pandas]
+    from .runs import Each, Measured, accept_figures, measure_all, measure_path, plain_baseline
+    from .speculation import AcceptFigure, SpeculationResult
+    from .tables import Iterations, Steps, Table
+    from .timing import IterationTiming, KernelClasses, StatsResult, StepTiming, TraceMeasures
+    from .timing.device import DeviceReducer, DeviceWork
 
-    from .report import Report
+    Step = StepTiming
+    Iteration = IterationTiming
+    # The keys stats() and Trace.stats() group by, besides the stage.
+    GROUPINGS: tuple[str, ...]
 
-Step = StepTiming
-Iteration = IterationTiming
 Source = str | os.PathLike[str] | bytes | bytearray | memoryview | BinaryIO
 
-
 ALGORITHM_NAMES: tuple[str, ...] = tuple(sorted(ALGORITHMS))
-# The keys stats() and Trace.stats() group by, besides the stage.
-GROUPINGS: tuple[str, ...] = tuple(GROUP_KEYS)
+
+# Names this module offers whose modules are imported on first use -> that module.
+_LAZY = {
+    **dict.fromkeys(("CheckOptions", "CheckReport", "parse_budget"), "gate"),
+    **dict.fromkeys(("InspectReport", "report_of"), "inspection"),
+    **dict.fromkeys(("Each", "Measured", "accept_figures", "baseline_read", "compared", "measure_all", "measure_path",
+                     "one_by_one", "plain_baseline", "speculation_over"), "runs"),
+    **dict.fromkeys(("AcceptFigure", "SpeculationResult", "measure_speculation"), "speculation"),
+    **dict.fromkeys(("Iterations", "Steps", "Table"), "tables"),
+    **dict.fromkeys(("GROUP_KEYS", "IterationTiming", "KernelClasses", "StatsResult", "StepTiming", "TraceMeasures",
+                     "aggregate", "measure"), "timing"),
+    **dict.fromkeys(("DeviceReducer", "DeviceWork", "device_work"), "timing.device"),
+}
+# Public names made from those: name -> (module, the name there).
+_ALIASES = {"Step": ("timing", "StepTiming"), "Iteration": ("timing", "IterationTiming"),
+            "GROUPINGS": ("timing", "GROUP_KEYS")}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _ALIASES:
+        module, attribute = _ALIASES[name]
+        value = getattr(importlib.import_module(f".{module}", __package__), attribute)
+        if name == "GROUPINGS":
+            value = tuple(value)
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __package__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value  # once: later uses are plain attribute lookups
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_ALIASES})
 
 
 class Trace:
@@ -141,12 +155,15 @@ class Trace:
 
     def _device(self) -> DeviceWork:
         if self._work is None:
+            from .timing.device import device_work
             self._work = device_work(self._read, names=self._kernel_names)
         return self._work
 
     def measures(self, kernels: KernelClasses | None = None) -> TraceMeasures:
         """Every step and decode iteration measured (cached); with kernels, their kernels by class."""
         if kernels not in self._measures:
+            from .speculation import measure_speculation
+            from .timing import measure
             if kernels is not None and not self._kernel_names:
                 self._kernel_names, self._work = True, None  # read the kernels' names now
             self._measures[kernels] = measure(self._read, self._index, self._attribution, self._warnings,
@@ -156,10 +173,12 @@ class Trace:
     def steps(self) -> Steps:
         """Every step span as a row: file, rank, track, host and device times, stage, old and new name,
         bs, toks, verdict and evidence."""
+        from .tables import Steps
         return Steps(self.measures().steps)
 
     def iterations(self) -> Iterations:
         """Every decode iteration as a row, with its parts on the host and the device clock."""
+        from .tables import Iterations
         return Iterations(self.measures().iterations)
 
     def ambiguous(self) -> list[AmbiguousSpan]:
@@ -171,6 +190,8 @@ class Trace:
               baseline: str | StatsResult | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
               accept_length: float | None = None) -> StatsResult:
         """Per-stage statistics of this trace, as `spanfix stats` gives them (see stats())."""
+        from .runs import accept_figures, baseline_read, compared, speculation_over
+        from .timing import aggregate
         checked_flag(kernels, "kernels")
         classes = _classes(kernels, kernel_categories)
         measures = [self.measures(classes)]
@@ -184,6 +205,7 @@ class Trace:
                     baseline: str | os.PathLike[str] | StatsResult | None = None) -> SpeculationResult:
         """Does speculation pay? The model view, the accept length and its source, time per token and,
         against a plain-decode baseline, the estimated speedup and break-even (see stats())."""
+        from .runs import accept_figures, baseline_read, speculation_over
         return speculation_over([self.measures()], accept_figures(spec_metrics, accept_length),
                             baseline_read(baseline, self._options))
 
@@ -215,6 +237,7 @@ class Trace:
 
     def inspect(self) -> InspectReport:
         """What spanfix sees in the trace: tracks, algorithm and why, evidence, ambiguous spans."""
+        from .inspection import report_of
         work = self._device()
         return report_of(self._read, self._index, self._attribution, [*self._warnings, *work.warnings()],
                          self._options.relabel_options())
@@ -229,6 +252,7 @@ def open(source: Source, options: Options | None = None, *, device: bool = True,
     alone can pass False). kernel_names: keep the kernels' names too (Trace.stats(kernels=True)
     reads them later if not). name: how messages call a trace given as bytes or a file object.
     Raises TraceError (not a usable trace) or UsageError (bad options)."""
+    from .timing.device import DeviceReducer, device_work
     checked_flag(device, "device")
     checked_flag(kernel_names, "kernel_names")
     if name is not None:
@@ -282,6 +306,7 @@ def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer 
 
 
 def _by(by: Sequence[str] | str) -> tuple[str, ...]:
+    from .timing import GROUP_KEYS
     by = (by,) if isinstance(by, str) else by
     if not are_strings(by):
         raise UsageError(f"by must be a grouping key or a sequence of them, not {type(by).__name__}")
@@ -293,6 +318,7 @@ def _by(by: Sequence[str] | str) -> tuple[str, ...]:
 
 
 def _classes(kernels: bool, categories: Sequence[str]) -> KernelClasses | None:
+    from .timing import KernelClasses
     if not are_strings(categories):
         raise UsageError(f"kernel_categories must be a sequence of NAME=REGEX strings, not {type(categories).__name__}")
     return KernelClasses.with_overrides(tuple(categories)) if kernels or categories else None
@@ -318,6 +344,8 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     the estimated speedup and break-even. executor: run each input as a task of a concurrent.futures
     executor or a Dask distributed.Client (whose workers read the inputs themselves); the result is
     the same as here."""
+    from .runs import accept_figures, baseline_read, compared, measure_all, speculation_over
+    from .timing import StatsResult, aggregate
     if not isinstance(errors, str) or errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
     checked_flag(kernels, "kernels")
@@ -417,7 +445,8 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     not fail the report (CheckReport.passed). spec_metrics, accept_length: the accept length from
     outside the traces, for the speculation budgets (with a plain-decode baseline for
     speculation.speedup). executor: as for stats()."""
-    from .gate import run_check
+    from .gate import CheckOptions, parse_budget, run_check
+    from .runs import accept_figures, one_by_one
     if not are_strings(budgets):
         raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
     need(max_regression, (int, float), "a number of percent", "max_regression")

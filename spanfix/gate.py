@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from .attribute import Attribution
 from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, family_of, figure_text, grammar, parse_budget
+from .check_defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
 from .clock import offset_text
 from .errors import BudgetError, out_of_memory
 from .index import TraceIndex
@@ -50,10 +51,6 @@ from .timing.profile import comparable
 
 TRUST, BUDGET, REGRESSION = "trust", "budget", "regression"
 HELD, BROKEN, SKIPPED = "held", "broken", "skipped"
-DEFAULT_MAX_REGRESSION = 10.0  # percent
-# Below this many spans (or iterations) on either side, a mean moves by noise as much as by change: a
-# regression is not judged on so little (the report says so).
-DEFAULT_MIN_COUNT = 20
 # Modes that the newer naming never writes: seeing one means the trace was not relabelled.
 OLD_ONLY_MODES = frozenset({"TARGET_VERIFY", "DRAFT_EXTEND"})
 
