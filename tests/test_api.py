@@ -37,6 +37,43 @@ def test_every_public_name_is_there_and_documented():
             assert f"`{name}" in documented, f"{name} is not in docs/api.md"
 
 
+# What the stats, check, speculation and report commands need and relabel never does.
+NOT_FOR_RELABEL = ("spanfix.gate", "spanfix.budgets", "spanfix.runs", "spanfix.speculation", "spanfix.tables",
+                   "spanfix.timing", "spanfix.inspection", "numpy")
+
+
+@pytest.mark.parametrize(("command", "left_out"), [
+    ("relabel", NOT_FOR_RELABEL),
+    ("inspect", tuple(name for name in NOT_FOR_RELABEL if name != "spanfix.inspection")),
+])
+def test_a_command_imports_only_what_it_uses_and_every_public_name_still_resolves(command, left_out):
+    """In a fresh interpreter: importing the command leaves the other commands' machinery unimported;
+    then every public name resolves (as an attribute, by from-import, in dir()) to what it names."""
+    script = textwrap.dedent(f'''
+        import json, sys
+        import spanfix.cli.{command}
+        loaded = sorted(name for name in {left_out!r} if name in sys.modules)
+        import spanfix, spanfix.api as api
+        for module in (spanfix, api):
+            assert set(module.__all__) <= set(dir(module)), module  # before any is resolved
+            for name in module.__all__:
+                getattr(module, name)
+                exec(f"from {{module.__name__}} import {{name}}", {{}})
+        from spanfix import gate, timing
+        assert (api.Step, api.Iteration, api.GROUPINGS) == (timing.StepTiming, timing.IterationTiming,
+                                                            tuple(timing.GROUP_KEYS))
+        assert (api.DEFAULT_MAX_REGRESSION, api.DEFAULT_MIN_COUNT) == (gate.DEFAULT_MAX_REGRESSION,
+                                                                       gate.DEFAULT_MIN_COUNT)
+        print(json.dumps({{"file": spanfix.__file__, "loaded": loaded}}))
+    ''')
+    ran = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert ran.returncode == 0, ran.stderr
+    seen = json.loads(ran.stdout)
+    assert Path(seen["file"]).resolve() == (ROOT / "spanfix" / "__init__.py").resolve()  # this tree's spanfix
+    assert seen["loaded"] == []
+
+
 def test_a_path_bytes_and_a_file_object_read_alike():
     by_path = spanfix.open(EAGLE)
     by_bytes = spanfix.open(EAGLE.read_bytes(), name="eagle")
