@@ -1,4 +1,5 @@
-"""Standard output as the commands write to it, and the error for an output that cannot be written.
+"""Standard output as the commands write to it, the error for an output that cannot be written, and
+the one way every output is written (whole, or an error).
 
 Kept apart from output.py (which writes traces, with ISA-L's deflate) so that the commands that only
 print a report do not import what writing a trace needs."""
