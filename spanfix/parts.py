@@ -225,7 +225,15 @@ def run(plan: Layout, work: Callable[[Chunk], T], *, dumps: Callable[[list[T]], 
     if len(shares) == 1 or not can_fork():
         shares = [range(plan.chunks)]
         return here()
-    children = [_fork(lambda share=share: dumps(read(share))) for share in shares[1:]]
+    children: list[_Child] = []
+    try:
+        for share in shares[1:]:
+            children.append(_fork(lambda share=share: dumps(read(share))))
+    except OSError:  # no process to be had (a container's pids limit, memory): this one reads them all
+        for child in children:
+            _stop(child)
+        shares = [range(plan.chunks)]
+        return here()
     try:
         mine = here()
         payloads = [_collect(child) for child in children]
@@ -256,7 +264,12 @@ class _Child:
 def _fork(in_child: Callable[[], bytes | None]) -> _Child:
     """in_child() in a forked child, which shares the document's pages and sends back only its bytes."""
     reader, writer = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(reader)
+        os.close(writer)
+        raise
     if pid == 0:  # pragma: no cover - runs in the child, which leaves by os._exit
         code = 1
         try:
@@ -300,8 +313,12 @@ def _stop(child: _Child) -> None:
 
 
 def beside(in_child: Callable[[], bytes | None], here: Callable[[], T]) -> tuple[bytes | None, T]:
-    """in_child() in a forked child and here() in this process, at the same time. A failed child gives None."""
-    child = _fork(in_child)
+    """in_child() in a forked child and here() in this process, at the same time. A failed child gives
+    None, and so does a child that cannot be had (the caller then does its work itself)."""
+    try:
+        child = _fork(in_child)
+    except OSError:  # a container's pids limit, memory
+        return None, here()
     try:
         result = here()
         payload = _collect(child)

@@ -89,10 +89,18 @@ def _forked(function: Callable, jobs_of: list[tuple], jobs: int) -> Iterator[tup
         while next_out < len(jobs_of):
             while waiting and len(running) < jobs:
                 index, job = waiting.popleft()
-                worker = _start(function, job, index)
+                try:
+                    worker = _start(function, job, index)
+                except OSError:  # no process to be had (a container's pids limit, memory)
+                    if running:  # fewer at once from now on: this job waits for a worker to end
+                        waiting.appendleft((index, job))
+                        jobs = len(running)
+                        break
+                    finished[index] = function(*job)  # none running: this process does it, as with -j 1
+                    continue
                 running[worker.fd] = worker
                 selector.register(worker.fd, selectors.EVENT_READ)
-            for key, _ in selector.select():
+            for key, _ in selector.select() if running else ():
                 worker = running[key.fd]
                 chunk = os.read(key.fd, 2**20)
                 if chunk:
@@ -112,7 +120,12 @@ def _forked(function: Callable, jobs_of: list[tuple], jobs: int) -> Iterator[tup
 def _start(function: Callable, job: tuple, index: int) -> _Worker:
     reader, writer = os.pipe()
     parent = os.getpid()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(reader)
+        os.close(writer)
+        raise
     if pid == 0:  # pragma: no cover - runs in the worker, which leaves by os._exit
         code = 1
         try:

@@ -38,7 +38,12 @@ def isolated(name: str, function: Callable[..., T], *args: Any) -> T:
         return function(*args)
     reader, writer = os.pipe()
     parent = os.getpid()
-    child = os.fork()
+    try:
+        child = os.fork()
+    except OSError:  # no process to be had (a container's pids limit, memory): here, threads and all
+        os.close(reader)
+        os.close(writer)
+        return function(*args)
     if child == 0:  # pragma: no cover - runs in the child, which leaves by os._exit
         code = 1
         try:
