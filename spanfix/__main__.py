@@ -1,3 +1,3 @@
-from spanfix.cli import run
+from spanfix.console import main
 
-run()
+main()

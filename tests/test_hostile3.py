@@ -569,7 +569,7 @@ def test_the_console_script_flushes_and_keeps_the_status_before_it_leaves(tmp_pa
     failed = spawn([*SPANFIX, "check", EAGLE, "--budget", "DRAFT.mean<1us", "--format", "json"], capture_output=True,
                    timeout=120)
     assert failed.returncode == 1 and json.loads(failed.stdout)
-    script = "import sys; sys.argv = ['spanfix', 'relabel', '--bogus']; from spanfix.cli import run; run()"
+    script = "import sys; sys.argv = ['spanfix', 'relabel', '--bogus']; from spanfix.console import main; main()"
     said = spawn([sys.executable, "-c", script], capture_output=True, timeout=120)
     assert said.returncode == 2 and b"No such option" in said.stderr
 
@@ -640,3 +640,25 @@ def test_no_process_to_be_had_means_the_work_is_done_in_this_one(tmp_path, monke
     monkeypatch.setattr(os, "fork", no_fork)
     alone = outputs(tmp_path / "alone")
     assert forks and alone == forked and len(forked) == 3
+
+
+@pytest.mark.parametrize("module", ["spanfix.cli", "click"])
+def test_ctrl_c_during_start_up_is_one_line_and_130(module):
+    """Ctrl-C while the command line is imported ended in a traceback (a little later, while click
+    parses the arguments, in its "Aborted!" and exit 1: a failed check, to CI). The signal is sent
+    the moment the module is imported: no timing involved."""
+    script = f"""
+import os, signal, sys
+sys.argv = ["spanfix", "stats", {str(EAGLE)!r}]
+class CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+sys.meta_path.insert(0, CtrlC())
+from spanfix.console import main
+main()
+"""
+    done = spawn([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert (done.returncode, done.stderr.decode(), done.stdout) == (130, "spanfix: interrupted\n", b"")
