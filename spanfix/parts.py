@@ -34,6 +34,7 @@ from typing import TypeVar
 import msgspec
 
 from .events import Buffer, overwritten
+from .forking import fork_with_pipe
 
 T = TypeVar("T")
 FORK_BYTES = 32 * 2**20  # below this, another process costs more than it saves
@@ -263,13 +264,7 @@ class _Child:
 
 def _fork(in_child: Callable[[], bytes | None]) -> _Child:
     """in_child() in a forked child, which shares the document's pages and sends back only its bytes."""
-    reader, writer = os.pipe()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(reader)
-        os.close(writer)
-        raise
+    pid, reader, writer = fork_with_pipe()
     if pid == 0:  # pragma: no cover - runs in the child, which leaves by os._exit
         code = 1
         try:

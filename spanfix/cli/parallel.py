@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from .. import api
 from ..errors import TraceError, out_of_memory
+from ..forking import fork_with_pipe
 from ..progress import Reporter, reporting
 from .interrupt import exit_code
 
@@ -118,14 +119,8 @@ def _forked(function: Callable, jobs_of: list[tuple], jobs: int) -> Iterator[tup
 
 
 def _start(function: Callable, job: tuple, index: int) -> _Worker:
-    reader, writer = os.pipe()
     parent = os.getpid()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(reader)
-        os.close(writer)
-        raise
+    pid, reader, writer = fork_with_pipe()
     if pid == 0:  # pragma: no cover - runs in the worker, which leaves by os._exit
         code = 1
         try:

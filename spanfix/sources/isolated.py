@@ -26,6 +26,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from .. import progress
 from ..errors import TraceError
+from ..forking import fork_with_pipe
 
 T = TypeVar("T")
 _HEADER = struct.Struct("<Q")
@@ -36,13 +37,10 @@ def isolated(name: str, function: Callable[..., T], *args: Any) -> T:
     failure of the child is about (the URL)."""
     if not hasattr(os, "fork") or threading.active_count() != 1:
         return function(*args)
-    reader, writer = os.pipe()
     parent = os.getpid()
     try:
-        child = os.fork()
+        child, reader, writer = fork_with_pipe()
     except OSError:  # no process to be had (a container's pids limit, memory): here, threads and all
-        os.close(reader)
-        os.close(writer)
         return function(*args)
     if child == 0:  # pragma: no cover - runs in the child, which leaves by os._exit
         code = 1
