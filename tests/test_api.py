@@ -267,10 +267,12 @@ def test_the_api_guide_runs_as_written():
 def test_the_commands_use_the_api_and_nothing_else_of_the_library():
     """One path: cli/ reaches the library through spanfix.api only; beside it, the renderers and the
     process-level pieces (errors, progress, memory limits, standard output, notices, the names of
-    places a path or URL gives (sources) and where the per-file work runs (tasks))."""
+    places a path or URL gives (sources), where the per-file work runs (tasks) and how a child
+    process is started (forking))."""
     import ast
 
-    allowed = {"api", "errors", "progress", "limits", "stdout", "notice", "render", "sources", "tasks", "__version__"}
+    allowed = {"api", "errors", "progress", "limits", "stdout", "notice", "render", "sources", "tasks", "forking",
+               "__version__"}
     cli = Path(spanfix.__file__).parent / "cli"
     used = {}
     for path in sorted(cli.glob("*.py")):
