@@ -294,14 +294,13 @@ def _options(options: Options | None, fields: dict[str, Any]) -> Options:
         raise UsageError(str(exc)) from None
 
 
-def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer | None, name: str | None,
-                 locate_names: bool = True) -> _Read:
-    limit: dict[str, Any] = {"max_bytes": options.max_bytes} if options.max_bytes else {}
+def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer | None, name: str | None) -> _Read:
+    # The step names' bytes are located by Trace.relabel, if it is called: opening needs none.
+    limit: dict[str, Any] = {"locate_names": False, **({"max_bytes": options.max_bytes} if options.max_bytes else {})}
     if isinstance(source, (str, os.PathLike)):
-        return read_trace(os.fspath(source), select=indexed_name, reduce=reduce, locate_names=locate_names, **limit)
+        return read_trace(os.fspath(source), select=indexed_name, reduce=reduce, **limit)
     if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
-        return read_trace(str(_label(source, name)), select=indexed_name, reduce=reduce, content=source, locate_names=locate_names,
-                          **limit)
+        return read_trace(str(_label(source, name)), select=indexed_name, reduce=reduce, content=source, **limit)
     raise UsageError(f"cannot read a trace from {type(source).__name__}: give a path, bytes or a binary file object")
 
 

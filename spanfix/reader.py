@@ -96,7 +96,8 @@ def read_trace(source: str | Path, *, max_bytes: int | None = None,
     unnamed events, which close B/E pairs) are decoded up front; the rest stay raw until asked for.
     With reduce (and select), every event is decoded and handed to reduce, a stretch at a time, in
     the process that read it (Trace.reduced); the step names' bytes are then not located: that is
-    for reading what a relabel would not write (stats). With content (bytes or a binary file object),
+    for reading what a relabel would not write (stats). locate_names=False leaves them unlocated too
+    (relabel locates them beside its analysis: relabelling.analysed_and_located). With content (bytes or a binary file object),
     the trace is read from it and source only names it. max_bytes: the largest document accepted,
     uncompressed (None: default_max_bytes()). document: (the uncompressed bytes, the gzip file's) as
     read_document_bytes returned them, for a file read once and looked at twice."""
@@ -111,8 +112,7 @@ def read_trace(source: str | Path, *, max_bytes: int | None = None,
     form, parse_buffer, warnings = container_form(source, data)
     progress.phase("decoding")
     with _gc_paused():
-        selected = (decode_selected(parse_buffer, data, form, select, reduce, locate_names=locate_names)
-                    if select is not None else None)
+        selected = decode_selected(parse_buffer, form, select, reduce) if select is not None else None
         if selected is None:
             decoded, decode_warnings, decoded_from = decode_events(source, parse_buffer, form)
             kind = "object" if form == "object" else "array"
@@ -123,11 +123,7 @@ def read_trace(source: str | Path, *, max_bytes: int | None = None,
             selected.events.keep_every(decoded, part.every_exact)
             warnings = warnings + decode_warnings
     del parse_buffer
-    if reduce is not None or not locate_names:
-        slots = []
-    else:
-        slots = selected.slots if selected.slots is not None else locate_step_names(source, data, selected.events,
-                                                                                   form)
+    slots = [] if reduce is not None or not locate_names else locate_step_names(source, data, selected.events, form)
     return Trace(source, data, compressed, form, selected.events, slots, warnings, selected.reduced,
                  selected.origin_ns)
 
@@ -263,8 +259,7 @@ def _json_error(source: str, exc: msgspec.DecodeError, buffer: bytes | bytearray
 
 
 def locate_step_names(source: str, data: bytes | bytearray, events: Events, form: str) -> list[NameSlot]:
-    """Where each step span's name string sits in the bytes, when the fast path could not say: one
-    regex over the file, whose names in file order must be exactly the events' step names. Any
+    """Where each step span's name string sits in the bytes: one regex over the document, whose names in file order must be exactly the events' step names. Any
     doubt (a nested "name" key, a duplicate key, escapes) hands over to the exact tokenizer."""
     wanted = [(i, e.name) for i, e in events.selected() if is_step_name(e.name)]
     slots = locate_by_regex(data, wanted)

@@ -137,13 +137,13 @@ def default_output(source: str) -> str:
     return str(path.with_name(name[:cut] + ".relabeled" + name[cut:]))
 
 
-def load(source: str, options: RelabelOptions, reduce: Reducer | None = None, *, locate_names: bool = True,
+def load(source: str, options: RelabelOptions, reduce: Reducer | None = None, *,
          document: tuple[Buffer, Buffer | None] | None = None) -> Trace:
     """Read a trace, decoding in full only the events attribution looks at (with reduce: every
-    event, handed to reduce as it is read, for what attribution does not need). locate_names=False
-    leaves the step names' bytes unlocated: for reading what will not be rewritten. document: its
-    bytes, read already (reader.read_trace)."""
-    return read_trace(source, select=indexed_name, reduce=reduce, locate_names=locate_names,
+    event, handed to reduce as it is read, for what attribution does not need). The step names'
+    bytes are not located: only a relabel needs them (analysed_and_located). document: its bytes,
+    read already (reader.read_trace)."""
+    return read_trace(source, select=indexed_name, reduce=reduce, locate_names=False,
                       document=document, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
 
 
@@ -166,8 +166,7 @@ def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dr
     target = _target(source, output, in_place)
     if not dry_run and target != STDIN:
         output_folder(target)  # before reading: a mistyped -o fails at once, not after minutes of work
-    # The step names' bytes are found after the read (a dry run needs none), beside the analysis.
-    trace = load(source, options, locate_names=False)
+    trace = load(source, options)  # the step names' bytes are found beside the analysis (a dry run needs none)
     if dry_run:
         index, attribution, warnings = analyse(trace, options)
         _, result = plan(trace, index, attribution, options, patches_wanted=False)

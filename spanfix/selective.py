@@ -4,8 +4,7 @@ full only the events the caller selected, and whatever a reducer makes of all of
 A 250 MB trace holds over a million events, and attribution reads a few percent of them. So each
 chunk of the document (parts.py) is decoded once into light Event structs; the caller's selection
 (by name) is kept, the rest is handed to the reducer (stats' device view turns launches and kernels
-into columns) and dropped before the next chunk is decoded. The names of step spans are then found
-in the chunk's own bytes, one regular expression cross-checked name by name. Whatever is unusual
+into columns) and dropped before the next chunk is decoded. Whatever is unusual
 (odd values, invalid bytes, a cut that is not between two events) returns None: the reader's
 careful path then reads the document whole and reports it exactly.
 
@@ -26,8 +25,7 @@ import msgspec
 
 from . import parts
 from .clock import needs_exact, ns_of, text_ns
-from .events import Buffer, Event, Events, NameSlot, is_step_name
-from .locate import locate_by_regex
+from .events import Buffer, Event, Events, is_step_name
 
 T = TypeVar("T")
 FORK_BYTES = parts.FORK_BYTES  # kept for callers that lower it: below this, a trace is read in one process
@@ -52,7 +50,6 @@ class Part(msgspec.Struct, dict=True):
     count: int  # events in this chunk
     chosen: list[int]  # indexes (within the chunk) of the events kept in full
     events: list[Event]  # those events
-    slots: list[NameSlot] | None  # step-span names, located; None when that needs the careful way
     phased: bool  # it held unnamed events, so every B and E was chosen too
     first_ns: int | None = None  # the earliest timestamp of an event other than metadata, in nanoseconds
     exact: list[int | None] | None = None  # in exact mode: each chosen event's timestamp in nanoseconds
@@ -65,7 +62,6 @@ _PART_LIST = msgspec.msgpack.Decoder(list[Part])
 @dataclass(slots=True)
 class Selected:
     events: Events
-    slots: list[NameSlot] | None  # one per step-span event, in event order; None: locate them otherwise
     reduced: list | None = None  # the reducer's result for each chunk read, in file order
     origin_ns: int | None = None  # the trace's start (clock.py), in nanoseconds
 
@@ -108,23 +104,18 @@ class Document:
         return parts.run(self.plan, work)
 
 
-def decode_selected(buffer: Buffer, data: Buffer, form: str, select: Callable[[str], bool],
-                    reduce: Reducer | None = None, *, locate_names: bool = True,
+def decode_selected(buffer: Buffer, form: str, select: Callable[[str], bool], reduce: Reducer | None = None, *,
                     plan: parts.Layout | None = None) -> Selected | None:
-    """buffer: the document as the JSON decoder takes it (same offsets as data, the bytes as read).
-    Every event is decoded once; those select() accepts by name, step spans and unnamed events are
-    kept, reduce (if any) sees all of them where they were read. locate_names: find the step names'
-    bytes too (relabel). None: the document needs the careful path."""
+    """buffer: the document as the JSON decoder takes it. Every event is decoded once; those select()
+    accepts by name, step spans and unnamed events are kept, reduce (if any) sees all of them where
+    they were read. None: the document needs the careful path."""
     kind = "object" if form == "object" else "array"
     plan = plan or parts.layout(buffer, kind)
 
     def read(keep_pairs: bool) -> list[Part] | None:
         def work(chunk: parts.Chunk) -> Part:
             events = chunk.decode(Event)
-            part = part_of(events, select, reduce, keep_pairs, lambda: stamps_of(chunk))
-            if locate_names:
-                part.slots = _located(data, chunk, part)
-            return part
+            return part_of(events, select, reduce, keep_pairs, lambda: stamps_of(chunk))
         return parts.run(plan, work, dumps=_dumps, loads=_loads)
 
     found = read(False)
@@ -145,21 +136,16 @@ def decode_selected(buffer: Buffer, data: Buffer, form: str, select: Callable[[s
 def merged(found: list[Part], source: Document | None, reduced: bool) -> Selected:
     decoded: dict[int, Event] = {}
     exact: dict[int, int] = {}
-    slots: list[NameSlot] | None = []
     first = 0
     for part in found:
         indexes = [first + index for index in part.chosen]
         decoded.update(zip(indexes, part.events))
         if part.exact is not None:
             exact.update((index, ns) for index, ns in zip(indexes, part.exact) if ns is not None)
-        if part.slots is None or slots is None:
-            slots = None
-        else:
-            slots += part.slots if not first else [NameSlot(s.event + first, s.start, s.end) for s in part.slots]
         first += part.count
     starts = [part.first_ns for part in found if part.first_ns is not None]
     events = Events(first, decoded, source, exact or None)
-    return Selected(events, slots, [_result(part) for part in found] if reduced else None,
+    return Selected(events, [_result(part) for part in found] if reduced else None,
                     min(starts) if starts else None)
 
 
@@ -176,7 +162,7 @@ def part_of(events: list[Event], select: Callable[[str], bool] | None, reduce: R
         chosen, phased = _choice(names, select, keep_pairs, events)
     times = list(map(_TS, events))
     exact = stamps() if stamps is not None and needs_exact(times) else None
-    part = Part(len(events), chosen, [events[index] for index in chosen], None, phased,
+    part = Part(len(events), chosen, [events[index] for index in chosen], phased,
                 first_time(events, times, exact), [exact[index] for index in chosen] if exact is not None else None)
     part.every_exact = exact  # not fields: they stay where the part was read
     if reduce is not None:
@@ -253,15 +239,6 @@ class _Wanted(dict):
     def __missing__(self, name: str | None) -> bool:
         wanted = self[name] = not isinstance(name, str) or is_step_name(name) or bool(self._select(name))
         return wanted
-
-
-def _located(data: Buffer, chunk: parts.Chunk, part: Part) -> list[NameSlot] | None:
-    """The chunk's step names found in its own bytes: one regular expression, whose names in file
-    order must be exactly its step events' (else None: the caller locates them the careful way)."""
-    wanted = [(index, event.name) for index, event in zip(part.chosen, part.events) if is_step_name(event.name)]
-    if not wanted:
-        return []
-    return locate_by_regex(data, wanted, chunk.start, chunk.end)
 
 
 def _result(part: Part) -> object:

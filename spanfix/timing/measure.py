@@ -38,7 +38,7 @@ def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, de
     reading it again would cost more than keeping its columns does. document: its bytes, read
     already (a baseline, read once whatever it turns out to be)."""
     reduce = DeviceReducer(kernel_names) if device or kernel_names or device is None else None
-    trace = load_trace(source, options, reduce=reduce, locate_names=False, document=document)
+    trace = load_trace(source, options, reduce=reduce, document=document)
     return (trace, *analyse(trace, options))
 
 
