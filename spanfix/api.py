@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from .gate import CheckReport, parse_budget
     from .inspection import InspectReport
     from .report import Report  # pandas is optional: spanfix[pandas]
-    from .runs import Each, Measured, accept_figures, measure_all, measure_path, plain_baseline
+    from .runs import Baselines, Each, Measured, accept_figures, measure_all, measure_path, plain_baseline
     from .speculation import AcceptFigure, SpeculationResult
     from .tables import Iterations, Steps, Table
     from .timing import IterationTiming, KernelClasses, StatsResult, StepTiming, TraceMeasures
@@ -187,7 +187,7 @@ class Trace:
                     patches_wanted=False)[1].ambiguous
 
     def stats(self, by: Sequence[str] = (), *, kernels: bool = False, kernel_categories: Sequence[str] = (),
-              baseline: str | StatsResult | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
+              baseline: Baselines = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
               accept_length: float | None = None) -> StatsResult:
         """Per-stage statistics of this trace, as `spanfix stats` gives them (see stats())."""
         from .runs import accept_figures, baseline_read, compared, speculation_over
@@ -202,9 +202,9 @@ class Trace:
         return result
 
     def speculation(self, *, spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
-                    baseline: str | os.PathLike[str] | StatsResult | None = None) -> SpeculationResult:
+                    baseline: Baselines = None) -> SpeculationResult:
         """Does speculation pay? The model view, the accept length and its source, time per token and,
-        against a plain-decode baseline, the estimated speedup and break-even (see stats())."""
+        against a plain twin, the speedup, break-even and verdict (see stats())."""
         from .runs import accept_figures, baseline_read, speculation_over
         return speculation_over([self.measures()], accept_figures(spec_metrics, accept_length),
                             baseline_read(baseline, self._options))
@@ -325,32 +325,31 @@ def _classes(kernels: bool, categories: Sequence[str]) -> KernelClasses | None:
 
 def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
           by: Sequence[str] = (), kernels: bool = False, kernel_categories: Sequence[str] = (),
-          baseline: str | os.PathLike[str] | StatsResult | None = None, errors: str = "raise",
+          baseline: Baselines = None, errors: str = "raise",
           device: bool | None = None, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
           accept_length: float | None = None, executor: Any = None, **option_fields: Any) -> StatsResult:
     """Per-stage timing of one or several traces in one table, as `spanfix stats` prints it.
 
     by: further grouping keys (file, rank, name, mode-name, bs, toks). kernels: the kernels of each
     stage and iteration part; kernel_categories: NAME=REGEX classes of your own. baseline: a trace,
-    a saved `stats --format json` file, or a StatsResult to compare means with. errors: "raise"
+    a saved `stats --format json` file, or a StatsResult to compare means with; or several traces (a
+    sequence, or a glob), taken together as one plain twin whose batch sizes are matched. errors: "raise"
     (TraceError for the first unusable input) or "collect" (StatsResult.errors lists them).
     device: True reads every launch and kernel for the device view (busy time, the decode iterations
     on the device clock); the default does when device time needs them anyway (a span without a GPU
     annotation, as in SGLang's own captures), and otherwise says so in the warnings.
     spec_metrics: files of what SGLang writes about acceptance (server log, bench_serving JSONL,
     /server_info JSON); accept_length: the accept length, stated. StatsResult.speculation then has the
-    model view, the accept length and its source, time per token and (with a plain-decode baseline)
-    the estimated speedup and break-even. executor: run each input as a task of a concurrent.futures
-    executor or a Dask distributed.Client (whose workers read the inputs themselves); the result is
+    model view, the accept length and its source, time per token and (with a plain twin as the
+    baseline) the speedup, break-even and the verdict (SpeculationResult.verdict). executor: run
+    each input as a task of a concurrent.futures executor or a Dask distributed.Client (whose workers read the inputs themselves); the result is
     the same as here."""
     from .runs import accept_figures, baseline_read, compared, measure_all, speculation_over
-    from .timing import StatsResult, aggregate
+    from .timing import aggregate
     if not isinstance(errors, str) or errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
     checked_flag(kernels, "kernels")
     checked_flag(device, "device", optional=True)
-    if baseline is not None and not isinstance(baseline, StatsResult):
-        baseline = checked_path(baseline, "baseline")
     options = _options(options, option_fields)
     figures: list[AcceptFigure] = []
     for path in checked_paths(spec_metrics, "spec_metrics") if spec_metrics else ():  # before any trace is read
@@ -381,7 +380,8 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
         if errors == "raise":
             raise
         result.errors.append(f"baseline {exc}")
-    result.speculation = speculation_over(measured.measures, figures, read)
+    result.speculation = speculation_over(measured.measures, figures, read,
+                                          None if errors == "raise" else result.errors)
     return result
 
 
@@ -402,6 +402,15 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
                                         dry_run=dry_run, in_place=in_place)
     except MemoryError:
         raise out_of_memory(os.fspath(source)) from None
+
+
+def _baseline_names(baseline: Any) -> str | tuple[str, ...] | None:
+    """A baseline argument as check and the report take it: None, one path, or several (checked here)."""
+    if baseline is None:
+        return None
+    if isinstance(baseline, (str, os.PathLike)):
+        return checked_path(baseline, "baseline")
+    return tuple(checked_paths(baseline, "baseline"))
 
 
 def _each(each: Each | None, executor: Any) -> Each | None:
@@ -432,7 +441,7 @@ def relabelled_path(source: str | os.PathLike[str]) -> str:
 
 
 def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None, *,
-          budgets: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
+          budgets: Sequence[str] = (), baseline: Baselines = None,
           max_regression: float = DEFAULT_MAX_REGRESSION, allow_ambiguous: bool = False,
           require_new_names: bool = False, allow_empty: bool = False, min_count: int = DEFAULT_MIN_COUNT,
           allow_skipped: bool = False, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
@@ -458,7 +467,7 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     options = _options(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
     accept_figures((), accept_length)  # a bad stated accept length is a usage error now
-    check_options = CheckOptions(parsed, None if baseline is None else checked_path(baseline, "baseline"), max_regression,
+    check_options = CheckOptions(parsed, _baseline_names(baseline), max_regression,
                                  allow_ambiguous, require_new_names, allow_empty, min_count, allow_skipped,
                                  spec_metrics=tuple(checked_paths(spec_metrics, "spec_metrics")) if spec_metrics else (),
                                  accept_length=accept_length)
@@ -472,7 +481,7 @@ def inspect(source: Source, options: Options | None = None, **option_fields: Any
 
 
 def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], options: Options | None = None,
-                *, baseline: str | os.PathLike[str] | None = None, kernel_categories: Sequence[str] = (),
+                *, baseline: Baselines = None, kernel_categories: Sequence[str] = (),
                 command: str = "", each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
                 accept_length: float | None = None, executor: Any = None, **option_fields: Any) -> Report:
     """The HTML report of `spanfix report`: Report.html is one self-contained page (write it with
@@ -484,7 +493,7 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
     need(command, str, "a string", "command")
     _classes(False, kernel_categories)  # the same checks as stats()
     options = _options(options, option_fields)
-    return build_report(checked_paths(sources), options, baseline=None if baseline is None else checked_path(baseline, "baseline"),
+    return build_report(checked_paths(sources), options, baseline=_baseline_names(baseline),
                         kernel_categories=kernel_categories, command=command, each=_each(each, executor),
                         spec_metrics=checked_paths(spec_metrics, "spec_metrics") if spec_metrics else [],
                         accept_length=accept_length)

@@ -22,6 +22,9 @@ NS_LIMIT = 2**63 - 1  # device work is held in 64-bit nanoseconds: a time beyond
 # Two times this close (nanoseconds) are one time: where spans touch, where a GPU copy or device work
 # begins against the host span that launched it. Times are exact, so no float noise needs room.
 SLACK_NS = 0
+# Kineto writes microseconds with three decimals, so two spans that touch can seem to overlap by 1 ns
+# once each end is rounded: nesting allows for that much (index._nest), and no more.
+PRECISION_NS = 1
 _NUMBERS = frozenset({int, float})
 
 

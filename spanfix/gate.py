@@ -29,9 +29,9 @@ from .naming import parse_step_name
 from .reader import Trace, TraceError
 from .relabelling import RelabelOptions, plan
 from .render.escape import clip
-from .runs import Each, accept_figures, one_by_one
+from .runs import Each, accept_figures, baseline_names, one_by_one, read_baselines
+from .speculation import MetricsError, measure_speculation, plain_of, speculation_result
 from .speculation import budgets as _speculation_budgets  # noqa: F401  (registers model.* and speculation.*)
-from .speculation import measure_speculation, plain_of, speculation_result
 from .timing import (
     GPU,
     Baseline,
@@ -44,7 +44,6 @@ from .timing import (
     format_us,
     load,
     measure,
-    read_baseline,
 )
 from .timing.once import counted_once, same_files
 from .timing.profile import comparable
@@ -118,7 +117,7 @@ class CheckReport:
 @dataclass(frozen=True, slots=True)
 class CheckOptions:
     budgets: tuple[Budget, ...] = ()
-    baseline: str | None = None
+    baseline: str | tuple[str, ...] | None = None  # one, or several taken together (a plain twin's traces)
     max_regression: float = DEFAULT_MAX_REGRESSION
     allow_ambiguous: bool = False
     require_new_names: bool = False
@@ -168,8 +167,9 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
     baseline = baseline_error = None
     if check.baseline:
         try:
-            read = read_baseline(check.baseline, options, then=measure_speculation)
-            baseline = read.timing(("stage",))
+            names = baseline_names(check.baseline)
+            read = read_baselines(names, options)
+            baseline = read.timing(("stage",)) if read is not None else None
         except TraceError as exc:
             baseline_error = f"baseline {exc}"
         if baseline is not None and baseline.has_device_iterations:
@@ -194,12 +194,16 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
         if plain is not None and plain.plain:
             # The same server without speculation: the speedup's baseline. Its means are another kind
             # of run's (DECODE steps, no VERIFY nor iteration): no regression rule compares with them.
-            stats.notes.append(f"baseline {check.baseline} runs without speculative decoding: it serves the "
+            stats.notes.append(f"baseline {read.source} runs without speculative decoding: it serves the "
                                "speculation figures (speedup, break-even); no regression rule compares these "
                                "speculative inputs with it")
         else:
             outcomes += regression_outcomes(stats, baseline, check.max_regression, check.min_count)
-    stats.speculation = speculation_result(measures, figures, plain)
+    try:
+        stats.speculation = speculation_result(measures, figures, plain)
+    except MetricsError as exc:  # a file's accept length no run can have, and no other source's
+        errors.append(str(exc))
+        stats.speculation = speculation_result(measures, [], plain)
     outcomes += [budget_outcome(budget, stats, measured=bool(measures)) for budget in check.budgets]
     return CheckReport(outcomes, stats, errors, check.allow_skipped, baseline_error)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .clock import SLACK_NS
+from .clock import PRECISION_NS, SLACK_NS
 from .naming import StepName, parse_step_name
 from .ranks import scope_of
 from .reader import Event, Trace
@@ -24,6 +24,11 @@ Track = tuple[Hashable, Hashable]  # (pid, tid); either may be an int or a strin
 GPU_CATEGORY = "gpu_user_annotation"
 STAGE_SPANS = frozenset({"draft", "draft_extend"})
 ITERATION_SPAN = "scheduler.run_batch"
+ITERATION_COPY = "iteration copy"  # a scheduler.run_batch span's gpu_user_annotation copy
+# The launches that replay a whole captured graph: a capture with CUDA (or HIP) graphs shows them, an eager
+# one launches kernel by kernel. Only counted (graph mode is part of what makes a run).
+GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cudaGraphLaunch_v10000", "cuGraphLaunch", "hipGraphLaunch"})
+_GRAPH_LAUNCH = "graph launch"
 # python_function frames worth keeping: ModelRunner.forward and the workers that call it. Other
 # frames (the scheduler's among them) never decide a call stack, and most events are frames.
 _RUNNER_FRAME = re.compile(r"model_executor/model_runner\.py\(\d+\): forward$")
@@ -178,6 +183,10 @@ class TraceIndex:
     skipped: int  # step-named events without usable timestamps
     tracks: set[Track] = field(default_factory=set)
     shared_ids: int = 0  # External ids carried by several CPU step spans: not used to join GPU copies
+    # scheduler.run_batch spans -> the extent (ns from the trace's start) of their GPU annotation copies:
+    # the iteration's device work where the launches and kernels are not read.
+    iteration_copies: dict[Span, tuple[int, int]] = field(default_factory=dict)
+    graph_launches: int = 0  # launches that replay a captured graph (GRAPH_LAUNCHES)
     _nearest: dict[str, Enclosing] = field(default_factory=dict)
 
     @property
@@ -219,9 +228,10 @@ def build_index(trace: Trace) -> TraceIndex:
     names = TrackNames()
     spans: dict[Track, list[Span]] = defaultdict(list)
     gpu_spans: list[Span] = []
+    iteration_gpu: list[Span] = []
     open_begins: dict[Track, list[tuple[int, Event]]] = defaultdict(list)
     tracks: set[Track] = set()
-    unmatched = skipped = 0
+    unmatched = skipped = graph_launches = 0
 
     parsed: dict[Span, StepName] = {}
     clock = trace.clock
@@ -244,6 +254,9 @@ def build_index(trace: Trace) -> TraceIndex:
                     found = kinds[key] = _kind_of(event)
             kind, step = found
             if kind is None:
+                continue
+            if kind == _GRAPH_LAUNCH:
+                graph_launches += 1
                 continue
             pid, tid = event.pid, event.tid
             track = (pid if pid.__class__ in plain else repr(pid), tid if tid.__class__ in plain else repr(tid))
@@ -280,6 +293,8 @@ def build_index(trace: Trace) -> TraceIndex:
             skipped += kind == "step"
         elif step is not None and event.cat == GPU_CATEGORY:
             gpu_spans.append(span)
+        elif kind == ITERATION_COPY:
+            iteration_gpu.append(span)
         else:
             spans[track].append(span)
             if step is not None:
@@ -290,7 +305,8 @@ def build_index(trace: Trace) -> TraceIndex:
     steps = [StepSpan(span, parsed[span]) for track_spans in spans.values()
              for span in track_spans if span.kind == "step"]
     orphans, shared_ids = _join_gpu_copies(steps, gpu_spans)
-    return TraceIndex(names, steps, orphans, dict(spans), overlaps, unmatched, skipped, tracks, shared_ids)
+    return TraceIndex(names, steps, orphans, dict(spans), overlaps, unmatched, skipped, tracks, shared_ids,
+                      _iteration_copies(spans, iteration_gpu), graph_launches)
 
 
 # Why a GPU step annotation was not joined (its span is then reported as ambiguous).
@@ -325,6 +341,27 @@ def _join_gpu_copies(steps: list[StepSpan], gpu_spans: list[Span]) -> tuple[list
     return orphans, sum(1 for owner in owners.values() if owner is None)
 
 
+def _iteration_copies(spans: dict[Track, list[Span]], copies: list[Span]) -> dict[Span, tuple[int, int]]:
+    """Each scheduler.run_batch span's GPU copies' extent, joined as step copies are (same rank, same
+    External id, never before the span); a copy whose id names no single iteration is left out."""
+    if not copies:
+        return {}
+    owners: dict[tuple, Span | None] = {}
+    for track_spans in spans.values():
+        for span in track_spans:
+            if span.kind == "iteration" and span.external_id is not None:
+                key = scope_of(span.track[0]), span.external_id
+                owners[key] = None if key in owners else span
+    found: dict[Span, tuple[int, int]] = {}
+    for copy in copies:
+        owner = owners.get((scope_of(copy.track[0]), copy.external_id)) if copy.external_id is not None else None
+        if owner is None or copy.start_ns < owner.start_ns - SLACK_NS:
+            continue
+        start, end = found.get(owner, (copy.start_ns, copy.end_ns))
+        found[owner] = (min(start, copy.start_ns), max(end, copy.end_ns))
+    return found
+
+
 _MISSING = object()
 _PLAIN = frozenset({int, str, float, bool, type(None)})
 
@@ -334,7 +371,7 @@ _METADATA_NAMES = frozenset({"thread_name", "process_name", "process_labels"})
 
 def indexed_name(name: str) -> bool:
     """Could an event of this name be indexed? The reader decodes only those (and step spans) in full."""
-    return (name in STAGE_SPANS or name == ITERATION_SPAN or name in _METADATA_NAMES
+    return (name in STAGE_SPANS or name == ITERATION_SPAN or name in _METADATA_NAMES or name in GRAPH_LAUNCHES
             or is_sglang_frame(name))
 
 
@@ -378,8 +415,8 @@ def _kind_of(event: Event) -> tuple[str | None, StepName | None]:
         step = parse_step_name(name)
         return ("step", step) if step is not None else (None, None)
     category = event.cat
-    if category == GPU_CATEGORY:  # GPU copies of stage and iteration spans say nothing new
-        return None, None
+    if category == GPU_CATEGORY:  # GPU copies of stage spans say nothing new; an iteration's is its device extent
+        return (ITERATION_COPY, None) if name == ITERATION_SPAN else (None, None)
     return _kind_of_name(name, category == "python_function"), None
 
 
@@ -391,6 +428,8 @@ def _kind_of_name(name: str, is_frame: bool) -> str | None:
         return "stage"
     if name == ITERATION_SPAN:
         return "iteration"
+    if name in GRAPH_LAUNCHES:
+        return _GRAPH_LAUNCH
     return None
 
 
@@ -409,6 +448,9 @@ _TIME_LIMIT = (2**63) * 1000  # nanoseconds: a span beyond 2**63 us is no time (
 
 def _nest(track_spans: list[Span]) -> int:
     """Sort one track's spans and give each its innermost fully enclosing span; count partial overlaps.
+    An overlap no larger than the timestamps' precision (PRECISION_NS: Kineto rounds to 1 ns) is
+    rounding, not an overlap: a span that ends 1 ns after its parent is nested in it, one that starts
+    1 ns before its sibling ends follows it.
 
     One pass over a stack of open spans, each nested in the one below it. A span that is not inside
     the spans at the top of the stack (it overlaps them partially) goes on top of the outermost one
@@ -423,11 +465,11 @@ def _nest(track_spans: list[Span]) -> int:
     overlaps = 0
     for span in track_spans:
         start, end = span.start_ns, span.end_ns
-        while stack and stack[-1].end_ns <= start + SLACK_NS:
+        while stack and stack[-1].end_ns <= start + PRECISION_NS:
             stack.pop()
         # Partially overlapping spans are not nested: look further out for a span that contains this one.
         depth = len(stack)
-        while depth and stack[depth - 1].end_ns + SLACK_NS < end:
+        while depth and stack[depth - 1].end_ns + PRECISION_NS < end:
             depth -= 1
         if depth < len(stack):
             overlaps += 1

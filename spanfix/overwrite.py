@@ -77,14 +77,16 @@ class Reads:
         return None if found is None else self.files.get(found)
 
 
-def reads(inputs: Iterable[str], baseline: str | None = None, spec_metrics: Iterable[str] = ()) -> Reads:
-    """Every file a command reads: its inputs, its baseline, the --spec-metrics files it takes."""
+def reads(inputs: Iterable[str], baseline: str | Iterable[str] | None = None, spec_metrics: Iterable[str] = ()) -> Reads:
+    """Every file a command reads: its inputs, its baselines, the --spec-metrics files it takes."""
     found = Reads()
     for source in inputs:
         found.add(source)
     for source in spec_metrics:
         found.add(source, "--spec-metrics file")
-    return found.add(baseline, "baseline")
+    for source in [baseline] if baseline is None or isinstance(baseline, str) else baseline:
+        found.add(source, "baseline")
+    return found
 
 
 def refuse_overwrite(target: str, read: Reads, *, hint: str = "choose another output") -> None:

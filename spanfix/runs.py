@@ -4,15 +4,19 @@ report all measure this way (api, gate and report import it; it imports none of 
 
 from __future__ import annotations
 
+import glob
+import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SpanfixError, UsageError, out_of_memory
+from .errors import SpanfixError, TraceError, UsageError, out_of_memory
 from .options import Options, checked_path, checked_paths
+from .relabelling import RelabelOptions
 from .speculation import (
     AcceptFigure,
+    MetricsError,
     PlainDecode,
     SpeculationResult,
     measure_speculation,
@@ -35,33 +39,78 @@ def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
     holds none) and --accept-length (UsageError unless it is at least 1)."""
     figures = [read_spec_metrics(path) for path in checked_paths(spec_metrics, "spec_metrics")] if spec_metrics else []
     if accept_length is not None:
-        if isinstance(accept_length, bool) or not isinstance(accept_length, (int, float)) or not accept_length >= 1:
+        if isinstance(accept_length, bool) or not isinstance(accept_length, (int, float)) \
+                or not math.isfinite(accept_length) or not accept_length >= 1:
             raise UsageError(f"accept_length must be a number of at least 1 (tokens per request per iteration, "
                              f"the bonus token included), not {accept_length!r}")
         figures.append(stated_accept_length(accept_length))
     return figures
 
 
-def plain_baseline(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> PlainDecode | None:
-    """A plain-decode baseline from a trace, a saved stats result or a StatsResult (TraceError if unusable)."""
+Baselines = str | os.PathLike[str] | StatsResult | Sequence[str | os.PathLike[str]] | None
+
+
+def plain_baseline(baseline: Baselines, options: Options) -> PlainDecode | None:
+    """A plain-decode baseline from traces, a saved stats result or a StatsResult (TraceError if unusable)."""
     read = baseline_read(baseline, options)
     return None if read is None else plain_of(read)
 
 
-def baseline_read(baseline: str | os.PathLike[str] | StatsResult | None, options: Options) -> BaselineRead | None:
-    """The baseline read and measured once: timing's comparison and the speculation's plain DECODE steps
-    both come from it (TraceError when it is neither a trace nor a saved result)."""
+def baseline_names(baseline: Baselines) -> list[str]:
+    """The baselines as named: one, or several (each a trace, or a quoted glob of them, expanded here as
+    a shell would; a URL's on its store). TraceError for a pattern that matches nothing."""
+    if baseline is None or isinstance(baseline, StatsResult):
+        return []
+    names = [checked_path(baseline, "baseline")] if isinstance(baseline, (str, os.PathLike)) else \
+        [checked_path(name, "baseline") for name in checked_paths(baseline, "baseline")]
+    from .sources import expand, is_url
+
+    found: list[str] = []
+    for name in names:
+        if not is_url(name) and not os.path.exists(name) and any(c in name for c in "*?["):
+            matches = sorted(path for path in glob.glob(name) if os.path.isfile(path))
+            if not matches:
+                raise TraceError(f"{name}: no file matches this pattern")
+            found += matches
+            continue
+        expanded = expand([name])
+        if expanded.unmatched:
+            raise TraceError(expanded.unmatched[0][1])
+        found += expanded.names
+    return list(dict.fromkeys(found))
+
+
+def baseline_read(baseline: Baselines, options: Options) -> BaselineRead | None:
+    """The baseline read and measured once: timing's comparison and the speculation's plain twin both
+    come from it (TraceError when one is neither a trace nor a saved result). Several baselines are read
+    each once and taken together as one twin (traces only: a saved result stands alone)."""
     if baseline is None:
         return None
     if isinstance(baseline, StatsResult):
         return BaselineRead("<StatsResult>", document=baseline.to_json())
-    return read_baseline(checked_path(baseline, "baseline"), options.relabel_options(), then=measure_speculation)
+    return read_baselines(baseline_names(baseline), options.relabel_options())
+
+
+def read_baselines(names: Sequence[str], options: RelabelOptions) -> BaselineRead | None:
+    """Baselines named already (baseline_names), each read and measured once, taken together."""
+    if not names:
+        return None
+    return BaselineRead.together([read_baseline(name, options, then=measure_speculation) for name in names])
 
 
 def speculation_over(measures: list[TraceMeasures], figures: list[AcceptFigure],
-                     read: BaselineRead | None) -> SpeculationResult:
+                     read: BaselineRead | None, errors: list[str] | None = None) -> SpeculationResult:
+    """The speculation figures of the inputs against the baseline read. A --spec-metrics file whose
+    accept length no run can have (MetricsError) is raised, or with errors given, said there and left out."""
     speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
-    return speculation_result(measures, figures, plain_of(read) if read is not None and speculative else None)
+    plain = plain_of(read) if read is not None and speculative else None
+    try:
+        return speculation_result(measures, figures, plain)
+    except MetricsError as exc:
+        if errors is None:
+            raise
+        errors.append(str(exc))
+        return speculation_result(measures, [f for f in figures if f.file is None], plain)
 
 
 def compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:

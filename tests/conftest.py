@@ -10,10 +10,16 @@ FIXTURES = ROOT / "fixtures"
 SHARED_TRACES = Path(os.environ.get("SPANFIX_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
 
 
+# What SGLang writes beside its real captures (sglang-cpu/*/): the server's arguments, its /server_info and
+# the requests' responses. JSON, but not traces.
+SIDE_FILES = frozenset({"server_args.json", "server_info.json", "generate_outputs.json"})
+
+
 def real_traces() -> list[Path]:
     if not SHARED_TRACES.is_dir():
         return []
-    return sorted(p for p in SHARED_TRACES.rglob("*") if p.is_file() and (p.suffix in (".json", ".gz")))
+    return sorted(p for p in SHARED_TRACES.rglob("*") if p.is_file() and (p.suffix in (".json", ".gz"))
+                  and p.name not in SIDE_FILES)
 
 
 needs_real_traces = pytest.mark.skipif(not SHARED_TRACES.is_dir(),

@@ -261,16 +261,22 @@ def test_a_metrics_file_without_an_accept_length_is_exit_2_with_one_line(tmp_pat
 # Speedup and break-even against a plain-decode twin
 
 
-def _plain_truth(twin):
-    """The twin's DECODE steps: mean host span and mean device extent (first kernel start to last end)."""
-    host = [twin.events[t.index]["dur"].ns / 1000 for t in twin.truths
-            if t.clock == "cpu" and t.old_name.startswith("step[DECODE")]
+def _iteration_truth(trace):
+    """The generator's decode iterations (plain or speculative): mean host window (scheduler.run_batch)
+    and mean device extent (first kernel start to last end of the iteration's kernels)."""
+    decodes = [it for it in trace.iterations if it.phase == "decode"]
+    host = sum((it.end_ns - it.start_ns) / 1000 for it in decodes) / len(decodes)
     device = defaultdict(list)
-    for kernel in twin.kernels:
-        if kernel.stage == "DECODE":
+    for kernel in trace.kernels:
+        if kernel.phase == "decode":
             device[kernel.rank, kernel.iteration].append(kernel)
     extents = [(max(k.end_ns for k in ks) - min(k.start_ns for k in ks)) / 1000 for ks in device.values()]
-    return sum(host) / len(host), sum(extents) / len(extents)
+    return host, sum(extents) / len(extents) if extents else None
+
+
+def _plain_truth(twin):
+    """The plain twin's decode iterations, measured as a speculative run's are (like for like)."""
+    return _iteration_truth(twin)
 
 
 def _speculative_truth(trace):
@@ -302,8 +308,13 @@ def test_speedup_and_break_even_against_a_plain_twin_equal_the_formula_on_the_tr
     assert overall.break_even["cpu"] == pytest.approx(host / plain_host, rel=RATIO)
     assert overall.break_even["gpu"] == pytest.approx(device / plain_device, rel=RATIO)
     [row] = result.rows
-    assert row.bs == spec.batch_size and row.speedup == pytest.approx(overall.speedup) and not result.notes
-    # The plain capture's saved stats JSON serves as well: it keeps DECODE step means per batch size.
+    assert row.bs == spec.batch_size and row.speedup == pytest.approx(overall.speedup)
+    # NGRAM runs no draft: its verify costs about a plain decode, and a break-even below 1 is said.
+    below = {"cpu": host < plain_host, "gpu": device < plain_device}
+    expected = {f"{where}, {word} clock: break-even" for where in ("bs 4", "overall")
+                for clock, word in (("cpu", "host"), ("gpu", "device")) if below[clock]}
+    assert {note.split(" is below 1")[0].rsplit(" ", 1)[0] for note in result.notes} == expected
+    # The plain capture's saved stats JSON serves as well: it keeps the decode iterations' means per batch size.
     saved = tmp_path / "plain-stats.json"
     saved.write_text(json.dumps(spanfix.stats(str(plain)).to_json()))
     again = spanfix.stats(str(path), baseline=str(saved), device=True).speculation.overall
@@ -317,15 +328,16 @@ def test_a_speculative_baseline_or_another_batch_size_is_said_not_compared(tmp_p
     other = _write(tmp_path, synth.generate(replace(spec, seed=8)), "other-TP-0.trace.json")
     result = spanfix.stats(str(path), baseline=str(other)).speculation
     assert result.overall.speedup == {"cpu": None, "gpu": None}
-    assert any("runs speculative decoding" in note for note in result.notes)
+    assert "runs speculative decoding" in result.verdict.missing and result.verdict.pays is None
     wider = _write(tmp_path, synth.generate(synth.plain_twin(replace(spec, batch_size=8))), "wide-TP-0.trace.json")
     result = spanfix.stats(str(path), baseline=str(wider)).speculation
     assert result.overall.speedup == {"cpu": None, "gpu": None}
-    assert any("batch sizes differ" in note and "bs 4 not in the baseline" in note for note in result.notes)
+    assert any("no decode iteration at bs 4 (these inputs: bs 4; the twin: bs 8)" in note
+               and "--cuda-graph-bs" in note for note in result.notes)
     eager = _write(tmp_path, synth.generate(synth.plain_twin(replace(spec, cuda_graph=False))), "eager-TP-0.trace.json")
     result = spanfix.stats(str(path), baseline=str(eager)).speculation
-    assert result.overall.speedup["gpu"] is not None
-    assert any("graph mode differs" in note for note in result.notes)
+    assert result.overall.speedup == {"cpu": None, "gpu": None} and result.verdict.speedup is None
+    assert "CUDA graphs here" in result.verdict.missing and "eager in the plain twin" in result.verdict.missing
 
 
 def test_batch_sizes_are_matched_row_by_row(tmp_path):
@@ -335,11 +347,20 @@ def test_batch_sizes_are_matched_row_by_row(tmp_path):
                            baseline=str(_write(tmp_path, twin, "plain-TP-0.trace.json"))).speculation
     assert [(row.bs, row.iterations) for row in result.rows] == [(3, 3), (4, 3)]
     for row in result.rows:
-        assert row.speedup["gpu"] == pytest.approx(row.accept_length * row.plain_us["gpu"] / row.iteration_us["gpu"])
+        for clock in ("cpu", "gpu"):
+            assert row.speedup[clock] == pytest.approx(
+                row.accept_length * row.plain_iteration_us[clock] / row.iteration_us[clock])
+            assert row.speedup[clock] == pytest.approx(row.plain_per_token_us[clock] / row.per_token_us[clock])
+            assert row.tokens_per_s[clock] == pytest.approx(row.bs * row.accept_length / row.iteration_us[clock] * 1e6)
     overall = result.overall
-    spent = sum(row.iterations * row.iteration_us["gpu"] for row in result.rows)
-    gained = sum(row.iterations * row.accept_length * row.plain_us["gpu"] for row in result.rows)
-    assert overall.speedup["gpu"] == pytest.approx(gained / spent)
+    for clock in ("cpu", "gpu"):  # the overall row multiplies out as a row does
+        assert overall.covered[clock] == (3, 4)
+        assert overall.speedup[clock] == pytest.approx(overall.plain_iteration_us[clock] / overall.per_token_us[clock])
+        assert overall.per_token_us[clock] == pytest.approx(overall.iteration_us[clock] / overall.accept_length)
+        assert overall.break_even[clock] == pytest.approx(overall.iteration_us[clock] / overall.plain_iteration_us[clock])
+        weights = [row.counts[clock] for row in result.rows]
+        assert overall.iteration_us[clock] == pytest.approx(
+            sum(w * row.iteration_us[clock] for w, row in zip(weights, result.rows)) / sum(weights))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -381,8 +402,8 @@ def test_the_stage_table_says_what_its_draft_rows_leave_out(tmp_path):
     assert share > 0.5  # the draft's decode passes are graph replays with no step span
     assert f"leave out {share:.0%} of the draft model's device time" in text
     assert "speculation (" in text and "accept length" in text and "time per token" in text
-    # No plain-decode baseline: no speedup row, and the note under the table says what it needs.
-    assert "estimated speedup" not in text and "speedup and break-even need a plain-decode baseline" in text
+    # No plain twin: no speedup row, and the verdict line says what it needs.
+    assert "speedup " not in text and "no speculation verdict: it needs a plain twin (--baseline" in text
     markdown = CliRunner().invoke(main, ["stats", str(path), "--format", "markdown"]).stdout
     assert "> note: the draft step rows" in markdown and "### Speculation (" in markdown
     rows = CliRunner().invoke(main, ["stats", str(path), "--format", "csv"]).stdout.splitlines()
@@ -451,7 +472,7 @@ def test_speculation_budgets(tmp_path):
     assert budgets[0].value == result.accept_length
     missing = spanfix.check(str(path), budgets=["speculation.speedup>=1.3"])
     [outcome] = [o for o in missing.outcomes if o.kind == "budget"]
-    assert not outcome.held and "no plain-decode baseline" in outcome.detail
+    assert not outcome.held and "no plain twin" in outcome.detail
     for bad in ("model.draft.mean<=1", "speculation.gpu.accept_length>=2", "model.cpu.idle.share<=0.1",
                 "model.drafts.share<=0.1", "speculation.speedups>=1", "speculation.accept_length>=2ms"):
         with pytest.raises(spanfix.UsageError):
@@ -466,7 +487,7 @@ def test_speculation_budgets_the_inputs_cannot_measure_are_skipped_in_every_form
     text = CliRunner().invoke(main, ["check", str(path), *budgets], env={"GITHUB_ACTIONS": "true"})
     assert text.exit_code == 1, text.output
     assert re.search(r"skipped +speculation\.speedup>=1\.3 +not measured \(gpu\)", text.stdout), text.stdout
-    assert "no plain-decode baseline: give --baseline" in text.stdout
+    assert "no plain twin: give --baseline" in text.stdout
     assert "no accept length: the trace does not tell it" in text.stdout
     assert "::error title=spanfix check::speculation.speedup>=1.3: skipped" in text.stderr
     document = json.loads(CliRunner().invoke(main, ["check", str(path), *budgets, "--format", "json"]).stdout)
@@ -578,7 +599,7 @@ def test_the_json_reference_documents_the_speculation_section_as_written():
     example = json.loads(reference.split("```json")[1].split("```")[0])
     written = json.loads(CliRunner().invoke(main, [
         "stats", str(FIXTURES / "eagle-stock.trace.json.gz"), "--baseline", str(FIXTURES / "eagle-plain.trace.json.gz"),
-        "--accept-length", "2.5", "--device", "--format", "json"]).stdout)["speculation"]
+        "--device", "--format", "json"]).stdout)["speculation"]
     assert list(example) == list(written)
     for key in ("by_bs", "accept_lengths"):
         assert [list(entry) for entry in example[key]] == [list(entry) for entry in written[key]]
@@ -586,6 +607,8 @@ def test_the_json_reference_documents_the_speculation_section_as_written():
         assert entry == next(m for m in written["model"] if (m["scope"], m["clock"]) == (entry["scope"], entry["clock"]))
     assert list(example["overall"]["gpu"]) == list(written["overall"]["gpu"])
     assert example["overall"] == {**written["overall"], "bs": None}
+    assert example["verdict"] == written["verdict"]
+    assert [{**run, "inputs": None} for run in example["runs"]] == [{**run, "inputs": None} for run in written["runs"]]
 
 
 def test_the_reports_cards_are_figures_of_its_speculation_table(tmp_path):
@@ -597,7 +620,8 @@ def test_the_reports_cards_are_figures_of_its_speculation_table(tmp_path):
     cells = {cell["t"] for table in section["tables"] for row in table["rows"] for cell in row}
     labels = [label for label, _ in section["cards"]]
     assert labels == ["draft model, share of the decode iteration (device)", "accept length (trace annotations)",
-                      "estimated speedup (device)"]
+                      "speedup over plain decoding (device, bs 4)", "break-even accept length (device)"]
+    assert report.payload["speculation"]["verdict"].startswith("speculation ")  # stats' verdict line
     for label, value in section["cards"]:
         assert any(value in cell for cell in cells), (label, value)
     [series] = section["series"]
@@ -690,7 +714,7 @@ def test_check_reads_spec_metrics_and_the_stated_accept_length(tmp_path):
 def test_the_whole_trace_rows_are_a_total_and_parts_that_add_up_to_it(tmp_path):
     """The speculation table's whole-trace shares are of the total printed above them, and a figure
     that no clock has (no accept length, no baseline) is left out for the notes to explain."""
-    from spanfix.render.speculation import speculation_cells, speculation_notes
+    from spanfix.render.speculation import speculation_cells, speculation_notes, verdict_line
     from spanfix.timing.numbers import format_us
 
     path = _write(tmp_path, synth.generate(_spec("eagle", True, detailed=False)))
@@ -710,4 +734,5 @@ def test_the_whole_trace_rows_are_a_total_and_parts_that_add_up_to_it(tmp_path):
     assert spec.accept_length is None
     assert not {"time per token", "estimated speedup", "break-even accept length"} & set(labels)
     notes = " ".join(speculation_notes(spec))
-    assert "accept length unknown" in notes and "need a plain-decode baseline" in notes
+    assert "accept length unknown" in notes and "it needs the accept length" in verdict_line(spec) \
+        and "and a plain twin" in verdict_line(spec)

@@ -115,7 +115,7 @@ def test_stats_at_80_columns_breaks_no_word(tmp_path):
     lines = [line for line in screen if line]
     assert all(len(line) <= 80 for line in lines)
     words = " ".join(lines).split()
-    for word in ("annotation,", "computed:", "(--device", "them)", "decode", "FA3/Triton/TRT-LLM/FlashMLA"):
+    for word in ("annotation,", "computed:", "(--device", "them)", "decode", "deltas", "(--baseline:"):
         assert word in words, (word, "\n".join(lines))
     note = next(k for k, line in enumerate(lines) if line.startswith(("note: fixtures/", "note: /")))
     assert lines[note + 1].startswith("  ")  # the rest of the note indented under it

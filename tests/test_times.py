@@ -48,6 +48,8 @@ def test_moving_every_timestamp_onto_the_epoch_changes_no_figure(tmp_path, algor
             assert b"17121954" in (folder / "run.trace.json").read_bytes()
         result = spanfix.stats(folder / "run.trace.json", device=True, kernels=True).to_json()
         result["inputs"] = ["run.trace.json"]
+        for run in result["speculation"]["runs"]:
+            run["inputs"] = ["run.trace.json"]
         result["warnings"] = [w.replace(str(folder), "") for w in result["warnings"]]
         figures.append(dict(leaves(result)))
     monotonic, epoch = figures

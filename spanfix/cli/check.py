@@ -41,8 +41,10 @@ def _budgets(ctx, param, values):
                    "model.gpu.draft.share<=0.2, speculation.accept_length>=2.5, speculation.speedup>=1.3 "
                    "(repeatable). The clock is the device's where the inputs have device time, unless the "
                    "budget names .cpu.; a time needs its unit (us, ms, s), a share is 0..1 or 0%..100%.")
-@click.option("--baseline", metavar="FILE", callback=existing_baseline,
-              help="A trace or a saved `spanfix stats --format json` result; every stage's mean is compared with it.")
+@click.option("--baseline", metavar="FILE", multiple=True, callback=existing_baseline,
+              help="A trace or a saved `spanfix stats --format json` result; every stage's mean is compared with it. "
+                   "A capture without speculation (the plain twin) serves the speculation budgets instead; repeat "
+                   "it (or quote a glob) for a twin captured at several batch sizes.")
 @click.option("--max-regression", type=click.FloatRange(min=0), default=None, metavar="PCT",
               help=f"How much a mean may grow over the baseline, in percent (default {api.DEFAULT_MAX_REGRESSION:g}).")
 @click.option("--allow-ambiguous", is_flag=True, help="Do not fail on step spans that stay ambiguous.")

@@ -3,6 +3,7 @@ attribution options turned into the API's spanfix.Options."""
 
 from __future__ import annotations
 
+import glob
 import os
 from collections.abc import Callable
 
@@ -82,14 +83,25 @@ scheduler_option = click.option(
          "workers read the inputs themselves. Default: local processes (-j).")
 
 
-def existing_baseline(ctx, param, value):
-    """--baseline names a file that is there, or the command stops at once: a baseline problem, said
-    as one (not as an input that could not be read, after minutes of reading the inputs). A URL is
-    asked of its store when it is read: one line then, for the baseline."""
-    if value is not None and value != "-" and not is_url(value) and not os.path.exists(local_path(value)):
-        raise click.BadParameter(f"{printable(value)}: no such file (a trace, or a saved `spanfix stats --format "
-                                 "json` result)")
-    return value
+def existing_baseline(ctx, param, values):
+    """--baseline (repeatable) names files that are there, or the command stops at once: a baseline
+    problem, said as one (not as an input that could not be read, after minutes of reading the inputs).
+    A quoted glob is expanded here, as the shell would; a URL (or a URL's glob) is asked of its store
+    when it is read: one line then, for the baseline. None when none is given, else the names."""
+    found: list[str] = []
+    for value in values:
+        if value == "-" or is_url(value) or os.path.exists(local_path(value)):
+            found.append(value)
+        elif any(c in value for c in "*?["):
+            matches = sorted(path for path in glob.glob(value) if os.path.isfile(path))
+            if not matches:
+                raise click.BadParameter(f"{printable(value)}: no file matches this pattern")
+            found += matches
+        else:
+            raise click.BadParameter(f"{printable(value)}: no such file (a trace, or a saved `spanfix stats --format "
+                                     "json` result)")
+    found = list(dict.fromkeys(found))
+    return None if not found else found[0] if len(found) == 1 else tuple(found)
 
 
 def attribution_options(command: Callable) -> Callable:

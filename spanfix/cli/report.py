@@ -30,9 +30,9 @@ from .streams import say
 @click.option("-o", "--output", default="report.html", show_default=True, metavar="FILE",
               help="Where to write the HTML file: a file, a folder (report.html in it; a path ending in / is "
                    "created), or - for standard output.")
-@click.option("--baseline", metavar="OTHER", callback=existing_baseline,
+@click.option("--baseline", metavar="OTHER", multiple=True, callback=existing_baseline,
               help="A trace (its distributions are overlaid) or a saved `spanfix stats --format json` result "
-                   "(its means and percentiles) to compare with.")
+                   "(its means and percentiles) to compare with; repeatable (traces only), taken together.")
 @click.option("--kernel-category", "kernel_categories", multiple=True, metavar="NAME=REGEX",
               help="Add a kernel category, or replace one, matched on the lower-cased kernel name before "
                    "SGLang's own classes (repeatable).")

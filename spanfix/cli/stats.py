@@ -43,10 +43,11 @@ from .streams import render, say_wrapped, terminal_width, write_out
                    "SGLang's own classes (repeatable).")
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Kernels listed per group in tables (JSON and CSV list all).")
-@click.option("--baseline", metavar="OTHER", callback=existing_baseline,
+@click.option("--baseline", metavar="OTHER", multiple=True, callback=existing_baseline,
               help="A trace, or a saved `spanfix stats --format json` result, to compare the mean of every row with "
-                   "(rows match on every --by key; a baseline of another kind of run is named); a capture "
-                   "without speculation also gives the speedup.")
+                   "(rows match on every --by key; a baseline of another kind of run is named). A capture of the "
+                   "same server without speculation (the plain twin) also gives the speedup and the verdict; "
+                   "repeat it (or quote a glob) for a twin captured at several batch sizes.")
 @click.option("--format", "output_format", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
               show_default=True, help="table for people; json (docs/json.md), csv, markdown for CI summaries.")
 @speculation_options
@@ -64,8 +65,9 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
     Speculative traces also get the split of a decode iteration into draft, verify,
     draft_extend, ambiguous and other, on the host and on the device (plus idle), CUDA-graph
     replays included, and the speculation table: the draft model's whole cost, the accept
-    length and its source, time per token, and against a plain-decode --baseline the
-    estimated speedup and the break-even accept length.
+    length and its source, time per token, and against the plain twin (--baseline: the same
+    server captured without speculation) the speedup and break-even accept length, like for
+    like, with one verdict line above it on the clock that bounds the decode iteration.
 
     \b
     Examples:

@@ -4,13 +4,12 @@ notes that keep the stage and iteration tables honest about the draft model's co
 
 from __future__ import annotations
 
-from ..speculation import SpeculationResult
-from ..speculation.result import SpeedRow
+from ..speculation import SpeculationResult, SpeedRow, Verdict
 from ..timing import CPU, GPU, StatsResult, format_us
 
 CLOCK_WORDS = {CPU: "host", GPU: "device"}
 NOTED = 0.05  # a stage table says what its draft rows leave out from this share of the draft's time
-BY_BS_LEAVE_OUT = ("per token", "plain step")  # what the batch-size table leaves out first to fit a terminal
+BY_BS_LEAVE_OUT = ("tokens/s", "plain iter", "per token")  # what the batch-size table leaves out first to fit
 
 
 def speculation_of(result: StatsResult) -> SpeculationResult | None:
@@ -30,7 +29,8 @@ def _ratio(value: float | None) -> str:
 
 def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str]]]:
     """One row per figure, a column per clock that has figures."""
-    clocks = [clock for clock in (CPU, GPU) if clock in spec.model or clock in spec.iteration_model]
+    clocks = [clock for clock in (CPU, GPU) if clock in spec.model or clock in spec.iteration_model
+              or (spec.overall is not None and spec.overall.iteration_us.get(clock) is not None)]
     header = ["figure", *(CLOCK_WORDS[clock] for clock in clocks)]
     rows: list[list[str]] = []
 
@@ -77,10 +77,16 @@ def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str
     overall = spec.overall
     rows.append(["accept length", _ratio(spec.accept_length), *([""] * (len(clocks) - 1))])
     if overall is not None:
+        covered = {size for clock in clocks for size in overall.covered.get(clock, ())}
+        if len(spec.rows) > 1:
+            rows.append([f"over bs {_sizes(sorted(covered))}", *([""] * len(clocks))])
         # A figure no clock has is left out: the notes under the table say what it needs.
-        for label, cell in (("time per token", lambda clock: _time_share(overall.per_token_us.get(clock))),
-                            ("plain decode step", lambda clock: _time_share(overall.plain_us.get(clock))),
-                            ("estimated speedup", lambda clock: _ratio(overall.speedup.get(clock))),
+        for label, cell in (("speculative iteration", lambda clock: _time_share(overall.iteration_us.get(clock))),
+                            ("time per token (per request)", lambda clock: _time_share(overall.per_token_us.get(clock))),
+                            ("tokens per second (batch)", lambda clock: _rate(overall.tokens_per_s.get(clock))),
+                            ("plain decode iteration", lambda clock: _time_share(overall.plain_iteration_us.get(clock))),
+                            ("  its DECODE step (forward)", lambda clock: _time_share(overall.plain_us.get(clock))),
+                            ("speedup", lambda clock: _ratio(overall.speedup.get(clock))),
                             ("break-even accept length", lambda clock: _ratio(overall.break_even.get(clock)))):
             cells = [cell(clock) for clock in clocks]
             if any(text != "-" for text in cells):
@@ -88,25 +94,62 @@ def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str
     return header, rows
 
 
+def _rate(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def _sizes(sizes: list) -> str:
+    return ", ".join(map(str, sizes)) if sizes else "-"
+
+
 def by_bs_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str]]] | None:
-    """Per batch size, on the device clock where it was measured (else the host): only when there are
-    several (with one, the overall figures are its own)."""
+    """Per batch size, on the verdict's clock (the one that bounds the decode iteration): only when
+    there are several (with one, the overall figures are its own)."""
     if len(spec.rows) < 2:
         return None
-    clock = spec.default_clock()
-    header = ["bs", "iters", "accept", "iteration", "per token", "plain step", "speedup", "break-even"]
+    clock = spec.verdict_clock()
+    header = ["bs", "iters", "accept", "iteration", "per token", "tokens/s", "plain iter", "speedup", "break-even"]
     return header, [_bs_row(row, clock) for row in spec.rows]
 
 
 def _bs_row(row: SpeedRow, clock: str) -> list[str]:
-    return [str(row.bs), str(row.iterations), _ratio(row.accept_length), _time_share(row.iteration_us.get(clock)),
-            _time_share(row.per_token_us.get(clock)), _time_share(row.plain_us.get(clock)),
-            _ratio(row.speedup.get(clock)), _ratio(row.break_even.get(clock))]
+    accept = _ratio(row.accept_length) + ("*" if row.accept_assumed and row.accept_length is not None else "")
+    return [str(row.bs), str(row.iterations), accept, _time_share(row.iteration_us.get(clock)),
+            _time_share(row.per_token_us.get(clock)), _rate(row.tokens_per_s.get(clock)),
+            _time_share(row.plain_iteration_us.get(clock)), _ratio(row.speedup.get(clock)),
+            _ratio(row.break_even.get(clock))]
 
 
 def speculation_title(spec: SpeculationResult) -> str:
-    algorithms = ", ".join(spec.algorithms)
-    return f"speculation ({algorithms})"
+    config = spec.config
+    return f"speculation ({config.title if config is not None else ', '.join(spec.algorithms)})"
+
+
+def verdict_line(spec: SpeculationResult) -> str | None:
+    """The answer, in one line: does speculation pay, by how much, at which batch sizes and why that
+    clock; or what a verdict needs."""
+    verdict = spec.verdict
+    if verdict is None:
+        return None
+    if verdict.speedup is None:
+        text = f"no speculation verdict: it needs {verdict.missing}" if verdict.missing.startswith(("the accept", "a plain")) \
+            else f"no speculation verdict: {verdict.missing}"
+        if verdict.break_even is not None:
+            text += (f"; break-even accept length {verdict.break_even:.2f} at bs {_sizes(list(verdict.batch_sizes))} "
+                     f"({verdict.why})")
+        return text
+    pays = "speculation pays" if verdict.pays else "speculation does not pay"
+    return (f"{pays}: {verdict.speedup:.2f}x plain decoding at bs {_sizes(list(verdict.batch_sizes))} ({verdict.why}); "
+            f"break-even accept length {verdict.break_even:.2f}, accepted {verdict.accept_length:.2f}"
+            f" ({_accept_source(spec, verdict)})")
+
+
+def _accept_source(spec: SpeculationResult, verdict: Verdict) -> str:
+    source = verdict.accept_source or (spec.used.source if spec.used is not None else "?")
+    assumed = spec.overall is not None and spec.overall.accept_assumed
+    return source + (", assumed at some batch sizes" if assumed else "")
 
 
 def speculation_notes(spec: SpeculationResult) -> list[str]:
@@ -124,11 +167,10 @@ def speculation_notes(spec: SpeculationResult) -> list[str]:
         if figure is not spec.used and figure.value is not None:
             where = f" ({figure.file})" if figure.file else ""
             notes.append(f"also: {figure.value:.2f} ({figure.source}{where}): {figure.detail}")
-    if spec.overall is not None and spec.baseline is None:
-        notes.append("speedup and break-even need a plain-decode baseline: --baseline a capture of the same server "
-                     "without speculation (or its saved stats JSON)")
-    elif spec.baseline is not None:
-        notes.append(f"plain decode from {spec.baseline.source}")
+    if spec.baseline is not None:
+        notes.append(f"plain twin: {spec.baseline.source}")
+    if any(row.accept_assumed for row in spec.rows) and len(spec.rows) > 1:
+        notes.append("accept* : not measured at that batch size (the source's mean, assumed)")
     notes += spec.notes
     return notes
 
@@ -177,10 +219,12 @@ def speculation_tables(result: StatsResult) -> list[tuple]:
         return []
     if not spec.speculative:
         return [(not_speculative(spec), [], [], ())]
-    tables = [(speculation_title(spec), *speculation_cells(spec), (), speculation_notes(spec))]
+    line = verdict_line(spec)
+    tables = [(line, [], [], ())] if line else []
+    tables.append((speculation_title(spec), *speculation_cells(spec), (), speculation_notes(spec)))
     by_bs = by_bs_cells(spec)
     if by_bs is not None:
-        tables.append((f"speculation by batch size ({CLOCK_WORDS[spec.default_clock()]} clock)", *by_bs,
+        tables.append((f"speculation by batch size ({CLOCK_WORDS[spec.verdict_clock()]} clock)", *by_bs,
                        BY_BS_LEAVE_OUT))
     return tables
 
@@ -194,7 +238,11 @@ def speculation_markdown(result: StatsResult, markdown_table) -> list[str]:
     if not spec.speculative:
         return [markdown_text(not_speculative(spec)), ""]
     title = speculation_title(spec)
-    sections = [f"### {markdown_text(title[0].upper() + title[1:])}", "", markdown_table(*speculation_cells(spec)), ""]
+    sections = [f"### {markdown_text(title[0].upper() + title[1:])}", ""]
+    line = verdict_line(spec)
+    if line:
+        sections += [f"**{markdown_text(line, whole=True)}**", ""]
+    sections += [markdown_table(*speculation_cells(spec)), ""]
     by_bs = by_bs_cells(spec)
     if by_bs is not None:
         sections += [markdown_table(*by_bs), ""]
@@ -219,4 +267,40 @@ def speculation_csv_rows(result: StatsResult, columns: list[str]) -> list[list]:
             values = {"stage": f"model:{part}", "clock": clock, "total_us": round(total, 3),
                       "share": round(found.share(part), 6)}
             rows.append([values.get(column) for column in columns])
+    return rows
+
+
+# The speed figures of a row as CSV names them, each per clock.
+_ROW_FIGURES = (("iteration_us", "iteration_us"), ("per_token_us", "per_token_us"), ("tokens_per_s", "tokens_per_s"),
+                ("plain_iteration_us", "plain_iteration_us"), ("plain_decode_us", "plain_us"), ("speedup", "speedup"),
+                ("break_even", "break_even"))
+
+
+def speculation_csv_figures(result: StatsResult) -> list[tuple]:
+    """The verdict and the speed figures as CSV rows: (clock, count, scope, figure, value); scope is
+    `verdict`, `overall` or `bs=N`. Empty without speculation."""
+    spec = speculation_of(result)
+    if spec is None or not spec.speculative:
+        return []
+    rows: list[tuple] = []
+    verdict = spec.verdict
+    if verdict is not None:
+        for name in ("pays", "speedup", "break_even", "accept_length", "accept_source", "batch_sizes", "why",
+                     "missing"):
+            value = verdict.to_json()[name]
+            value = " ".join(map(str, value)) if isinstance(value, list) else value
+            if value not in (None, ""):
+                rows.append((verdict.clock, None, "verdict", name, value))
+    if spec.accept_length is not None:
+        rows.append((None, None, "overall", "accept_length", round(spec.accept_length, 4)))
+    for row in ([spec.overall] if spec.overall is not None else []) + list(spec.rows):
+        scope = "overall" if row.bs is None else f"bs={row.bs}"
+        if row.bs is not None and row.accept_length is not None:
+            rows.append((None, row.iterations, scope, "accept_length", round(row.accept_length, 4)))
+        for clock in (CPU, GPU):
+            for name, attribute in _ROW_FIGURES:
+                value = getattr(row, attribute).get(clock)
+                if value is not None:
+                    rows.append((clock, row.counts.get(clock), scope, name,
+                                 round(value, 1 if name == "tokens_per_s" else 3 if name.endswith("_us") else 4)))
     return rows

@@ -22,7 +22,14 @@ from ..timing.numbers import TIME_UNITS, time_unit
 from ..timing.table import category_rows, kernel_rows
 from .escape import Markdown, clip, code_span, csv_row, markdown_text, printable, rich_text, whole_reason
 from .fit import TEXT_COLUMNS, fitted, rich_table
-from .speculation import iteration_note, speculation_csv_rows, speculation_markdown, speculation_tables, stage_note
+from .speculation import (
+    iteration_note,
+    speculation_csv_figures,
+    speculation_csv_rows,
+    speculation_markdown,
+    speculation_tables,
+    stage_note,
+)
 
 BAR_WIDTH = 8
 TOP_KERNELS = 10
@@ -80,14 +87,14 @@ def stage_cells(result: StatsResult, clock: str, bars: bool = False, unit: str |
     busy = clock == GPU and any(row.busy_share is not None for row in rows)
     header = [*result.by, *(["source"] if sources else []), *STATISTICS, *_share_header(bars)]
     header += ["busy"] if busy else []
-    header += ["mean vs baseline"] if result.baseline else []
+    header += ["mean vs baseline"] if _compared(result) else []
     cells = []
     for row in rows:
         line = [*_keys(row.keys), *([row.device_source or "-"] if sources else []), str(row.summary.count)]
         line += [f"{row.summary.statistic(name) / scale:.{digits}f}" for name in STATISTICS[1:]]
         line += _share(row.share, bars)
         line += [("-" if row.busy_share is None else f"{row.busy_share:.0%}")] if busy else []
-        cells.append(line + ([_change(row.baseline)] if result.baseline else []))
+        cells.append(line + ([_change(row.baseline)] if _compared(result) else []))
     return unit, header, cells
 
 
@@ -127,7 +134,7 @@ def iteration_cells(result: StatsResult, clock: str, bars: bool = False, unit: s
     its time goes, each part's mean, p50 and p90 per iteration, and share."""
     unit = unit or iteration_unit(result)
     scale, digits = TIME_UNITS[unit]
-    baseline = bool(result.baseline)
+    baseline = _compared(result)
     header = [*result.iteration_keys, "part", "count", "mean", "p50", "p90", *_share_header(bars)]
     header += ["mean vs baseline"] if baseline else []
     parts = shown_parts(result, clock)
@@ -260,10 +267,16 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
         for group in result.kernels:
             add(f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
                 *kernel_cells(result, group, top))
-    if result.baseline:
+    if _compared(result):
         parts.append(rich_text(f"baseline: {result.baseline}"))
         parts += [rich_text(f"the baseline differs: {difference}") for difference in result.baseline_differences]
     return Group(*parts)
+
+
+def _compared(result: StatsResult) -> bool:
+    """Are the means compared with a baseline? Not with a plain twin, which serves the speedup (the
+    speculation section names it)."""
+    return bool(result.baseline) and not result.plain_twin
 
 
 def stats_messages(result: StatsResult) -> list[str]:
@@ -336,7 +349,7 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
                          markdown_table(*kernel_cells(result, group, top)), ""]
     if not result.rows:
         sections += ["No step spans.", ""]
-    if result.baseline:
+    if _compared(result):
         sections += [f"Baseline: {code_span(result.baseline)}", ""]
         sections += [f"> the baseline differs: {markdown_text(d, whole=True)}" for d in result.baseline_differences]
     return "\n".join(sections).rstrip("\n") + "\n"
@@ -360,15 +373,17 @@ def stats_csv(result: StatsResult) -> str:
         return kernels_csv(result)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    baseline = ["baseline_mean_us", "change_us", "change_pct"] if result.baseline else []
+    baseline = ["baseline_mean_us", "change_us", "change_pct"] if _compared(result) else []
     times = [f"{name}_us" for name in STATISTICS[1:]]
     columns = ("clock", "count", *times, "share", "device_source", "busy_us", "busy_share")
-    writer.writerow(csv_row([*result.by, *columns, *baseline, "part"]))
+    figures = speculation_csv_figures(result)  # with speculation: three more columns, scope, figure, value
+    extra = ["scope", "figure", "value"] if figures else []
+    writer.writerow(csv_row([*result.by, *columns, *baseline, "part", *extra]))
 
     def write(data: dict, change: dict | None, part: str) -> None:
         cells = [data.get(key) for key in (*result.by, *columns)]
         cells += [(change or {}).get(key) for key in ("mean_us", "change_us", "change_pct")][:len(baseline)]
-        writer.writerow(csv_row([*cells, part]))
+        writer.writerow(csv_row([*cells, part, *([None] * len(extra))]))
 
     document = result.to_json()
     for data in document["stages"]:
@@ -381,7 +396,13 @@ def stats_csv(result: StatsResult) -> str:
                    "count": it["count"], "total_us": round(part["mean_us"] * it["count"], 3), **part},
                   part["baseline"], part["part"])
     for cells in speculation_csv_rows(result, [*result.by, *columns, *baseline]):  # the model view: model:PART
-        writer.writerow(csv_row([*cells, ""]))
+        writer.writerow(csv_row([*cells, "", *([None] * len(extra))]))
+    width = len(result.by) + len(columns) + len(baseline) + 1
+    for clock, count, scope, figure, value in figures:  # stage `speculation`: the verdict and the speed figures
+        cells = dict.fromkeys(range(width))
+        cells[result.by.index("stage") if "stage" in result.by else 0] = "speculation"
+        cells[len(result.by)], cells[len(result.by) + 1] = clock, count
+        writer.writerow(csv_row([*cells.values(), scope, figure, value]))
     return out.getvalue()
 
 

@@ -52,14 +52,17 @@ class Report:
         write_output(os.fspath(output), [self.html], gzip=False)
 
 
-def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, baseline: str | None = None,
+def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *,
+                 baseline: str | os.PathLike[str] | Sequence[str] | None = None,
                  kernel_categories: Sequence[str] = (), command: str = "", each=None, spec_metrics: Sequence[str] = (),
                  accept_length: float | None = None) -> Report:
     """Measure the inputs (and the baseline) and build the page. Inputs that cannot be used are listed in
     Report.errors (and on the page); with none usable, Report.html is empty. options: spanfix.Options;
     each: how to run the inputs (spanfix.runs.Each; the CLI passes one that uses processes)."""
     options = options or Options()
-    files_read = reads([os.fspath(source) for source in sources], None if baseline is None else os.fspath(baseline),
+    named = [] if baseline is None else [os.fspath(baseline)] if isinstance(baseline, (str, os.PathLike)) \
+        else [os.fspath(name) for name in baseline]
+    files_read = reads([os.fspath(source) for source in sources], named,
                        [os.fspath(path) for path in spec_metrics])
     try:  # before any trace is read
         figures = accept_figures(spec_metrics, accept_length)
@@ -75,16 +78,17 @@ def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *, bas
     baseline_measures = baseline_document = read = None
     result = aggregate(measured.measures, (), kernel_categories=classes.names)
     result.warnings[:0] = measured.repeated
-    if baseline is not None:
+    if named:
         try:  # read and measured once (as stats measures a baseline trace), for every comparison below
-            read = baseline_read(os.fspath(baseline), options)
-            result = compare(result, read.timing(result.by))
-            baseline_measures, baseline_document = read.measures, read.document
+            read = baseline_read(named, options)
+            if read is not None:
+                result = compare(result, read.timing(result.by))
+                baseline_measures, baseline_document = read.measures, read.document
         except TraceError as exc:
             errors.append(f"baseline {exc}")
         except MemoryError:
-            errors.append(f"baseline {out_of_memory(os.fspath(baseline))}")
-    result.speculation = speculation_over(measured.measures, figures, read)
+            errors.append(f"baseline {out_of_memory(', '.join(named))}")
+    result.speculation = speculation_over(measured.measures, figures, read, errors)
     payload = render_payload(measured.measures, result, command=command, baseline_measures=baseline_measures,
                              baseline_document=baseline_document, errors=errors)
     return Report(render_html(payload), result, errors, payload, files_read)

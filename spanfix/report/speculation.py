@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..render.speculation import by_bs_cells, not_speculative, speculation_cells, speculation_notes, speculation_title
+from ..render.speculation import (
+    by_bs_cells,
+    not_speculative,
+    speculation_cells,
+    speculation_notes,
+    speculation_title,
+    verdict_line,
+)
 from ..speculation import SpeculationResult
 from ..timing import CPU, GPU
 from .formatting import _cell, _column, _round, _table
@@ -24,8 +31,8 @@ def _speculation(spec: SpeculationResult | None) -> dict | None:
     by_bs = by_bs_cells(spec)
     if by_bs is not None:
         tables.append(_as_table("speculation-bs", "By batch size", *by_bs, note=None))
-    return {"speculative": True, "tables": tables, "notes": speculation_notes(spec), "series": _series(spec),
-            "cards": _cards(spec)}
+    return {"speculative": True, "verdict": verdict_line(spec), "tables": tables, "notes": speculation_notes(spec),
+            "series": _series(spec), "cards": _cards(spec)}
 
 
 def _as_table(table_id: str, title: str, header: list[str], rows: list[list[str]], note: str | None) -> dict:
@@ -66,9 +73,13 @@ def _cards(spec: SpeculationResult) -> list[list[str]]:
             break
     if spec.accept_length is not None:
         cards.append([f"accept length ({spec.used.source})", f"{spec.accept_length:.2f}"])
-    overall = spec.overall
-    clock = spec.default_clock()
-    if overall is not None and overall.speedup.get(clock) is not None:
-        cards.append([f"estimated speedup ({'device' if clock == GPU else 'host'})", f"{overall.speedup[clock]:.2f}"])
+    verdict = spec.verdict  # the same verdict as stats' line: its clock, its figures
+    if verdict is not None and verdict.clock is not None:
+        where = "device" if verdict.clock == GPU else "host"
+        if verdict.speedup is not None:
+            cards.append([f"speedup over plain decoding ({where}, bs {', '.join(map(str, verdict.batch_sizes))})",
+                          f"{verdict.speedup:.2f}"])
+        if verdict.break_even is not None:
+            cards.append([f"break-even accept length ({where})", f"{verdict.break_even:.2f}"])
     return cards
 

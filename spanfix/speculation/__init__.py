@@ -5,21 +5,27 @@ Data flows one way: timing.measure calls measure.measure_speculation (its `then`
 read, index, attribution and device work; model.py makes the model view (whose work the time
 was, on both clocks), accept.py the accept length from the verify spans' g_sk, metrics.py reads
 what SGLang writes about acceptance (`--spec-metrics`), baseline.py a plain-decode baseline,
-result.py puts several traces together (time per token, speedup, break-even), budgets.py registers
+configs.py groups captures into runs (one configuration each), speed.py compares a run with its plain
+twin like for like per batch size and clock, verdict.py gives the one verdict on the clock that
+bounds the decode iteration, result.py puts several traces together, budgets.py registers
 check's `model.*` and `speculation.*` budget families in spanfix/budgets.py (gate.py imports it).
 Definitions: docs/stats.md, "Speculation".
 """
 
 from .accept import Acceptance, acceptances, cpu_lengths_kept
 from .baseline import load_plain, plain_from_json, plain_of
+from .configs import Run, RunConfig, group_runs
 from .measure import SpecIteration, SpeculationMeasures, measure_speculation
 from .metrics import BENCH, LOG, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError, read_spec_metrics, stated
 from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime, model_view
-from .result import PlainDecode, SpeculationResult, SpeedRow, speculation_result
+from .result import PlainDecode, SpeculationResult, speculation_result
+from .speed import SpeedRow
+from .verdict import Verdict
 
 __all__ = [
     "BENCH", "DEVICE_MODEL_PARTS", "LOG", "MODEL_PARTS", "SERVER_INFO", "STATED", "TRACE", "AcceptFigure",
-    "Acceptance", "MetricsError", "ModelTime", "PlainDecode", "SpecIteration", "SpeculationMeasures",
-    "SpeculationResult", "SpeedRow", "acceptances", "cpu_lengths_kept", "load_plain", "measure_speculation",
-    "model_view", "plain_from_json", "plain_of", "read_spec_metrics", "speculation_result", "stated",
+    "Acceptance", "MetricsError", "ModelTime", "PlainDecode", "Run", "RunConfig", "SpecIteration",
+    "SpeculationMeasures", "SpeculationResult", "SpeedRow", "Verdict", "acceptances", "cpu_lengths_kept",
+    "group_runs", "load_plain", "measure_speculation", "model_view", "plain_from_json", "plain_of",
+    "read_spec_metrics", "speculation_result", "stated",
 ]

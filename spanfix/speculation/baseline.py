@@ -1,29 +1,45 @@
-"""A plain-decode baseline for the speedup: a capture of the same server without speculative decoding,
-as a trace (measured like the inputs) or as its saved `spanfix stats --format json` result, whose
-`speculation.decode_steps` keep the DECODE step means per batch size and clock."""
+"""A plain-decode baseline for the speedup (the plain twin): a capture of the same server without
+speculative decoding, as traces (measured like the inputs; several, one per batch size, are one twin)
+or as its saved `spanfix stats --format json` result, whose `speculation.plain_iterations` and
+`speculation.decode_steps` keep the means per batch size and clock."""
 
 from __future__ import annotations
 
+import math
+
 from ..relabelling import RelabelOptions
 from ..timing import CLOCKS, BaselineRead, read_baseline
-from .measure import SpeculationMeasures, decode_means, measure_speculation
+from .configs import RunConfig, group_runs
+from .measure import MODEL_WORK, RUN_BATCH, SpeculationMeasures, decode_means, measure_speculation
 from .result import PlainDecode
 
 
 def load_plain(source: str, options: RelabelOptions) -> PlainDecode:
-    """The baseline's plain DECODE steps. Raises TraceError when it is neither a trace nor a saved result."""
+    """The baseline's plain decode figures. Raises TraceError when it is neither a trace nor a saved result."""
     return plain_of(read_baseline(source, options, then=measure_speculation))
 
 
 def plain_of(read: BaselineRead) -> PlainDecode:
-    """The plain DECODE steps of a baseline read once (timing.read_baseline, measured with
+    """The plain decode figures of a baseline read once (timing.read_baseline, measured with
     measure_speculation as its `then`), whose timing means come from the same read."""
     if read.measures is None:
         return plain_from_json(read.document or {}, read.source)
-    found = read.measures.speculation
-    if not isinstance(found, SpeculationMeasures):
+    found = [m.speculation for m in read.every]
+    if not all(isinstance(m, SpeculationMeasures) for m in found):
         raise TypeError("the baseline was measured without measure_speculation as its then")
-    return PlainDecode(read.source, decode_means([found]), found.algorithm, found.plain, found.cuda_graph)
+    runs = group_runs(found)
+    algorithms = " / ".join(dict.fromkeys(m.algorithm for m in found))
+    problem = None
+    if len(runs) > 1:
+        problem = (f"its {len(found)} captures are {len(runs)} runs, not one plain twin ("
+                   + "; ".join(f"{', '.join(run.sources)}: {run.config.title}"
+                               + ("" if run.config.cuda_graph is None else
+                                  f", {'CUDA graphs' if run.config.cuda_graph else 'eager'}") for run in runs) + ")")
+    bases = {m.basis for m in found} - {None}
+    graphs = {m.cuda_graph for m in found} - {None}
+    return PlainDecode(read.source, decode_means(found), algorithms, all(m.plain for m in found),
+                       graphs.pop() if len(graphs) == 1 else None, problem, decode_means(found, "plain_iterations"),
+                       bases.pop() if len(bases) == 1 else None, runs[0].config if runs else None)
 
 
 def plain_from_json(document: dict, source: str) -> PlainDecode:
@@ -32,15 +48,47 @@ def plain_from_json(document: dict, source: str) -> PlainDecode:
         return PlainDecode(source, {}, "unknown", False, None,
                            problem="a saved stats result without speculation.decode_steps (saved by an older spanfix): "
                                    "save it again with `spanfix stats --format json`, or give the trace")
-    steps = {}
-    for row in section["decode_steps"]:
+    algorithms = section.get("algorithms") or ["unknown"]
+    graphs = section.get("cuda_graph")
+    graph = graphs if isinstance(graphs, bool) else None
+    basis = section.get("basis") if section.get("basis") in (RUN_BATCH, MODEL_WORK) else None
+    runs = section.get("runs")
+    config = _config_json(runs[0]) if isinstance(runs, list) and len(runs) == 1 and isinstance(runs[0], dict) else None
+    if config is None and graph is not None:
+        config = RunConfig("none", frozenset({"none"}), False, cuda_graph=graph, graph_from=f"{source}")
+    return PlainDecode(source, _means(section.get("decode_steps")), " / ".join(map(str, algorithms)),
+                       section.get("speculative") is False, graph, None, _means(section.get("plain_iterations")),
+                       basis, config)
+
+
+def _means(rows: object) -> dict:
+    steps: dict = {}
+    for row in rows if isinstance(rows, list) else ():
         if not isinstance(row, dict):
             continue
         bs, clock, count, mean = row.get("bs"), row.get("clock"), row.get("count"), row.get("mean_us")
+        # A mean is a time a decode took: finite and positive, or not a figure of a stats result.
         if clock in CLOCKS and isinstance(count, int) and count > 0 and isinstance(mean, (int, float)) \
-                and not isinstance(mean, bool) and (bs is None or isinstance(bs, int)):
+                and not isinstance(mean, bool) and math.isfinite(mean) and mean > 0 \
+                and (bs is None or isinstance(bs, int)):
             steps[bs, clock] = (count, float(mean))
-    algorithms = section.get("algorithms") or ["unknown"]
-    graphs = section.get("cuda_graph")
-    return PlainDecode(source, steps, " / ".join(map(str, algorithms)), section.get("speculative") is False,
-                       graphs if isinstance(graphs, bool) else None)
+    return steps
+
+
+def _config_json(run: dict) -> RunConfig | None:
+    """A saved run's configuration (RunConfig.to_json), as far as it says."""
+    settings = run.get("settings") if isinstance(run.get("settings"), dict) else {}
+
+    def whole(value: object) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    graph = run.get("cuda_graph")
+    candidates = run.get("candidates")
+    return RunConfig(str(run.get("algorithm", "unknown")),
+                     frozenset(c for c in candidates if isinstance(c, str)) if isinstance(candidates, list) else frozenset(),
+                     run.get("speculative") is not False,
+                     run.get("server_algorithm") if isinstance(run.get("server_algorithm"), str) else None,
+                     whole(settings.get("speculative_num_steps")), whole(settings.get("speculative_eagle_topk")),
+                     whole(settings.get("speculative_num_draft_tokens")), graph if isinstance(graph, bool) else None,
+                     run.get("cuda_graph_from") if isinstance(run.get("cuda_graph_from"), str) else None,
+                     run.get("model") if isinstance(run.get("model"), str) else None)

@@ -10,10 +10,11 @@ output format.
     speculation[.CLOCK].speedup | break_even OP NUMBER
     speculation[.CLOCK].time_per_token OP VALUE UNIT
 
-CLOCK is cpu or gpu; without one, the device clock where the inputs have the device view, else the
-host's (the figure then says which). A figure the inputs do not give (no speculation, no decode
-iteration, no accept length, no plain-decode baseline, no device view) has no value and a why: the
-rule is skipped, never held.
+CLOCK is cpu or gpu; without one, the model view reads the device clock where the inputs have the
+device view, else the host's, and speculation's speed figures read the verdict's clock (the one that
+bounds the decode iteration); the figure then says which. A figure the inputs do not give (no
+speculation, no decode iteration, no accept length, no plain twin, no device view, several runs
+pooled, a twin unlike its run) has no value and a why: the rule is skipped, never held.
 """
 
 from __future__ import annotations
@@ -133,10 +134,12 @@ class SpeculationFamily:
             if result.used is None:
                 return Figure(None, why_no_accept(result))
             return Figure(result.used.value, "", source=result.used.source)
-        clock, chosen = _chosen(budget, result)
+        clock = budget.clock or result.verdict_clock()
+        chosen = None if budget.clock else clock
+        missing = result.verdict.missing if result.verdict is not None else None
         overall = result.overall
         if overall is None:
-            return Figure(None, "no decode iterations", chosen)
+            return Figure(None, missing or "no decode iterations", chosen)
         if budget.statistic == "time_per_token":
             value = overall.per_token_us.get(clock)
             if value is not None:
@@ -147,12 +150,12 @@ class SpeculationFamily:
         if value is not None:
             return Figure(value, "", chosen)
         if result.baseline is None:
-            return Figure(None, "no plain-decode baseline: give --baseline a capture (or its saved stats JSON) "
-                                "without speculation", chosen)
+            return Figure(None, "no plain twin: give --baseline a capture of the same server without speculation "
+                                "(or its saved stats JSON)", chosen)
         if budget.statistic == "speedup" and result.accept_length is None:
             return Figure(None, why_no_accept(result), chosen)
-        return Figure(None, "; ".join(result.notes) or f"no plain DECODE step at these batch sizes on the {clock} "
-                                                       "clock", chosen)
+        return Figure(None, missing or f"the plain twin has no decode iteration at these batch sizes on the {clock} "
+                                       "clock", chosen)
 
     def needs_device(self, budget: Budget) -> bool:
         return budget.clock != CPU and budget.statistic != "accept_length"

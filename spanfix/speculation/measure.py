@@ -14,8 +14,15 @@ from ..attribute import Attribution
 from ..index import TraceIndex
 from ..reader import Trace
 from ..timing import CPU, GPU, DeviceWork, TraceMeasures
-from .accept import acceptances
+from ..timing.iterations import plain_decode_iterations
+from .accept import acceptances, suffix_values
 from .model import ModelTime, iteration_model, model_view
+
+RUN_BATCH = "scheduler.run_batch"  # an iteration is the scheduler's whole iteration, on both sides
+MODEL_WORK = "model work"  # no run_batch spans: the model's work alone (draft to draft_extend; a DECODE step)
+# server_args.json's keys that make a run's configuration (which captures are one run, speculation/runs.py).
+RUN_SETTINGS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+                "speculative_num_draft_tokens", "enable_multi_layer_eagle", "disable_cuda_graph", "model_path")
 
 
 @dataclass(slots=True)
@@ -48,8 +55,15 @@ class SpeculationMeasures:
     model: dict[str, ModelTime]  # the whole trace, per clock (gpu with the device view)
     iterations: list[SpecIteration]
     decode_steps: dict[tuple[int | None, str], list[float]] = field(default_factory=dict)  # (bs, clock) -> durations
-    cuda_graph: bool | None = None  # server_args.json's disable_cuda_graph, negated; None: not said
-    num_draft_tokens: int | None = None
+    cuda_graph: bool | None = None  # server_args.json's disable_cuda_graph, negated; else what the trace shows
+    num_draft_tokens: int | None = None  # server_args.json's, else the verify spans' g_sq / bs
+    # A capture without speculation: its decode iterations (timing.iterations.plain_decode_iterations),
+    # (bs, clock) -> durations, measured as a speculative capture's are: the like-for-like baseline.
+    plain_iterations: dict[tuple[int | None, str], list[float]] = field(default_factory=dict)
+    basis: str | None = None  # what an iteration is here: RUN_BATCH, or MODEL_WORK where no run_batch span exists
+    graph_from: str | None = None  # where cuda_graph came from: server_args.json, or the trace (its launches)
+    server_args: dict = field(default_factory=dict)  # the server arguments that shape a run (RUN_SETTINGS)
+    candidates: frozenset[str] = frozenset()  # the algorithms attribution left possible
 
 
 def measure_speculation(trace: Trace, index: TraceIndex, attribution: Attribution, work: DeviceWork,
@@ -74,19 +88,54 @@ def measure_speculation(trace: Trace, index: TraceIndex, attribution: Attributio
             if step.gpu_us is not None:
                 decode[step.bs, GPU].append(step.gpu_us)
     graphs = server_args.get("disable_cuda_graph") if server_args else None
+    graph, graph_from = (not graphs, "server_args.json") if isinstance(graphs, bool) else _graph_mode(index, work)
     window = server_args.get("speculative_num_draft_tokens") if server_args else None
+    window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 \
+        else _verify_window(measured.steps)
+    plain = not verifies and "none" in candidates
+    runs = any(span.kind == "iteration" for spans in index.spans.values() for span in spans)
+    plain_iterations: dict[tuple[int | None, str], list[float]] = defaultdict(list)
+    if plain:
+        for it in plain_decode_iterations(index, stages, work):
+            plain_iterations[it.bs, CPU].append(it.host_us)
+            if it.device_us is not None:
+                plain_iterations[it.bs, GPU].append(it.device_us)
     measured.speculation = SpeculationMeasures(
-        trace.source, measured.algorithm, verifies or (candidates <= SPECULATIVE),
-        not verifies and "none" in candidates, model_view(index, stages, work, members), iterations, dict(decode),
-        None if not isinstance(graphs, bool) else not graphs,
-        window if isinstance(window, int) and not isinstance(window, bool) else None)
+        trace.source, measured.algorithm, verifies or (candidates <= SPECULATIVE), plain,
+        model_view(index, stages, work, members), iterations, dict(decode), graph, window, dict(plain_iterations),
+        RUN_BATCH if runs else MODEL_WORK, graph_from,
+        {key: server_args[key] for key in RUN_SETTINGS if key in server_args} if server_args else {},
+        frozenset(candidates))
 
 
-def decode_means(measures: list[SpeculationMeasures]) -> dict[tuple[int | None, str], tuple[int, float]]:
-    """Plain DECODE steps over traces: (bs, clock) -> (count, mean microseconds)."""
+def _graph_mode(index: TraceIndex, work: DeviceWork) -> tuple[bool | None, str | None]:
+    """CUDA graphs or eager, as the launches show it: a graph replay is one launch of a whole captured
+    graph (cudaGraphLaunch); an eager capture launches kernel by kernel. None where the trace shows no
+    device work at all (a host-only capture)."""
+    if index.graph_launches:
+        return True, "the trace (graph launches)"
+    if not work.empty or any(step.gpu_events for step in index.steps):
+        return False, "the trace (device work, no graph launch)"
+    return None, None
+
+
+def _verify_window(steps) -> int | None:
+    """The draft tokens each request verifies, from a VERIFY span's g_sq / bs (detailed annotations)."""
+    for step in steps:
+        if step.stage == "VERIFY" and step.bs:
+            g_sq = suffix_values(step.name, ("g_sq",)).get("g_sq")
+            if g_sq and g_sq % step.bs == 0:
+                return g_sq // step.bs
+    return None
+
+
+def decode_means(measures: list[SpeculationMeasures], name: str = "decode_steps"
+                 ) -> dict[tuple[int | None, str], tuple[int, float]]:
+    """Plain DECODE steps (or, name="plain_iterations", plain decode iterations) over traces:
+    (bs, clock) -> (count, mean microseconds)."""
     found: dict[tuple[int | None, str], list[float]] = defaultdict(list)
     for m in measures:
-        for key, durations in m.decode_steps.items():
+        for key, durations in getattr(m, name).items():
             found[key] += durations
     return {key: (len(durations), math.fsum(durations) / len(durations)) for key, durations in found.items()
             if durations}

@@ -4,7 +4,9 @@
 - the server log: every `--decode-log-interval` decode batches a line `... Decode batch, #running-req:
   32, ..., accept len: 3.21, ...` (the bracket may hold milliseconds and a rank prefix, `[<iter>]` may
   follow `Decode batch`); each line's figure is the mean over the batches since the line before.
-  The file's figure: the lines' mean, weighted by `#running-req` when every line says it;
+  The file's figure: the lines' mean, weighted by `#running-req` when every line says it; and per
+  batch size, the lines of that `#running-req` (the figure of a batch size the log has no line for is
+  the file's, assumed);
 - a `python -m sglang.bench_serving` result (`.jsonl`, one JSON object per run): `accept_length`
   (SGLang reads it from DP rank 0 only); the last run's, when there are several;
 - a `/server_info` JSON: `internal_states[].avg_spec_accept_length`, one per DP scheduler (a lifetime
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import gzip
 import math
-import re
 from dataclasses import dataclass, field
 
 import orjson
@@ -26,9 +27,8 @@ from ..errors import TraceError
 
 LOG, BENCH, SERVER_INFO, STATED, TRACE = "log", "bench_serving", "server_info", "stated", "trace annotations"
 MAX_BYTES = 2**30  # a log of a long run; anything larger is not read whole
-_DECODE_LINE = re.compile(r"Decode batch\b(?P<rest>[^\n]*?)\baccept len:\s*(?P<value>[0-9]+(?:\.[0-9]+)?)")
-_RUNNING = re.compile(r"#running-req:\s*(?P<n>[0-9]+)")
-_LOG_TIME = re.compile(r"^\[(?P<stamp>[^\]]*)\]")
+DECODE_BATCH, ACCEPT_LEN, RUNNING_REQ = "Decode batch", "accept len:", "#running-req:"
+MAX_DIGITS = 32  # a number longer than this in a log line is not one SGLang wrote
 
 
 class MetricsError(TraceError):
@@ -46,6 +46,15 @@ class AcceptFigure:
     detail: str = ""  # how it was made, for people
     series: tuple[float, ...] = ()  # a log's line by line
     server: dict = field(default_factory=dict)  # speculative server arguments the file names
+    by_bs: tuple[tuple[int, float, int], ...] = ()  # a log's: (batch size, its lines' mean, lines), by #running-req
+
+    def at(self, bs: int | None) -> tuple[float | None, bool]:
+        """The accept length at a batch size, and whether it is assumed (the file's figure, not one
+        measured at that batch size: a log without a line of that #running-req)."""
+        for size, value, _ in self.by_bs:
+            if size == bs:
+                return value, False
+        return self.value, bool(self.by_bs)
 
 
 def read_spec_metrics(path: str) -> AcceptFigure:
@@ -159,20 +168,53 @@ def _bench_runs(path: str, runs: list[dict]) -> AcceptFigure | None:
 
 def _log(path: str, text: str) -> AcceptFigure | None:
     values, weights = [], []
-    for match in _DECODE_LINE.finditer(text):
-        values.append(float(match["value"]))
-        running = _RUNNING.search(match["rest"])
-        weights.append(int(running["n"]) if running else None)
+    for number, line in enumerate(text.splitlines(), 1):
+        at = line.find(DECODE_BATCH)
+        if at < 0:
+            continue
+        rest = line[at + len(DECODE_BATCH):]
+        value = _field(path, number, rest, ACCEPT_LEN)
+        if value is None:
+            continue
+        running = _field(path, number, rest, RUNNING_REQ, whole=True)
+        values.append(value)
+        weights.append(int(running) if running else None)
     if not values:
         return None
+    by_bs: dict[int, list[float]] = {}
     if all(weight for weight in weights):
         mean = math.fsum(v * w for v, w in zip(values, weights)) / sum(weights)
         how = "weighted by #running-req"
+        for value, weight in zip(values, weights):
+            by_bs.setdefault(weight, []).append(value)
     else:
         mean = math.fsum(values) / len(values)
         how = "unweighted (#running-req missing)"
     detail = f"server log: {len(values)} 'Decode batch' lines, their mean {how}"
-    return AcceptFigure(LOG, mean, path, len(values), detail, tuple(values))
+    return AcceptFigure(LOG, mean, path, len(values), detail, tuple(values),
+                        by_bs=tuple((bs, math.fsum(found) / len(found), len(found)) for bs, found in sorted(by_bs.items())))
+
+
+def _field(path: str, number: int, text: str, key: str, whole: bool = False) -> float | None:
+    """The number after `key` in a log line (linear: a find and a scan, no pattern that backtracks); None
+    when the key is not there or no number follows it. MetricsError for one too long to be SGLang's."""
+    at = text.find(key)
+    if at < 0:
+        return None
+    start = at + len(key)
+    while start < len(text) and text[start] == " ":
+        start += 1
+    end = start
+    allowed = "0123456789" if whole else "0123456789."
+    while end < len(text) and text[end] in allowed and end - start <= MAX_DIGITS:
+        end += 1
+    if end - start > MAX_DIGITS:
+        raise MetricsError(f"{path}: line {number}: {key} {text[start:start + 12]}...: not a number spanfix can use")
+    try:
+        value = float(text[start:end]) if end > start else None
+    except ValueError:  # "1.2.3"
+        return None
+    return value if value is not None and math.isfinite(value) else None
 
 
 def stated(value: float) -> AcceptFigure:

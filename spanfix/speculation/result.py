@@ -1,14 +1,7 @@
 """Several traces' speculation figures in one result: the model view, the accept length and where it
-came from, time per token, and against a plain-decode baseline the estimated speedup and the
-break-even accept length, per batch size and overall.
-
-- time per token (per request): the decode iteration's mean time over the accept length (tokens per
-  request per iteration);
-- estimated speedup at batch size b: accept length x plain DECODE step at b / speculative iteration
-  at b; the break-even accept length: speculative iteration / plain DECODE step. Overall, over the
-  batch sizes both sides have: sum of n_b x accept_b x plain_b over sum of n_b x iteration_b (the
-  time plain decoding would take for the same tokens over the time speculation took), and sum of
-  n_b x iteration_b over sum of n_b x plain_b.
+came from, the runs the inputs hold, and for a run against its plain twin the speed figures per batch
+size and overall (speed.py: like for like, per clock) and one verdict on the clock that bounds the
+decode iteration (verdict.py). Unlike runs are never pooled into a speedup (configs.py).
 """
 
 from __future__ import annotations
@@ -18,46 +11,36 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..errors import UsageError
 from ..timing import CLOCKS, CPU, GPU, TraceMeasures
-from .measure import SpecIteration, SpeculationMeasures, decode_means
-from .metrics import BENCH, LOG, SERVER_INFO, STATED, TRACE, AcceptFigure
+from .configs import Run, RunConfig, group_runs
+from .measure import MODEL_WORK, RUN_BATCH, SpecIteration, SpeculationMeasures, decode_means
+from .metrics import BENCH, LOG, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError
 from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime
+from .speed import Means, SpeedRow, overall_row, speed_row
+from .verdict import CLOCK_WORDS, Verdict, verdict_of
 
 PRIORITY = (STATED, TRACE, LOG, BENCH, SERVER_INFO)  # the accept length the figures use, the first found
 DISAGREE = 0.1  # accept lengths from two sources further apart than this (relative) are said
+COMPARE_HINT = "compare them side by side with `spanfix compare`"
+NEEDS_ACCEPT = "the accept length (the trace does not tell it: --spec-metrics FILE or --accept-length L)"
+NEEDS_TWIN = "a plain twin (--baseline: the same server captured without speculation)"
 
 
 @dataclass(frozen=True, slots=True)
 class PlainDecode:
-    """A plain-decode baseline: its DECODE steps' mean per batch size and clock."""
+    """A plain-decode baseline (the plain twin): its decode iterations' and DECODE steps' means per batch
+    size and clock, and what kind of run it was."""
 
     source: str
-    steps: dict[tuple[int | None, str], tuple[int, float]]  # (bs, clock) -> (count, mean_us)
+    steps: Means  # the plain DECODE steps (the forward alone)
     algorithm: str
     plain: bool  # no VERIFY step, nothing says it speculates
     cuda_graph: bool | None = None
-    problem: str | None = None  # why it cannot serve (a saved result without these figures)
-
-
-@dataclass(frozen=True, slots=True)
-class SpeedRow:
-    bs: int | None  # None: every batch size together
-    iterations: int
-    accept_length: float | None
-    iteration_us: dict[str, float | None]  # per clock: the decode iteration's mean
-    per_token_us: dict[str, float | None]
-    plain_us: dict[str, float | None]  # the baseline's plain DECODE step mean at this bs
-    plain_count: dict[str, int]
-    speedup: dict[str, float | None]
-    break_even: dict[str, float | None]
-
-    def to_json(self) -> dict:
-        def clock(name: str) -> dict:
-            return {"iteration_us": _us(self.iteration_us.get(name)), "per_token_us": _us(self.per_token_us.get(name)),
-                    "plain_decode_us": _us(self.plain_us.get(name)), "plain_decode_count": self.plain_count.get(name, 0),
-                    "speedup": _ratio(self.speedup.get(name)), "break_even": _ratio(self.break_even.get(name))}
-        return {"bs": self.bs, "iterations": self.iterations, "accept_length": _ratio(self.accept_length),
-                "cpu": clock(CPU), "gpu": clock(GPU)}
+    problem: str | None = None  # why it cannot serve (a saved result without these figures, several runs)
+    iterations: Means = field(default_factory=dict)  # the plain decode iterations, measured as a speculative one's
+    basis: str | None = None  # RUN_BATCH or MODEL_WORK (measure.py)
+    config: RunConfig | None = None
 
 
 @dataclass(slots=True)
@@ -69,22 +52,39 @@ class SpeculationResult:
     iteration_counts: dict[str, int]
     figures: list[AcceptFigure]  # every accept length found, the trace's first
     used: AcceptFigure | None  # the one the figures use
-    rows: list[SpeedRow]  # per batch size
+    rows: list[SpeedRow]  # per batch size (one run's; none when the inputs hold several)
     overall: SpeedRow | None
     baseline: PlainDecode | None
-    decode_steps: dict[tuple[int | None, str], tuple[int, float]]
+    decode_steps: Means
     cuda_graph: bool | None
     unknown: dict[str, int] = field(default_factory=dict)  # decode iterations whose accept length is unknown, by why
     notes: list[str] = field(default_factory=list)
     iterations: list[SpecIteration] = field(default_factory=list)
+    runs: list[Run] = field(default_factory=list)  # the runs the inputs hold
+    verdict: Verdict | None = None  # does speculation pay (None: nothing speculates)
+    plain_iterations: Means = field(default_factory=dict)  # a plain capture's decode iterations (its twin figures)
+    basis: str | None = None
 
     @property
     def accept_length(self) -> float | None:
         return None if self.used is None else self.used.value
 
+    @property
+    def config(self) -> RunConfig | None:
+        """The configuration of the one speculative run the inputs hold (None: none, or several)."""
+        speculative = [run for run in self.runs if run.config.speculative]
+        return speculative[0].config if len(self.runs) == 1 and speculative else None
+
     def default_clock(self) -> str:
-        """The device when its figures exist, else the host."""
+        """The device when its figures exist, else the host (the model view's budgets read it)."""
         return GPU if GPU in self.model else CPU
+
+    def verdict_clock(self) -> str:
+        """The verdict's clock (the one that bounds the decode iteration), else default_clock: the speed
+        figures' budgets and the batch-size table read it."""
+        if self.verdict is not None and self.verdict.clock is not None:
+            return self.verdict.clock
+        return self.default_clock()
 
     def to_json(self) -> dict:
         model = []
@@ -104,9 +104,13 @@ class SpeculationResult:
                               "mean_us": _us(it.total_us / count),
                               "parts": [{"part": part, "mean_us": _us(it.parts[part] / count),
                                          "share": _ratio(it.share(part), 6)} for part in it.parts]})
+        config = self.config
         return {
             "speculative": self.speculative,
             "algorithms": self.algorithms,
+            "title": None if config is None else config.title,
+            "verdict": None if self.verdict is None else self.verdict.to_json(),
+            "runs": [run.to_json() for run in self.runs],
             "model": model,
             "accept_length": None if self.used is None else _figure_json(self.used),
             "accept_lengths": [_figure_json(figure) for figure in self.figures],
@@ -115,12 +119,18 @@ class SpeculationResult:
             "overall": None if self.overall is None else self.overall.to_json(),
             "baseline": None if self.baseline is None else {
                 "source": self.baseline.source, "algorithm": self.baseline.algorithm, "plain": self.baseline.plain,
-                "cuda_graph": self.baseline.cuda_graph},
-            "decode_steps": [{"bs": bs, "clock": clock, "count": count, "mean_us": _us(mean)}
-                             for (bs, clock), (count, mean) in sorted(self.decode_steps.items(), key=_step_order)],
+                "cuda_graph": self.baseline.cuda_graph, "basis": self.baseline.basis},
+            "decode_steps": _means_json(self.decode_steps),
+            "plain_iterations": _means_json(self.plain_iterations),
+            "basis": self.basis,
             "cuda_graph": self.cuda_graph,
             "notes": self.notes,
         }
+
+
+def _means_json(means: Means) -> list[dict]:
+    return [{"bs": bs, "clock": clock, "count": count, "mean_us": _us(mean)}
+            for (bs, clock), (count, mean) in sorted(means.items(), key=_step_order)]
 
 
 def _step_order(item) -> tuple:
@@ -144,24 +154,211 @@ def _figure_json(figure: AcceptFigure) -> dict:
 def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[AcceptFigure] = (),
                        baseline: PlainDecode | None = None) -> SpeculationResult:
     """The speculation figures of several measured traces (each measured with measure_speculation as
-    its `then`), the accept lengths given from outside them (files, stated), and a plain baseline."""
+    its `then`), the accept lengths given from outside them (files, stated), and a plain twin.
+    UsageError for a stated accept length no run can have, MetricsError for a file's (when no other
+    source gives one that it can)."""
     found = [m.speculation for m in measures if isinstance(m.speculation, SpeculationMeasures)]
     iterations = [it for m in found for it in m.iterations]
     speculative = any(m.speculative for m in found)
     model = {clock: added for clock in CLOCKS
              if (added := ModelTime.added(clock, [m.model[clock] for m in found if clock in m.model])) is not None}
     iteration_model, counts = _iteration_model(iterations)
+    runs = group_runs(found, _server_of(figures))
     trace_figure, unknown = _trace_figure(iterations)
-    every = ([trace_figure] if trace_figure is not None else []) + list(figures)
+    notes: list[str] = []
+    every = _possible(([trace_figure] if trace_figure is not None else []) + list(figures), runs, notes)
     used = next((figure for source in PRIORITY for figure in every if figure.source == source
                  and figure.value is not None), None)
-    notes = _disagreements(every, used)
+    notes[:0] = _disagreements(every, used)
     graphs = {m.cuda_graph for m in found} - {None}
     cuda_graph = graphs.pop() if len(graphs) == 1 else None
-    rows, overall = _speed(iterations, used, baseline, notes, cuda_graph) if speculative else ([], None)
-    algorithms = list(dict.fromkeys(m.algorithm for m in found))
-    return SpeculationResult(speculative, algorithms, model, iteration_model, counts, every, used, rows, overall,
-                             baseline, decode_means(found), cuda_graph, unknown, notes, iterations)
+    rows: list[SpeedRow] = []
+    overall = verdict = None
+    if speculative:
+        host = _mean([it.cpu_us for it in iterations])
+        device = _mean([it.gpu_us for it in iterations if it.gpu_us is not None])
+        missing = _several(runs)
+        if missing is None and not iterations:
+            whys = list(dict.fromkeys(m.no_iterations for m in measures if m.no_iterations))
+            missing = "no decode iteration was measured" + (f" ({'; '.join(whys)})" if whys else "")
+        if missing is None:
+            run = runs[0]
+            plain, missing = _twin(baseline, run, notes)
+            rows, overall = _speed(iterations, used, plain, notes)
+            _impossible(rows, overall, run.config.draft_tokens, notes)
+            wanted = ([] if used is not None else [NEEDS_ACCEPT]) + ([] if missing is not None or baseline is not None
+                                                                    else [NEEDS_TWIN])
+            missing = missing or (" and ".join(wanted) if wanted else None)
+        verdict = verdict_of(host, device, overall, missing)
+    plain_iterations = decode_means(found, "plain_iterations")
+    bases = {m.basis for m in found} - {None}
+    return SpeculationResult(speculative, list(dict.fromkeys(m.algorithm for m in found)), model, iteration_model,
+                             counts, every, used, rows, overall, baseline, decode_means(found), cuda_graph, unknown,
+                             notes, iterations, runs, verdict, plain_iterations, bases.pop() if len(bases) == 1 else None)
+
+
+def why_unknown(unknown: dict[str, int]) -> str:
+    reasons = ", ".join(f"{why} x{count}" for why, count in unknown.items())
+    return ("the accept length is unknown: the trace does not tell it" + (f" ({reasons})" if reasons else "")
+            + "; give --spec-metrics FILE (server log, bench_serving JSONL, /server_info) or --accept-length L")
+
+
+def _mean(values: list[float]) -> float | None:
+    return math.fsum(values) / len(values) if values else None
+
+
+def _server_of(figures: Sequence[AcceptFigure]) -> dict:
+    """The server arguments the --spec-metrics files name, together."""
+    server: dict = {}
+    for figure in figures:
+        for key, value in figure.server.items():
+            server.setdefault(key, value)
+    return server
+
+
+def _several(runs: list[Run]) -> str | None:
+    """Why there is no pooled verdict: the inputs hold several runs."""
+    if len(runs) < 2:
+        return None
+    listed = "; ".join(f"{run.config.title} ({len(run.members)} input{'s' if len(run.members) > 1 else ''}"
+                       + (f", {_graph(run.config)}" if run.config.cuda_graph is not None else "") + ")" for run in runs)
+    return f"the inputs hold {len(runs)} runs, not one: {listed}; no pooled figure answers for any of them: {COMPARE_HINT}"
+
+
+def _graph(config: RunConfig) -> str:
+    return "CUDA graphs" if config.cuda_graph else "eager"
+
+
+def _possible(figures: list[AcceptFigure], runs: list[Run], notes: list[str]) -> list[AcceptFigure]:
+    """The accept lengths a run can have: at least 1 (the bonus token), at most the draft tokens a
+    request verifies. A stated one outside is a usage error; a file's is left out with a note when
+    another source gives one, else it is an error naming the file."""
+    windows = [run.config.draft_tokens for run in runs if run.config.speculative and run.config.draft_tokens]
+    most = max(windows) if windows else None
+    kept, refused = [], []
+    for figure in figures:
+        values = [figure.value] + [value for _, value, _ in figure.by_bs] if figure.value is not None else []
+        bad = next((value for value in values if not _allowed(value, most)), None)
+        if bad is None:
+            kept.append(figure)
+            continue
+        limit = f"at least 1 and at most the {most} draft tokens a request verifies" if most else "at least 1"
+        if figure.source == STATED:
+            raise UsageError(f"--accept-length {bad:g}: an accept length is {limit} (tokens per request per decode "
+                             "iteration, the bonus token included)")
+        refused.append((figure, f"{figure.file}: accept length {bad:g} is not possible here ({limit})"))
+    if refused and not any(figure.value is not None for figure in kept):
+        raise MetricsError(refused[0][1])
+    notes += [f"{why}: left out" for _, why in refused]
+    return kept
+
+
+def _allowed(value: float, most: int | None) -> bool:
+    return math.isfinite(value) and value >= 1 and (most is None or value <= most)
+
+
+def _twin(baseline: PlainDecode | None, run: Run, notes: list[str]) -> tuple[tuple[Means, Means] | None, str | None]:
+    """The plain twin's decode iterations and DECODE steps to compare the run with, or why there is none."""
+    if baseline is None:
+        return None, None
+    if baseline.problem:
+        return None, f"the baseline {baseline.source}: {baseline.problem}"
+    if not baseline.plain:
+        return None, (f"the baseline {baseline.source} runs speculative decoding ({baseline.algorithm}): the speedup "
+                      "needs a capture of the same server without it")
+    if baseline.config is not None:
+        unlike = run.config.differences(baseline.config, algorithm=False, here="here", there="in the plain twin")
+        if unlike:
+            return None, (f"the plain twin is unlike this run ({'; '.join(unlike)}): capture both the same way "
+                          "(the same server arguments but speculation)")
+    ours = {m.basis for m in run.members} - {None}
+    basis = ours.pop() if len(ours) == 1 else None
+    if basis is not None and baseline.basis is not None and basis != baseline.basis:
+        return None, (f"the decode iterations are not measured alike: "
+                      f"{_basis_words(basis)} here, {_basis_words(baseline.basis)} in the plain twin")
+    iterations = baseline.iterations
+    if basis == MODEL_WORK or (not iterations and baseline.basis == MODEL_WORK):
+        iterations = baseline.steps  # no run_batch on either side: the model's work alone, a DECODE step
+        notes.append("no scheduler.run_batch spans (SGLang before mid-2026): iterations are the model's work alone on "
+                     "both sides (draft to draft_extend; the plain DECODE step), scheduling left out")
+    if not iterations:
+        if not baseline.steps:
+            return None, f"the baseline {baseline.source} has no plain decode iteration (no DECODE step)"
+        return None, (f"the baseline {baseline.source} has no plain decode iteration (a scheduler.run_batch span "
+                      "holding DECODE steps only)" + ("; its stats JSON was saved by an older spanfix: save it again"
+                                                       if baseline.basis is None else ""))
+    return (iterations, baseline.steps), None
+
+
+def _basis_words(basis: str) -> str:
+    return "scheduler.run_batch spans" if basis == RUN_BATCH else "no scheduler.run_batch spans"
+
+
+def _speed(iterations: list[SpecIteration], used: AcceptFigure | None, plain: tuple[Means, Means] | None,
+           notes: list[str]) -> tuple[list[SpeedRow], SpeedRow | None]:
+    by_bs: dict[int, list[SpecIteration]] = defaultdict(list)
+    for it in iterations:
+        if it.bs is not None:
+            by_bs[it.bs].append(it)
+    plain_iterations, plain_steps = plain if plain is not None else (None, None)
+    rows = [speed_row(bs, found, _accept_at(bs, found, used), plain_iterations, plain_steps)
+            for bs, found in sorted(by_bs.items())]
+    if plain_iterations is not None:
+        ours = sorted(by_bs)
+        theirs = sorted({bs for bs, _ in plain_iterations if bs is not None})
+        missing = [bs for bs in ours if bs not in theirs]
+        if missing:
+            notes.append(f"the plain twin has no decode iteration at bs {_list(missing)} (these inputs: bs "
+                         f"{_list(ours)}; the twin: bs {_list(theirs) or 'none'}): not compared there; capture a twin "
+                         "at the same batch sizes (the same --cuda-graph-bs, the same concurrency and lengths)")
+    if used is not None and used.source == TRACE:
+        untold = [row.bs for row in rows if row.accept_length is None]
+        if untold:
+            notes.append(f"bs {_list(untold)}: the trace tells no iteration's accept length: no time per token or "
+                         "speedup there")
+    assumed = [row.bs for row in rows if row.accept_assumed]
+    if assumed and used is not None:
+        notes.append(f"bs {_list(assumed)}: the {used.source} has no figure of that batch size: its mean "
+                     f"{used.value:.2f} is assumed there")
+    return rows, overall_row(rows, plain_iterations is not None)
+
+
+def _accept_at(bs: int, found: list[SpecIteration], used: AcceptFigure | None
+               ) -> tuple[float, str, bool, float] | None:
+    """The accept length at a batch size, its source, whether it is assumed there, and its weight (the
+    requests x iterations it is a mean over)."""
+    if used is None:
+        return None
+    if used.source == TRACE:
+        known = [it for it in found if it.tokens is not None]
+        weight = sum(it.bs for it in known)
+        return (sum(it.tokens for it in known) / weight, TRACE, False, weight) if known else None
+    value, assumed = used.at(bs)
+    if used.source in (SERVER_INFO, BENCH):
+        assumed = True  # a mean over every batch size of the server's life or run
+    return (value, used.source, assumed, float(bs * len(found))) if value is not None else None
+
+
+def _impossible(rows: list[SpeedRow], overall: SpeedRow | None, draft_tokens: int | None, notes: list[str]) -> None:
+    """A break-even no run can have is never shown without saying why."""
+    for row in [*rows, *([overall] if overall is not None else [])]:
+        where = f"bs {row.bs}" if row.bs is not None else "overall"
+        for clock in CLOCKS:
+            value = row.break_even.get(clock)
+            if value is None:
+                continue
+            if value < 1:
+                notes.append(f"{where}, {CLOCK_WORDS[clock]} clock: break-even {value:.2f} is below 1: a speculative "
+                             "decode iteration took less time than a plain one, though it does the plain one's work "
+                             "and more; the captures differ in something else (load, lengths, settings) or are too "
+                             "short to tell the two apart")
+            elif draft_tokens and value > draft_tokens:
+                notes.append(f"{where}, {CLOCK_WORDS[clock]} clock: break-even {value:.2f} is above the {draft_tokens} "
+                             "draft tokens a request can accept at most: speculation cannot pay there")
+
+
+def _list(values: list) -> str:
+    return ", ".join(map(str, values))
 
 
 def _iteration_model(iterations: list[SpecIteration]) -> tuple[dict[str, ModelTime], dict[str, int]]:
@@ -208,100 +405,3 @@ def _disagreements(figures: list[AcceptFigure], used: AcceptFigure | None) -> li
 
 def _named(figure: AcceptFigure) -> str:
     return figure.source + (f" ({figure.file})" if figure.file else "")
-
-
-def _speed(iterations: list[SpecIteration], used: AcceptFigure | None, baseline: PlainDecode | None,
-           notes: list[str], cuda_graph: bool | None) -> tuple[list[SpeedRow], SpeedRow | None]:
-    plain = _usable(baseline, notes, cuda_graph)
-    by_bs: dict[int, list[SpecIteration]] = defaultdict(list)
-    for it in iterations:
-        if it.bs is not None:
-            by_bs[it.bs].append(it)
-    rows = [_row(bs, found, _accept_at(found, used), plain) for bs, found in sorted(by_bs.items())]
-    if plain:
-        missing = sorted(bs for bs in by_bs if (bs, CPU) not in plain and (bs, GPU) not in plain)
-        others = sorted({bs for bs, _ in plain if bs is not None} - set(by_bs))
-        if missing or others:
-            notes.append("batch sizes differ: " + "; ".join(
-                ([f"bs {_list(missing)} not in the baseline's plain DECODE steps: not compared"] if missing else [])
-                + ([f"the baseline's bs {_list(others)} not in these decode iterations"] if others else [])))
-    if used is not None and used.source == TRACE:
-        untold = [row.bs for row in rows if row.accept_length is None]
-        if untold:
-            notes.append(f"bs {_list(untold)}: the trace tells no iteration's accept length: no time per token or "
-                         "speedup there")
-    return rows, _overall(iterations, rows, used)
-
-
-def _list(values: list) -> str:
-    return ", ".join(map(str, values))
-
-
-def _usable(baseline: PlainDecode | None, notes: list[str], cuda_graph: bool | None
-            ) -> dict[tuple[int | None, str], tuple[int, float]] | None:
-    if baseline is None:
-        return None
-    if baseline.problem:
-        notes.append(f"baseline {baseline.source}: {baseline.problem}")
-        return None
-    if not baseline.plain:
-        notes.append(f"baseline {baseline.source} runs speculative decoding ({baseline.algorithm}): the speedup needs a "
-                     "capture of the same server without it (plain DECODE steps); not compared")
-        return None
-    if not baseline.steps:
-        notes.append(f"baseline {baseline.source} has no DECODE step spans: no plain decode step to compare with")
-        return None
-    if cuda_graph is not None and baseline.cuda_graph is not None and cuda_graph != baseline.cuda_graph:
-        notes.append(f"graph mode differs: these inputs ran {'with' if cuda_graph else 'without'} CUDA graphs, the "
-                     f"baseline {'with' if baseline.cuda_graph else 'without'} (server_args.json): the speedup compares "
-                     "them as they are")
-    return baseline.steps
-
-
-def _accept_at(found: list[SpecIteration], used: AcceptFigure | None) -> float | None:
-    if used is None:
-        return None
-    if used.source != TRACE:
-        return used.value
-    known = [it for it in found if it.tokens is not None]
-    return sum(it.tokens for it in known) / sum(it.bs for it in known) if known else None
-
-
-def _mean(values: list[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
-
-
-def _row(bs: int | None, found: list[SpecIteration], accept: float | None,
-         plain: dict[tuple[int | None, str], tuple[int, float]] | None) -> SpeedRow:
-    times = {CPU: _mean([it.cpu_us for it in found]), GPU: _mean([it.gpu_us for it in found if it.gpu_us is not None])}
-    per_token = {clock: None if t is None or not accept else t / accept for clock, t in times.items()}
-    plain_us, plain_count, speedup, break_even = {}, {}, {}, {}
-    for clock in CLOCKS:
-        count, mean = (plain or {}).get((bs, clock), (0, None))
-        plain_us[clock], plain_count[clock] = mean, count
-        t = times[clock]
-        speedup[clock] = accept * mean / t if accept and mean and t else None
-        break_even[clock] = t / mean if mean and t is not None else None
-    return SpeedRow(bs, len(found), accept, times, per_token, plain_us, plain_count, speedup, break_even)
-
-
-def _overall(iterations: list[SpecIteration], rows: list[SpeedRow], used: AcceptFigure | None) -> SpeedRow | None:
-    if not iterations:
-        return None
-    accept = None if used is None else used.value
-    times = {CPU: _mean([it.cpu_us for it in iterations]),
-             GPU: _mean([it.gpu_us for it in iterations if it.gpu_us is not None])}
-    per_token = {clock: None if t is None or not accept else t / accept for clock, t in times.items()}
-    speedup, break_even, plain_us, plain_count = {}, {}, {}, {}
-    for clock in CLOCKS:
-        matched = [row for row in rows if row.plain_us[clock] and row.iteration_us[clock] is not None]
-        spent = math.fsum(row.iterations * row.iteration_us[clock] for row in matched)
-        plain = math.fsum(row.iterations * row.plain_us[clock] for row in matched)
-        told = [row for row in matched if row.accept_length]
-        told_spent = math.fsum(row.iterations * row.iteration_us[clock] for row in told)
-        speedup[clock] = (math.fsum(row.iterations * row.accept_length * row.plain_us[clock] for row in told)
-                          / told_spent) if told and told_spent else None
-        break_even[clock] = spent / plain if matched and plain else None
-        plain_us[clock] = plain / sum(row.iterations for row in matched) if matched else None
-        plain_count[clock] = sum(row.plain_count[clock] for row in matched)
-    return SpeedRow(None, len(iterations), accept, times, per_token, plain_us, plain_count, speedup, break_even)

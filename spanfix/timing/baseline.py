@@ -13,11 +13,11 @@ from pathlib import Path
 import orjson
 
 from ..document import read_document_bytes
-from ..errors import TraceError
+from ..errors import TraceError, UsageError
 from ..relabelling import RelabelOptions
 from .measure import Then, TraceMeasures, load, measure
 from .numbers import us
-from .profile import RunProfile, differences
+from .profile import RunProfile, differences, is_plain_twin
 from .table import CLOCKS, CPU, GPU, ITERATION_KEYS, Change, StatsResult, aggregate, group_keys
 
 
@@ -57,12 +57,31 @@ class BaselineRead:
     source: str
     measures: TraceMeasures | None = None
     document: dict | None = None
+    others: tuple[TraceMeasures, ...] = ()  # the further traces of a baseline given as several (one twin)
+
+    @property
+    def every(self) -> list[TraceMeasures]:
+        """Every trace of the baseline ([] for a saved result)."""
+        return [] if self.measures is None else [self.measures, *self.others]
 
     def timing(self, by: Iterable[str]) -> Baseline:
         """The means to compare stats grouped by `by` with (TraceError: a saved result grouped otherwise)."""
         by = group_keys(by)
-        document = aggregate([self.measures], by).to_json() if self.measures is not None else self.document
+        document = aggregate(self.every, by).to_json() if self.measures is not None else self.document
         return baseline_from_json(document or {}, by, self.source)
+
+    @classmethod
+    def together(cls, reads: Sequence[BaselineRead]) -> BaselineRead:
+        """Several baselines as one (`--baseline` given more than once, or a glob): their traces are one
+        twin, their means taken together. A saved result stands alone (UsageError beside others)."""
+        if len(reads) == 1:
+            return reads[0]
+        saved = [read.source for read in reads if read.measures is None]
+        if saved:
+            raise UsageError(f"--baseline {saved[0]}: a saved stats result is a baseline of its own; several "
+                             "baselines are traces (measured together as one plain twin)")
+        return cls(", ".join(read.source for read in reads), reads[0].measures,
+                   others=tuple(m for read in reads for m in read.every[1 if read is reads[0] else 0:]))
 
 
 def read_baseline(source: str, options: RelabelOptions, *, then: Then | None = None,
@@ -195,7 +214,9 @@ def compare(result: StatsResult, baseline: Baseline) -> StatsResult:
         iterations.append(replace(it, baseline=_change(it.summary.mean_us, baseline.iteration_means.get(key), count,
                                                        baseline.counts.get(key)), part_baselines=parts))
     unlike = [] if baseline.profile is None else differences(result.profile, baseline.profile)
-    return replace(result, rows=rows, iterations=iterations, baseline=baseline.source, baseline_differences=unlike)
+    twin = baseline.profile is not None and is_plain_twin(result.profile, baseline.profile)
+    return replace(result, rows=rows, iterations=iterations, baseline=baseline.source, baseline_differences=unlike,
+                   plain_twin=twin)
 
 
 def _change(mean_us: float, baseline_us: float | None, count: int | None = None,

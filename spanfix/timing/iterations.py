@@ -133,9 +133,7 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
                 processes[step.track[0]].bounds.append(_Member(step.span.start_ns, step.span.end_ns, "prefill",
                                                                step.track))
 
-    launching: dict[Hashable, _Launching] = defaultdict(_Launching)
-    for track, launches in (work.tracks.items() if work is not None else ()):
-        launching[track[0]].add(track, launches.times)
+    launching = _launching(work)
     found = []
     pending: list[tuple[Iteration, list[_Member], list[Track]]] = []  # measured on the device clock, together
     for pid, process in processes.items():
@@ -166,7 +164,67 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
             found.append(iteration)
     if pending:
         _on_devices(pending, work)
+    if work is None or work.empty:
+        _annotated(found, index)
     return found
+
+
+def plain_decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | None = None) -> list[Iteration]:
+    """The decode iterations of a capture without speculation, measured as decode_iterations measures a
+    speculative one's: the scheduler.run_batch spans whose step spans are all DECODE (a prefill or a
+    mixed batch is another kind of iteration), on the host and, given the device work (or the span's
+    GPU annotation copy), on the device. Their parts are not told apart (all `other`): a plain decode
+    iteration's forward is its DECODE step. A process without scheduler.run_batch spans has none."""
+    runs: dict[Hashable, list[tuple[int, int]]] = defaultdict(list)
+    for (pid, _), spans in index.spans.items():
+        for span in spans:
+            if span.kind == "iteration":
+                runs[pid].append((span.start_ns, span.end_ns))
+    steps: dict[Hashable, list[tuple[int, str, int | None]]] = defaultdict(list)
+    for step, stage in zip(index.steps, stages):
+        steps[step.track[0]].append((step.span.start_ns, stage, step.step.bs))
+    launching = _launching(work)
+    found, pending = [], []
+    for pid, windows in runs.items():
+        inside_all = sorted(steps.get(pid, ()))
+        starts = [start for start, _, _ in inside_all]
+        for start, end in _outermost(windows):
+            inside = inside_all[bisect_left(starts, start):bisect_right(starts, end)]
+            if not inside or any(stage != "DECODE" for _, stage, _ in inside):
+                continue
+            sizes = {bs for _, _, bs in inside}
+            parts = dict.fromkeys(PARTS, 0.0)
+            parts["other"] = (end - start) / 1000
+            iteration = Iteration(pid, start, end, parts, sizes.pop() if len(sizes) == 1 else None)
+            if work is not None and not work.empty and pid in launching:
+                pending.append((iteration, [], launching[pid].between(start, end)))
+            found.append(iteration)
+    if pending:
+        _on_devices(pending, work)
+    if work is None or work.empty:
+        _annotated(found, index)
+    return found
+
+
+def _launching(work: DeviceWork | None) -> dict[Hashable, _Launching]:
+    launching: dict[Hashable, _Launching] = defaultdict(_Launching)
+    for track, launches in (work.tracks.items() if work is not None else ()):
+        launching[track[0]].add(track, launches.times)
+    return launching
+
+
+def _annotated(iterations: list[Iteration], index: TraceIndex) -> None:
+    """Where no device work was read, an iteration's device extent from its scheduler.run_batch
+    span's GPU annotation copies: Kineto draws such a copy from the first to the last device work that
+    the span's launches queued, which is what the device work would give. Its parts stay unknown."""
+    if not index.iteration_copies:
+        return
+    copies = {(span.track[0], span.start_ns, span.end_ns): extent for span, extent in index.iteration_copies.items()}
+    for iteration in iterations:
+        if iteration.device is None:
+            extent = copies.get((iteration.pid, iteration.start_ns, iteration.end_ns))
+            if extent is not None:
+                iteration.device = extent
 
 
 def work_spans(index: TraceIndex, stages: list[str]) -> dict[Span, str]:

@@ -42,7 +42,7 @@ def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, de
     return (trace, *analyse(trace, options))
 
 
-NO_DEVICE_VIEW = ("busy time, the decode iterations and the model view on the device clock were not computed: "
+NO_DEVICE_VIEW = ("busy time, the decode iterations' parts and the model view on the device clock were not computed: "
                   "every step and stage span has a GPU annotation, so no kernel was needed (--device reads them)")
 
 

@@ -21,6 +21,9 @@ DRAFT_WORK = frozenset({"DRAFT", "DRAFT_LOOP", "DRAFT_EXTEND_V2"})
 BATCH_TOLERANCE = 0.10
 # Draft step spans per decode iteration further apart than this: other draft settings, or graphs against eager.
 DRAFT_STEPS_TOLERANCE = 0.5
+# server_args.json's settings of speculation itself, which a plain twin lacks by design.
+SPECULATIVE_SETTINGS = frozenset({"speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
+                                  "enable_multi_layer_eagle"})
 
 
 def profile_of(steps: Sequence[StepTiming], iterations: Sequence[IterationTiming], algorithm: str,
@@ -72,13 +75,18 @@ def differences(here: RunProfile, there: RunProfile) -> list[str]:
     """What the baseline (there) does not share with the inputs (here), one phrase each; [] when alike.
     Only what both say is compared: a saved result that lacks a figure differs in nothing there."""
     found = []
-    if here.candidates and there.candidates and not set(here.candidates) & set(there.candidates):
+    # A capture of the same server without speculation (a plain twin) is meant to differ in the algorithm
+    # and its draft settings: that is not worth a word; the rest (batch sizes, graphs, ranks) still is.
+    twin = is_plain_twin(here, there)
+    if here.candidates and there.candidates and not set(here.candidates) & set(there.candidates) and not twin:
         found.append(f"algorithm {' and '.join(here.algorithms)} here, {' and '.join(there.algorithms)} in the "
                      "baseline")
     ours, theirs = here.mean_batch, there.mean_batch
     if ours is not None and theirs is not None and abs(ours - theirs) > BATCH_TOLERANCE * max(ours, theirs):
         found.append(f"batch sizes {_sizes(here)} here, {_sizes(there)} in the baseline")
     for key in sorted(set(here.settings) & set(there.settings)):
+        if twin and key in SPECULATIVE_SETTINGS:
+            continue
         if sorted(map(str, here.settings[key])) != sorted(map(str, there.settings[key])):
             found.append(f"{key} {_values(here.settings[key])} here, {_values(there.settings[key])} in the baseline "
                          "(server_args.json)")
@@ -89,6 +97,11 @@ def differences(here: RunProfile, there: RunProfile) -> list[str]:
     if here.ranks and there.ranks and here.ranks != there.ranks:
         found.append(f"ranks {_ranks(here.ranks)} here, {_ranks(there.ranks)} in the baseline")
     return found
+
+
+def is_plain_twin(here: RunProfile, there: RunProfile) -> bool:
+    """Is the baseline (there) a capture without speculation of speculative inputs (here)?"""
+    return there.candidates == ["none"] and bool(here.candidates) and "none" not in here.candidates
 
 
 def comparable(found: Sequence[str]) -> bool:

@@ -90,6 +90,9 @@ class StatsResult:
     notes: list[str] = field(default_factory=list)  # information, not a problem (what was not computed, and how)
     profile: RunProfile = field(default_factory=RunProfile)  # what kind of run the inputs are
     baseline_differences: list[str] = field(default_factory=list)  # how the baseline's run is unlike it
+    # The baseline is these speculative inputs' plain twin: it serves the speedup, and its means (DECODE
+    # steps, no decode iteration) are no baseline of theirs: no "mean vs baseline" is shown.
+    plain_twin: bool = False
     no_iterations: str | None = None  # why there is no decode iteration, when there is none
     # spanfix.speculation's figures of the same inputs (anything with to_json()); timing does not know them.
     speculation: object | None = None
@@ -324,7 +327,8 @@ def _breakdowns(measures: list[TraceMeasures], scope: tuple[str, ...]
                                              {part: math.fsum(it.parts[part] for it in found) for part in PARTS},
                                              part_summaries={part: summarize(it.parts[part] for it in found)
                                                              for part in PARTS}))
-        on_device = [it for it in found if it.gpu_us is not None]
+        # Parts on the device need the device work; a GPU annotation alone gives the extent only.
+        on_device = [it for it in found if it.gpu_parts is not None]
         if on_device:
             parts = {part: math.fsum(it.gpu_parts[part] for it in on_device) for part in DEVICE_PARTS}
             breakdowns.append(IterationBreakdown(key, GPU, summarize(it.gpu_us for it in on_device), parts,

@@ -46,6 +46,7 @@ class SynthSpec:
     finish_at: tuple[int, ...] = ()
     replace_at: tuple[int, ...] = ()
     join_at: tuple[int, ...] = ()
+    model: str = ""  # server_args.json's model_path ("": the usual one for the algorithm; a twin keeps its run's)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from .vocabulary import _SERVER_ALGORITHM, _TRAILING_KEYS
 def _server_args(spec: SynthSpec, world: int) -> dict:
     speculative = spec.algorithm != "none"
     return {
-        "model_path": "deepseek-ai/DeepSeek-V3" if spec.algorithm in ("nextn", "mtp") else "Qwen/Qwen3-8B",
+        "model_path": _model(spec),
         "tp_size": world,
         "disable_cuda_graph": not spec.cuda_graph,
         "disable_overlap_schedule": spec.algorithm == "eagle-v1",
@@ -27,6 +27,10 @@ def _server_args(spec: SynthSpec, world: int) -> dict:
         # (step-spans.md section 8): the detailed suffixes then go, and DFLASH writes its fallback's bound.
         "attention_backend": "flashinfer" if spec.cpu_lengths else "fa3",
     }
+
+
+def _model(spec: SynthSpec) -> str:
+    return spec.model or ("deepseek-ai/DeepSeek-V3" if spec.algorithm in ("nextn", "mtp") else "Qwen/Qwen3-8B")
 
 
 def _metadata(spec: SynthSpec, rank: int, world: int) -> tuple[dict, int]:
@@ -92,4 +96,4 @@ def generate_ranks(spec: SynthSpec, ranks: int, *, varied: bool = False) -> list
 def plain_twin(spec: SynthSpec) -> SynthSpec:
     """The same server without speculative decoding: the same requests, batch sizes and iterations,
     plain DECODE steps (a baseline for the speedup of speculation)."""
-    return replace(spec, algorithm="none", stage_spans=False, draft_thread=False)
+    return replace(spec, algorithm="none", stage_spans=False, draft_thread=False, model=_model(spec))

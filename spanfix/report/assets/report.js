@@ -243,7 +243,7 @@
         var list = h("ul", {"class": "warnings"});
         hd.baseline_differences.forEach(function (d) { list.appendChild(h("li", {text: d})); });
         return h("div", null, list, h("p", {"class": "note", text: hd.plain_baseline
-          ? "A capture without speculative decoding: it gives the speculation section its plain decode step " +
+          ? "A capture without speculative decoding: it gives the speculation section its plain decode iteration " +
             "(speedup, break-even); its means are not a regression of these (check compares none with it)."
           : "Its means are of another kind of run: a change against it is not a regression of this one " +
             "(check skips such rules)."}));
@@ -445,11 +445,14 @@
     var spec = data.speculation;
     var s = section(root, "speculation", "Speculation: does it pay?",
       "The draft model's whole cost (every draft pass, CUDA-graph replays included, whether or not a step span " +
-      "surrounds it), the accept length and where it came from, time per token, and against a plain-decode " +
-      "baseline the estimated speedup (accept length × plain decode step / speculative iteration) and the " +
-      "break-even accept length (speculative iteration / plain decode step). docs/stats.md defines each figure.");
+      "surrounds it), the accept length and where it came from, time per token, and against a plain twin (the " +
+      "same server without speculation) the speedup (accept length × plain decode iteration / speculative " +
+      "iteration, like for like on one clock) and the break-even accept length (speculative iteration / plain " +
+      "decode iteration). The verdict reads the clock that bounds the decode iteration. docs/stats.md defines " +
+      "each figure.");
     if (!spec) { s.appendChild(h("p", {text: "No speculation figures."})); return; }
     if (!spec.speculative) { s.appendChild(h("p", {text: spec.line})); return; }
+    if (spec.verdict) { s.appendChild(h("p", {"class": "verdict", text: spec.verdict})); }
     spec.tables.forEach(function (t) {
       s.appendChild(h("h3", {text: t.title}));
       s.appendChild(table(t, false));
