@@ -230,8 +230,10 @@ def write_relabelled(trace: Trace, index: TraceIndex, attribution: Attribution, 
     if in_place and not patches:
         return result
     progress.phase("writing", len(trace.data))
-    if patches or trace.compressed is None or target == STDIN:
-        gzip = trace.gzipped if target == source or output is None else target.endswith(".gz")
+    # The output's compression follows its name (-o t.json is JSON, -o t.json.gz gzip); beside the
+    # input, or the input itself, it keeps the input's.
+    gzip = trace.gzipped if target == source or output is None else target.endswith(".gz")
+    if patches or trace.compressed is None or target == STDIN or not gzip:
         notes = write_output(target, patched_chunks(trace.data, patches), gzip=gzip and target != STDIN)
     else:
         notes = write_output(target, [trace.compressed], gzip=False)  # unchanged: the very same file

@@ -109,8 +109,10 @@ def middle_cut(text: str, room: int) -> str:
 
 
 def rich_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
+    # At least as wide as its title, so that a long title (a run's configuration) is not wrapped to the
+    # columns under it; a console narrower than that wraps it still.
     table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=True)
+                  collapse_padding=True, min_width=len(title))
     for k, name in enumerate(header):
         text = name in TEXT_COLUMNS or not name
         # A figure is never cut: its column is at least as wide as its widest cell; text may wrap.

@@ -10,9 +10,14 @@
 - a `python -m sglang.bench_serving` result (`.jsonl`, one JSON object per run): `accept_length`
   (SGLang reads it from DP rank 0 only); the last run's, when there are several;
 - a `/server_info` JSON: `internal_states[].avg_spec_accept_length`, one per DP scheduler (a lifetime
-  mean, reset by /flush_cache); their mean.
+  mean, reset by /flush_cache); their mean;
+- the requests' own responses (`/generate`, a JSON list or one JSON object per line): each one's
+  `meta_info.completion_tokens` over its `spec_verify_ct`, summed over the requests (`requests`).
 
-A file with none of them is an error of one line. Files may be gzip-compressed.
+Each also names the server's arguments where it has them (`server_info` and bench_serving's
+`server_info` their keys, the log its `server_args=...` line): the algorithm, its draft settings,
+CUDA graphs and the model, as server_args.json gives them. A file with none of them is an error of
+one line. Files may be gzip-compressed.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import orjson
 from ..errors import TraceError
 
 LOG, BENCH, SERVER_INFO, STATED, TRACE = "log", "bench_serving", "server_info", "stated", "trace annotations"
+REQUESTS = "requests"
 MAX_BYTES = 2**30  # a log of a long run; anything larger is not read whole
 DECODE_BATCH, ACCEPT_LEN, RUNNING_REQ = "Decode batch", "accept len:", "#running-req:"
 MAX_DIGITS = 32  # a number longer than this in a log line is not one SGLang wrote
@@ -67,7 +73,11 @@ def read_spec_metrics(path: str) -> AcceptFigure:
         except orjson.JSONDecodeError:
             document = None
         if isinstance(document, dict):
-            found = _server_info(path, document) or _bench_runs(path, [document])
+            found = _server_info(path, document) or _bench_runs(path, [document]) or _requests(path, [document])
+            if found is not None:
+                return found
+        if isinstance(document, list):
+            found = _requests(path, document)
             if found is not None:
                 return found
     runs = []
@@ -80,15 +90,16 @@ def read_spec_metrics(path: str) -> AcceptFigure:
                 continue
             if isinstance(value, dict):
                 runs.append(value)
-    found = _bench_runs(path, runs) if runs else None
+    found = (_bench_runs(path, runs) or _requests(path, runs)) if runs else None
     if found is not None:
         return found
     found = _log(path, text)
     if found is not None:
         return found
     raise MetricsError(f"{path}: no accept length found: expected SGLang's server log ('Decode batch, ... "
-                       "accept len: L' lines), a bench_serving result (.jsonl with accept_length) or a "
-                       "/server_info JSON (internal_states[].avg_spec_accept_length)")
+                       "accept len: L' lines), a bench_serving result (.jsonl with accept_length), a "
+                       "/server_info JSON (internal_states[].avg_spec_accept_length) or /generate responses "
+                       "(meta_info.spec_verify_ct)")
 
 
 def _read(path: str) -> bytes:
@@ -131,12 +142,14 @@ def _number(value) -> float | None:
     return float(value)
 
 
-_SERVER_KEYS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-                "speculative_num_draft_tokens", "disable_cuda_graph", "enable_multi_layer_eagle")
+# The server arguments that make a run (and decide attribution where no server_args.json is beside a trace).
+SERVER_KEYS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+               "speculative_num_draft_tokens", "disable_cuda_graph", "enable_multi_layer_eagle", "model_path",
+               "disable_overlap_schedule", "attention_backend", "decode_attention_backend", "prefill_attention_backend")
 
 
 def _server(document: dict) -> dict:
-    return {key: document[key] for key in _SERVER_KEYS if key in document}
+    return {key: document[key] for key in SERVER_KEYS if key in document}
 
 
 def _server_info(path: str, document: dict) -> AcceptFigure | None:
@@ -147,7 +160,7 @@ def _server_info(path: str, document: dict) -> AcceptFigure | None:
               if v is not None]
     if not values:
         return None
-    mean = math.fsum(values) / len(values)
+    mean = math.fsum(value / len(values) for value in values)  # each divided first: no sum overflows
     detail = (f"/server_info: avg_spec_accept_length of {len(values)} DP schedulers, their mean"
               if len(values) > 1 else "/server_info: avg_spec_accept_length (a lifetime mean, reset by /flush_cache)")
     return AcceptFigure(SERVER_INFO, mean, path, len(values), detail, tuple(values), _server(document))
@@ -166,11 +179,36 @@ def _bench_runs(path: str, runs: list[dict]) -> AcceptFigure | None:
                         _server(info) if isinstance(info, dict) else {})
 
 
+def _requests(path: str, responses: list) -> AcceptFigure | None:
+    """/generate responses: the tokens over the verifies, summed over the requests (SGLang's per-request
+    spec_accept_length is each one's completion_tokens / spec_verify_ct)."""
+    tokens = verifies = requests = 0
+    for response in responses:
+        meta = response.get("meta_info") if isinstance(response, dict) else None
+        if not isinstance(meta, dict):
+            continue
+        made, verified = meta.get("completion_tokens"), meta.get("spec_verify_ct")
+        if _whole(made) and _whole(verified):
+            tokens, verifies, requests = tokens + made, verifies + verified, requests + 1
+    if not verifies:
+        return None
+    return AcceptFigure(REQUESTS, tokens / verifies, path, requests,
+                        f"/generate responses: completion_tokens over spec_verify_ct of {requests} request"
+                        f"{'s' if requests != 1 else ''}, summed")
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63
+
+
 def _log(path: str, text: str) -> AcceptFigure | None:
     values, weights = [], []
+    server: dict = {}
     for number, line in enumerate(text.splitlines(), 1):
         at = line.find(DECODE_BATCH)
         if at < 0:
+            if not server and SERVER_ARGS in line:
+                server = log_server_args(line)
             continue
         rest = line[at + len(DECODE_BATCH):]
         value = _field(path, number, rest, ACCEPT_LEN)
@@ -191,8 +229,48 @@ def _log(path: str, text: str) -> AcceptFigure | None:
         mean = math.fsum(values) / len(values)
         how = "unweighted (#running-req missing)"
     detail = f"server log: {len(values)} 'Decode batch' lines, their mean {how}"
-    return AcceptFigure(LOG, mean, path, len(values), detail, tuple(values),
-                        by_bs=tuple((bs, math.fsum(found) / len(found), len(found)) for bs, found in sorted(by_bs.items())))
+    return AcceptFigure(LOG, mean, path, len(values), detail, tuple(values), server,
+                        tuple((bs, math.fsum(found) / len(found), len(found)) for bs, found in sorted(by_bs.items())))
+
+
+SERVER_ARGS = "server_args="
+_LITERALS = {"True": True, "False": False, "None": None}
+
+
+def log_server_args(line: str) -> dict:
+    """The server arguments of the log's `server_args=...` line: SGLang writes the resolved arguments as
+    a Python dict (`server_args={'model_path': '...', ...}`, 0.5.23) or dataclass (`server_args=ServerArgs(
+    model_path='...', ...)`, older). Only SERVER_KEYS are read, each value a plain literal, found by
+    position: never evaluated, and linear in the line."""
+    found: dict = {}
+    for key in SERVER_KEYS:
+        for spelled in (f"'{key}': ", f" {key}=", f"({key}="):
+            at = line.find(spelled)
+            if at >= 0:
+                value = _literal(line, at + len(spelled))
+                if value is not _NOT_LITERAL:
+                    found[key] = value
+                break
+    return found
+
+
+_NOT_LITERAL = object()
+
+
+def _literal(text: str, start: int) -> object:
+    """A quoted string, a whole number, True, False or None at start (else _NOT_LITERAL)."""
+    if start < len(text) and text[start] in "'\"":
+        end = text.find(text[start], start + 1)
+        return text[start + 1:end] if end > start else _NOT_LITERAL
+    end = start
+    while end < len(text) and text[end] not in ",)}" and end - start <= MAX_DIGITS:
+        end += 1
+    word = text[start:end].strip()
+    if word in _LITERALS:
+        return _LITERALS[word]
+    if word.isdigit() and len(word) <= MAX_DIGITS:
+        return int(word)
+    return _NOT_LITERAL
 
 
 def _field(path: str, number: int, text: str, key: str, whole: bool = False) -> float | None:

@@ -15,13 +15,14 @@ from ..errors import UsageError
 from ..timing import CLOCKS, CPU, GPU, TraceMeasures
 from .configs import Run, RunConfig, group_runs
 from .measure import MODEL_WORK, RUN_BATCH, SpecIteration, SpeculationMeasures, decode_means
-from .metrics import BENCH, LOG, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError
+from .metrics import BENCH, LOG, REQUESTS, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError
 from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime
 from .speed import Means, SpeedRow, overall_row, speed_row
 from .verdict import CLOCK_WORDS, Verdict, verdict_of
 
-PRIORITY = (STATED, TRACE, LOG, BENCH, SERVER_INFO)  # the accept length the figures use, the first found
+PRIORITY = (STATED, TRACE, REQUESTS, LOG, BENCH, SERVER_INFO)  # the accept length the figures use, the first found
 DISAGREE = 0.1  # accept lengths from two sources further apart than this (relative) are said
+CHECKED = 0.05  # the trace's g_sk deltas against the requests' own counts: both exact, so closer
 COMPARE_HINT = "compare them side by side with `spanfix compare`"
 NEEDS_ACCEPT = "the accept length (the trace does not tell it: --spec-metrics FILE or --accept-length L)"
 NEEDS_TWIN = "a plain twin (--baseline: the same server captured without speculation)"
@@ -163,9 +164,9 @@ def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[Acce
     model = {clock: added for clock in CLOCKS
              if (added := ModelTime.added(clock, [m.model[clock] for m in found if clock in m.model])) is not None}
     iteration_model, counts = _iteration_model(iterations)
-    runs = group_runs(found, _server_of(figures))
+    server, notes = _server_of(figures)
+    runs = group_runs(found, server)
     trace_figure, unknown = _trace_figure(iterations)
-    notes: list[str] = []
     every = _possible(([trace_figure] if trace_figure is not None else []) + list(figures), runs, notes)
     used = next((figure for source in PRIORITY for figure in every if figure.source == source
                  and figure.value is not None), None)
@@ -207,13 +208,19 @@ def _mean(values: list[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def _server_of(figures: Sequence[AcceptFigure]) -> dict:
-    """The server arguments the --spec-metrics files name, together."""
+def _server_of(figures: Sequence[AcceptFigure]) -> tuple[dict, list[str]]:
+    """The server arguments the --spec-metrics files name, together (the first file's where they
+    disagree), and a note for each argument they disagree on."""
     server: dict = {}
+    said: dict[str, dict] = defaultdict(dict)  # key -> value -> the files that say it
     for figure in figures:
         for key, value in figure.server.items():
             server.setdefault(key, value)
-    return server
+            said[key].setdefault(repr(value), []).append(figure.file or figure.source)
+    notes = [f"the server's arguments disagree: {key} " + ", ".join(f"{value} ({', '.join(files)})"
+                                                                   for value, files in values.items())
+             + f"; {server[key]!r} is used" for key, values in said.items() if len(values) > 1]
+    return server, notes
 
 
 def _several(runs: list[Run]) -> str | None:
@@ -397,7 +404,8 @@ def _disagreements(figures: list[AcceptFigure], used: AcceptFigure | None) -> li
     for figure in figures:
         if figure is used or figure.value is None or not used.value:
             continue
-        if abs(figure.value - used.value) / used.value > DISAGREE:
+        checked = {figure.source, used.source} == {TRACE, REQUESTS}
+        if abs(figure.value - used.value) / used.value > (CHECKED if checked else DISAGREE):
             notes.append(f"accept length: {_named(used)} says {used.value:.2f}, {_named(figure)} {figure.value:.2f} "
                          f"(they may cover other iterations); the figures use {_named(used)}'s")
     return notes

@@ -46,6 +46,9 @@ NO_DEVICE_VIEW = ("busy time, the decode iterations' parts and the model view on
                   "every step and stage span has a GPU annotation, so no kernel was needed (--device reads them)")
 
 
+HOST_ONLY = "host clock only: the capture recorded no device activity (no kernel, no GPU annotation)"
+
+
 # Called with what measure() read and made, to measure more of the same read (see measure's `then`).
 Then = Callable[[Trace, TraceIndex, Attribution, DeviceWork, "TraceMeasures", list[str], dict], None]
 
@@ -67,6 +70,8 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     if work is None:
         if kernels is not None or device or (device is None and needs_kernels(trace, index)):
             work = device_work(trace, names=kernels is not None)
+            if work.empty and index.steps and not any(step.gpu_events for step in index.steps):
+                notes.append(HOST_ONLY)  # said once, rather than a device figure missing in every table
         else:
             work = DeviceWork.nothing()
             notes += [NO_DEVICE_VIEW] if advise_device and index.steps else []

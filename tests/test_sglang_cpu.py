@@ -1,0 +1,145 @@
+"""What SGLang itself writes (issue 30): real SGLang 0.5.23 captures made on a CPU machine by
+../shared/sglang-cpu/0.5.23/make.sh (a plain run and a STANDALONE run of the same target model), with
+the server's log, its /server_info and the requests' responses beside each. Every figure spanfix
+gives is checked against what SGLang reported, read here independently of spanfix's code.
+
+Skipped when ../shared/traces/sglang-cpu is absent; never copied into the project."""
+
+import gzip
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import SHARED_TRACES
+
+import spanfix
+from spanfix.cli import main
+
+CPU_RUNS = SHARED_TRACES / "sglang-cpu"
+pytestmark = pytest.mark.skipif(not (CPU_RUNS / "standalone").is_dir(),
+                                reason=f"real SGLang CPU captures ({CPU_RUNS}) are absent")
+
+
+def _run(name: str) -> Path:
+    return CPU_RUNS / name
+
+
+def _trace(name: str) -> Path:
+    [path] = sorted((_run(name) / "traces").glob("*.trace.json.gz"))
+    return path
+
+
+def _events(path: Path) -> list[dict]:
+    return json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+
+
+def run(*args, **kwargs):
+    return CliRunner().invoke(main, [str(a) for a in args], **kwargs)
+
+
+def test_a_capture_in_the_newer_naming_relabels_to_a_copy_in_the_outputs_own_compression(tmp_path):
+    source = _trace("standalone")
+    for name, expected in (("copy.trace.json.gz", source.read_bytes()),
+                           ("copy.trace.json", gzip.decompress(source.read_bytes()))):
+        result = run("relabel", source, "-o", tmp_path / name)
+        assert result.exit_code == 0, result.output
+        assert (tmp_path / name).read_bytes() == expected, name
+    summary = json.loads(run("relabel", source, "--dry-run", "--json").stdout)["files"][0]
+    assert summary["changed"] == 0 and summary["ambiguous"] == 0 and summary["left_alone"]["already new"] == 190
+
+
+@pytest.mark.parametrize("name", ["plain", "standalone"])
+def test_stage_counts_are_the_traces_own_spans(name):
+    events = _events(_trace(name))
+    counted = defaultdict(int)
+    for event in events:
+        if event.get("cat") == "user_annotation" and event.get("name", "").startswith("step["):
+            counted[event["name"][5:].split(" ")[0].rstrip("]")] += 1
+    result = spanfix.stats(str(_trace(name)))
+    assert {stage: row.summary.count for stage in counted if (row := result.row(stage)) is not None} == counted
+
+
+def _log_accept(log: Path) -> tuple[float, dict[int, float]]:
+    """SGLang's log: each 'Decode batch' line's accept len, weighted by its #running-req; and by batch size."""
+    values = []
+    for line in log.read_text().splitlines():
+        if "Decode batch" in line and "accept len:" in line:
+            fields = dict(part.strip().split(": ", 1) for part in line.split("Decode batch, ")[1].split(", ")
+                          if ": " in part)
+            values.append((float(fields["accept len"]), int(fields["#running-req"])))
+    by_bs = defaultdict(list)
+    for value, bs in values:
+        by_bs[bs].append(value)
+    return (sum(v * n for v, n in values) / sum(n for _, n in values),
+            {bs: sum(found) / len(found) for bs, found in by_bs.items()})
+
+
+def test_the_accept_length_is_sglangs_own_from_each_file():
+    run_dir = _run("standalone")
+    weighted, _ = _log_accept(run_dir / "server.log")
+    log = spanfix.stats(str(_trace("standalone")), spec_metrics=[str(run_dir / "server.log")]).speculation
+    assert log.used.source == "log" and log.accept_length == pytest.approx(weighted, rel=1e-9)
+    states = json.loads((run_dir / "server_info.json").read_text())["internal_states"]
+    lifetime = sum(s["avg_spec_accept_length"] for s in states) / len(states)
+    info = spanfix.stats(str(_trace("standalone")), spec_metrics=[str(run_dir / "server_info.json")]).speculation
+    assert info.used.source == "server_info" and info.accept_length == pytest.approx(lifetime, rel=1e-9)
+    responses = json.loads((run_dir / "generate_outputs.json").read_text())
+    exact = (sum(r["meta_info"]["completion_tokens"] for r in responses)
+             / sum(r["meta_info"]["spec_verify_ct"] for r in responses))
+    requests = spanfix.stats(str(_trace("standalone")),
+                             spec_metrics=[str(run_dir / "generate_outputs.json")]).speculation
+    assert requests.used.source == "requests" and requests.accept_length == pytest.approx(exact, rel=1e-12)
+
+
+def test_the_servers_arguments_come_from_its_log_and_server_info():
+    run_dir = _run("standalone")
+    for side in ("server.log", "server_info.json"):
+        result = spanfix.stats(str(_trace("standalone")), spec_metrics=[str(run_dir / side)]).speculation
+        config = result.config
+        assert (config.server_algorithm, config.steps, config.topk, config.draft_tokens) == ("STANDALONE", 3, 1, 4)
+        assert config.cuda_graph is False and config.model.endswith("/models/target")
+        out = " ".join(run("stats", _trace("standalone"), "--spec-metrics", run_dir / side,
+                           terminal_width=200).stdout.split())
+        assert "speculation (STANDALONE, 3 steps, topk 1, 4 draft tokens)" in out
+
+
+def _iterations(path: Path, stage: str) -> dict[int, list[float]]:
+    """scheduler.run_batch spans (us) holding `stage` steps (and no prefill step), by the steps' bs."""
+    events = [e for e in _events(path) if e.get("ph") == "X" and e.get("cat") == "user_annotation"]
+    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "scheduler.run_batch")
+    steps = sorted((e["ts"], e["name"]) for e in events if e["name"].startswith("step["))
+    found = defaultdict(list)
+    for start, end in runs:
+        inside = [name for ts, name in steps if start <= ts <= end]
+        kinds = {name[5:].split(" ")[0] for name in inside}
+        if stage in kinds and not kinds & {"EXTEND", "MIXED"} and not any("toks=" in name for name in inside):
+            sizes = {int(name.split("bs=")[1].split(" ")[0].rstrip("]")) for name in inside}
+            if len(sizes) == 1:
+                found[sizes.pop()].append(end - start)
+    return found
+
+
+def test_the_verdict_agrees_with_the_decode_iterations_and_with_the_requests_latency():
+    spec_run, plain_run = _run("standalone"), _run("plain")
+    result = spanfix.stats(str(_trace("standalone")), baseline=str(_trace("plain")),
+                           spec_metrics=[str(spec_run / "server.log")]).speculation
+    verdict = result.verdict
+    assert verdict.clock == "cpu" and "no device time" in verdict.why  # a CPU run: the host clock alone
+    [bs] = verdict.batch_sizes
+    spec, plain = _iterations(_trace("standalone"), "VERIFY"), _iterations(_trace("plain"), "DECODE")
+    _, by_bs = _log_accept(spec_run / "server.log")
+    mean = lambda values: sum(values) / len(values)  # noqa: E731
+    by_hand = by_bs[bs] * mean(plain[bs]) / mean(spec[bs])
+    assert verdict.speedup == pytest.approx(by_hand, rel=0.15)
+    latency = {name: mean([r["meta_info"]["e2e_latency"] for r in json.loads(
+        (_run(name) / "generate_outputs.json").read_text())]) for name in ("plain", "standalone")}
+    assert verdict.speedup == pytest.approx(latency["plain"] / latency["standalone"], rel=0.25)
+
+
+def test_a_cpu_capture_says_once_that_it_has_no_device_activity():
+    said = run("stats", _trace("plain"), _trace("standalone")).stderr
+    lines = [line for line in said.splitlines() if "no device activity" in line]
+    assert len(lines) == 1 and "host clock only" in lines[0]
+    assert "device" not in run("stats", _trace("plain"), terminal_width=200).stdout
