@@ -16,22 +16,30 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 # Only what relabel needs is imported here: a relabel of a small file is mostly start-up. The stats,
 # check, speculation and inspection machinery is imported by the functions that use it, and the
 # public names it defines are served by __getattr__ below on first use.
-from .algorithms import ALGORITHMS, algorithm_name  # noqa: F401 (the CLI's too)
-from .attribute import Attribution
-from .check_defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
+from .attribution.algorithms import ALGORITHMS, algorithm_name  # noqa: F401 (the CLI's too)
+from .attribution.attribute import Attribution
+from .attribution.index import TraceIndex, indexed_name
+from .checking.defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
 from .errors import TraceError, UsageError, out_of_memory
-from .index import TraceIndex, indexed_name
 from .options import Options, are_strings, checked_flag, checked_path, checked_paths, is_whole, need
-from .overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401 (the CLI's too)
-from .reader import Trace as _Read
-from .reader import locate_step_names, read_trace
-from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
+from .read.reader import Trace as _Read
+from .read.reader import locate_step_names, read_trace
+from .relabelling.plan import (
+    AmbiguousSpan,
+    RelabelOptions,
+    RelabelResult,
+    analyse,
+    default_output,
+    plan,
+    write_relabelled,
+)
+from .sources.overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401 (the CLI's too)
 
 if TYPE_CHECKING:
-    from .gate import CheckReport, parse_budget
-    from .inspection import InspectReport
+    from .attribution.inspection import InspectReport
+    from .checking.rules import CheckReport, parse_budget
     from .report import Report  # pandas is optional: spanfix[pandas]
-    from .runs import Each, Measured, accept_figures, measure_all, measure_path, plain_baseline
+    from .runs.measure import Each, Measured, accept_figures, measure_all, measure_path, plain_baseline
     from .speculation import AcceptFigure, SpeculationResult
     from .tables import Iterations, Steps, Table
     from .timing import IterationTiming, KernelClasses, StatsResult, StepTiming, TraceMeasures
@@ -48,10 +56,10 @@ ALGORITHM_NAMES: tuple[str, ...] = tuple(sorted(ALGORITHMS))
 
 # Names this module offers whose modules are imported on first use -> that module.
 _LAZY = {
-    **dict.fromkeys(("CheckOptions", "CheckReport", "parse_budget"), "gate"),
-    **dict.fromkeys(("InspectReport", "report_of"), "inspection"),
+    **dict.fromkeys(("CheckOptions", "CheckReport", "parse_budget"), "checking.rules"),
+    **dict.fromkeys(("InspectReport", "report_of"), "attribution.inspection"),
     **dict.fromkeys(("Each", "Measured", "accept_figures", "baseline_read", "compared", "measure_all", "measure_path",
-                     "one_by_one", "plain_baseline", "speculation_over"), "runs"),
+                     "one_by_one", "plain_baseline", "speculation_over"), "runs.measure"),
     **dict.fromkeys(("AcceptFigure", "SpeculationResult", "measure_speculation"), "speculation"),
     **dict.fromkeys(("Iterations", "Steps", "Table"), "tables"),
     **dict.fromkeys(("GROUP_KEYS", "IterationTiming", "KernelClasses", "StatsResult", "StepTiming", "TraceMeasures",
@@ -190,7 +198,7 @@ class Trace:
               baseline: str | StatsResult | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
               accept_length: float | None = None) -> StatsResult:
         """Per-stage statistics of this trace, as `spanfix stats` gives them (see stats())."""
-        from .runs import accept_figures, baseline_read, compared, speculation_over
+        from .runs.measure import accept_figures, baseline_read, compared, speculation_over
         from .timing import aggregate
         checked_flag(kernels, "kernels")
         classes = _classes(kernels, kernel_categories)
@@ -205,7 +213,7 @@ class Trace:
                     baseline: str | os.PathLike[str] | StatsResult | None = None) -> SpeculationResult:
         """Does speculation pay? The model view, the accept length and its source, time per token and,
         against a plain-decode baseline, the estimated speedup and break-even (see stats())."""
-        from .runs import accept_figures, baseline_read, speculation_over
+        from .runs.measure import accept_figures, baseline_read, speculation_over
         return speculation_over([self.measures()], accept_figures(spec_metrics, accept_length),
                             baseline_read(baseline, self._options))
 
@@ -237,7 +245,7 @@ class Trace:
 
     def inspect(self) -> InspectReport:
         """What spanfix sees in the trace: tracks, algorithm and why, evidence, ambiguous spans."""
-        from .inspection import report_of
+        from .attribution.inspection import report_of
         work = self._device()
         return report_of(self._read, self._index, self._attribution, [*self._warnings, *work.warnings()],
                          self._options.relabel_options())
@@ -343,7 +351,7 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     the estimated speedup and break-even. executor: run each input as a task of a concurrent.futures
     executor or a Dask distributed.Client (whose workers read the inputs themselves); the result is
     the same as here."""
-    from .runs import accept_figures, baseline_read, compared, measure_all, speculation_over
+    from .runs.measure import accept_figures, baseline_read, compared, measure_all, speculation_over
     from .timing import StatsResult, aggregate
     if not isinstance(errors, str) or errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
@@ -390,7 +398,7 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
             **option_fields: Any) -> RelabelResult:
     """Relabel one trace file to the newer naming, as `spanfix relabel` does, and say what changed.
     Raises TraceError (the input), OutputError (the output) or UsageError."""
-    from . import relabelling
+    from .relabelling import plan as relabelling
 
     for flag in ("in_place", "dry_run", "verify_only", "annotate"):
         checked_flag(locals()[flag], flag)
@@ -409,7 +417,7 @@ def _each(each: Each | None, executor: Any) -> Each | None:
         return each
     if each is not None:
         raise UsageError("give each or executor, not both")
-    from .tasks import on
+    from .runs.tasks import on
     return on(executor)
 
 
@@ -444,8 +452,8 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     not fail the report (CheckReport.passed). spec_metrics, accept_length: the accept length from
     outside the traces, for the speculation budgets (with a plain-decode baseline for
     speculation.speedup). executor: as for stats()."""
-    from .gate import CheckOptions, parse_budget, run_check
-    from .runs import accept_figures, one_by_one
+    from .checking.rules import CheckOptions, parse_budget, run_check
+    from .runs.measure import accept_figures, one_by_one
     if not are_strings(budgets):
         raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
     need(max_regression, (int, float), "a number of percent", "max_regression")

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import span, thread_name, write_trace
 
+from spanfix.checking.rules import BudgetError, parse_budget
 from spanfix.cli import main
-from spanfix.gate import BudgetError, parse_budget
 
 
 def run(*args, env=None):
@@ -301,7 +301,8 @@ def test_files_in_parallel_give_the_same_report(old, new, tmp_path):
 
 @pytest.mark.parametrize("command", ["check", "stats", "inspect"])
 def test_ctrl_c_exits_130_with_one_line(old, monkeypatch, command):
-    from spanfix import api, relabelling
+    from spanfix import api
+    from spanfix.relabelling import plan as relabelling
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

@@ -15,7 +15,7 @@ import synth
 from click.testing import CliRunner
 
 from spanfix.cli import main
-from spanfix.relabelling import RelabelOptions
+from spanfix.relabelling.plan import RelabelOptions
 from spanfix.timing import DEVICE_PARTS, KernelClasses, aggregate, measure_files
 
 OPTIONS = RelabelOptions()

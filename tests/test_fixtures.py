@@ -6,7 +6,7 @@ import sys
 import pytest
 from conftest import FIXTURES
 
-from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.relabelling.plan import RelabelOptions, relabel_file
 
 sys.path.insert(0, str(FIXTURES))
 from generate import fixtures, golden_path

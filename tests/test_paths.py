@@ -14,8 +14,9 @@ import pytest
 from conftest import ROOT, needs_real_traces, read_in_parts, real_traces
 from synth import FORMS, SynthSpec, generate, write
 
-from spanfix import document, locate, reader, relabelling, selective
-from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.read import document, locate, reader, selective
+from spanfix.relabelling import plan as relabelling
+from spanfix.relabelling.plan import RelabelOptions, relabel_file
 
 FIXTURES = sorted(p for p in (ROOT / "fixtures").glob("*.trace.json*"))
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 import spanfix
 from spanfix.cli import main
-from spanfix.relabelling import RelabelOptions
+from spanfix.relabelling.plan import RelabelOptions
 from spanfix.speculation import read_spec_metrics, speculation_result
 from spanfix.speculation.measure import measure_speculation
 from spanfix.timing import measure_file
@@ -518,7 +518,7 @@ def test_a_baseline_is_read_and_measured_once(tmp_path, monkeypatch):
     """stats, Trace.stats, check and report compare with a baseline twice (timing's means, the
     speculation's plain DECODE steps): both come from one read and one measuring of it."""
     import spanfix.timing.baseline as baseline_module
-    from spanfix import relabelling
+    from spanfix.relabelling import plan as relabelling
 
     spec = _spec("eagle", True)
     path = _write(tmp_path, synth.generate(spec))

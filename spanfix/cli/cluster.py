@@ -22,7 +22,7 @@ def cluster_each(address: str) -> Callable[[Callable[..., Any], list[tuple[Any, 
             raise UsageError("--scheduler: the cluster's workers cannot read this standard input; give files or URLs")
         if not jobs:
             return
-        from ..tasks import on
+        from ..runs.tasks import on
 
         client = connect(address)
         try:

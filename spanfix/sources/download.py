@@ -18,9 +18,9 @@ try:  # the reader's choice, for the same reason: ISA-L inflates about 4x faster
 except ImportError:  # pragma: no cover
     _inflate_lib = zlib
 
-from .. import progress
 from ..errors import SpanfixError, TraceError
-from ..stdout import write_all
+from ..runtime import progress
+from .stdout import write_all
 
 CHUNK = 8 * 2**20  # bytes per request: few requests for a large trace, little held at once
 MEMORY_BYTES = 2**20  # a smaller document stays in memory (the reader maps files from this size)

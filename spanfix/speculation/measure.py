@@ -9,10 +9,10 @@ from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from ..algorithms import SPECULATIVE, read_server_args
-from ..attribute import Attribution
-from ..index import TraceIndex
-from ..reader import Trace
+from ..attribution.algorithms import SPECULATIVE, read_server_args
+from ..attribution.attribute import Attribution
+from ..attribution.index import TraceIndex
+from ..read.reader import Trace
 from ..timing import CPU, GPU, DeviceWork, TraceMeasures
 from .accept import acceptances
 from .model import ModelTime, iteration_model, model_view

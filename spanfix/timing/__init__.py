@@ -23,7 +23,7 @@ into rows, baseline.py compares them with an earlier result. Definitions, also i
   `iterations.decode_iterations`.
 """
 
-from ..ranks import rank_from_file_name, rank_from_pid
+from ..attribution.ranks import rank_from_file_name, rank_from_pid
 from .baseline import Baseline, BaselineRead, baseline_from_json, compare, load_baseline, read_baseline
 from .device import DEVICE_CATEGORIES, DeviceReducer, DeviceWork, device_work, union_length
 from .iterations import DEVICE_PARTS, DRAFT_WORK, PARTS, Iteration, decode_iterations

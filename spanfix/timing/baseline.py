@@ -12,9 +12,9 @@ from pathlib import Path
 
 import orjson
 
-from ..document import read_document_bytes
 from ..errors import TraceError
-from ..relabelling import RelabelOptions
+from ..read.document import read_document_bytes
+from ..relabelling.plan import RelabelOptions
 from .measure import Then, TraceMeasures, load, measure
 from .numbers import us
 from .profile import RunProfile, differences

@@ -25,8 +25,8 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..index import Span, Track
-from ..ranks import scope_of
+from ..attribution.index import Span, Track
+from ..attribution.ranks import scope_of
 from .columns import DEVICE_CATEGORIES, LAUNCH_SUFFIXES, DeviceColumns, DeviceReducer
 from .ranges import Ranges
 

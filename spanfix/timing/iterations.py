@@ -38,8 +38,8 @@ from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from ..index import Enclosing, Span, TraceIndex, Track
-from ..ranks import scope_of
+from ..attribution.index import Enclosing, Span, TraceIndex, Track
+from ..attribution.ranks import scope_of
 from .device import SPLIT_SKIPPED, DeviceWork
 
 PARTS = ("draft", "verify", "draft_extend", "ambiguous", "other")

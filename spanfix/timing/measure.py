@@ -7,16 +7,16 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
-from .. import progress
-from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
-from ..clock import ns_of
-from ..index import GPU_CATEGORY, STAGE_SPANS, StepSpan, TraceIndex
-from ..naming import NO_STEP_SPANS, new_stage, relabel_step_name
-from ..patterns import PatternTooSlow
-from ..ranks import rank_from_file_name, rank_from_pid
-from ..reader import Trace, TraceError
-from ..relabelling import RelabelOptions, analyse
-from ..relabelling import load as load_trace
+from ..attribution.attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
+from ..attribution.index import GPU_CATEGORY, STAGE_SPANS, StepSpan, TraceIndex
+from ..attribution.naming import NO_STEP_SPANS, new_stage, relabel_step_name
+from ..attribution.patterns import PatternTooSlow
+from ..attribution.ranks import rank_from_file_name, rank_from_pid
+from ..read.clock import ns_of
+from ..read.reader import Trace, TraceError
+from ..relabelling.plan import RelabelOptions, analyse
+from ..relabelling.plan import load as load_trace
+from ..runtime import progress
 from .device import DeviceReducer, DeviceWork, device_work
 from .iterations import Iteration, decode_iterations, is_draft_frame, why_no_iterations, work_spans
 from .kernels import KernelClasses, KernelTable

@@ -14,10 +14,10 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .clock import SLACK_NS
+from ..read.clock import SLACK_NS
+from ..read.reader import Event, Trace
 from .naming import StepName, parse_step_name
 from .ranks import scope_of
-from .reader import Event, Trace
 
 Track = tuple[Hashable, Hashable]  # (pid, tid); either may be an int or a string
 

@@ -147,8 +147,8 @@ def read_server_args(trace_path: str) -> tuple[dict | None, str | None]:
     """server_args.json beside a trace, as `python -m sglang.profiler` writes it: (args, problem)."""
     if trace_path == "-":
         return None, None
-    from .document import read_side_file  # bounded in size and depth, never waits on a pipe
-    from .sources import is_url, local_path, read_side_json, sibling
+    from ..read.document import read_side_file  # bounded in size and depth, never waits on a pipe
+    from ..sources import is_url, local_path, read_side_json, sibling
 
     if is_url(trace_path):  # beside it on its store
         candidate = sibling(trace_path, "server_args.json")

@@ -6,10 +6,10 @@ import itertools
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from ..read.reader import Trace
+from ..relabelling.plan import AmbiguityGroup, AmbiguousSpan, RelabelOptions, by_reason
 from .attribute import AMBIGUOUS, Attribution
 from .index import TraceIndex, TrackNames
-from .reader import Trace
-from .relabelling import AmbiguityGroup, AmbiguousSpan, RelabelOptions, by_reason
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ import signal
 import threading
 from collections.abc import Iterator
 
-from .errors import TraceError, UsageError
+from ..errors import TraceError, UsageError
 
 try:  # pragma: no cover - which branch runs depends on the installation
     import re2 as _re2

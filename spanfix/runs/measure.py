@@ -9,9 +9,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SpanfixError, UsageError, out_of_memory
-from .options import Options, checked_path, checked_paths
-from .speculation import (
+from ..errors import SpanfixError, UsageError, out_of_memory
+from ..options import Options, checked_path, checked_paths
+from ..speculation import (
     AcceptFigure,
     PlainDecode,
     SpeculationResult,
@@ -20,9 +20,9 @@ from .speculation import (
     read_spec_metrics,
     speculation_result,
 )
-from .speculation import stated as stated_accept_length
-from .timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, compare, measure_file, read_baseline
-from .timing.once import counted_once, same_files
+from ..speculation import stated as stated_accept_length
+from ..timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, compare, measure_file, read_baseline
+from ..timing.once import counted_once, same_files
 
 # Runs function(*job) for every job and yields (input, result) in input order; the CLI passes one
 # that uses processes and reports progress. The default runs them one by one, here.

@@ -18,11 +18,11 @@ rule is skipped, never held.
 
 from __future__ import annotations
 
-from ..budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, pop_clock, register
 from ..errors import BudgetError
+from ..speculation.model import DEVICE_MODEL_PARTS
+from ..speculation.result import SpeculationResult
 from ..timing import CPU, GPU, StatsResult
-from .model import DEVICE_MODEL_PARTS
-from .result import SpeculationResult
+from .budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, pop_clock, register
 
 MODEL, SPECULATION, ITERATION = "model", "speculation", "iteration"
 MODEL_ITERATION = f"{MODEL}.{ITERATION}"  # the subject of a budget on the decode iterations' model view

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import BudgetError
-from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage
-from .timing import AMBIGUOUS_STAGE, CLOCKS, CPU, DEVICE_PARTS, GPU, STATISTICS, StatsResult, format_us
+from ..attribution.naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage
+from ..errors import BudgetError
+from ..timing import AMBIGUOUS_STAGE, CLOCKS, CPU, DEVICE_PARTS, GPU, STATISTICS, StatsResult, format_us
 
 # The kinds of figure a statistic is: they decide the unit a budget must, may or must not give.
 TIME, FRACTION, COUNT, NUMBER = "time", "fraction", "count", "number"

@@ -28,7 +28,8 @@ from typing import BinaryIO
 
 import msgspec
 
-from . import progress
+from ..errors import TraceError
+from ..runtime import progress
 from .clock import Clock
 from .document import (  # noqa: F401 (the reader's names, as the rest of spanfix imports them)
     GZIP_MAGIC,
@@ -43,7 +44,6 @@ from .document import (  # noqa: F401 (the reader's names, as the rest of spanfi
     read_document_bytes,
     read_side_file,
 )
-from .errors import TraceError
 from .events import (
     UNUSABLE,
     Buffer,

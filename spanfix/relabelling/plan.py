@@ -13,20 +13,21 @@ from pathlib import Path
 import msgspec
 import orjson
 
-from . import parts, progress
-from .algorithms import read_server_args
-from .attribute import AMBIGUOUS, DRAFT, TARGET, UNKNOWN_MODE, Attribution, DraftRules, attribute
-from .events import is_step_name
-from .index import StepSpan, TraceIndex, build_index, indexed_name
-from .locate import byte_offset
-from .naming import new_stage, parse_step_name
-from .output import output_folder, write_output
-from .overwrite import Reads, is_standard_input, reads
+from ..attribution.algorithms import read_server_args
+from ..attribution.attribute import AMBIGUOUS, DRAFT, TARGET, UNKNOWN_MODE, Attribution, DraftRules, attribute
+from ..attribution.index import StepSpan, TraceIndex, build_index, indexed_name
+from ..attribution.naming import new_stage, parse_step_name
+from ..attribution.patterns import PatternTooSlow
+from ..read import parts
+from ..read.events import is_step_name
+from ..read.locate import byte_offset
+from ..read.reader import STDIN, Buffer, NameSlot, Trace, TraceError, locate_step_names, read_trace
+from ..read.selective import Reducer
+from ..runtime import progress
+from ..sources import basename, is_url, local_path, scheme_of, sibling
+from ..sources.output import output_folder, write_output
+from ..sources.overwrite import Reads, is_standard_input, reads
 from .patch import Patch, patched_chunks
-from .patterns import PatternTooSlow
-from .reader import STDIN, Buffer, NameSlot, Trace, TraceError, locate_step_names, read_trace
-from .selective import Reducer
-from .sources import basename, is_url, local_path, scheme_of, sibling
 
 
 @dataclass(slots=True)

@@ -19,20 +19,17 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from .attribute import Attribution
-from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, family_of, figure_text, grammar, parse_budget
-from .check_defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
-from .clock import offset_text
-from .errors import BudgetError, out_of_memory
-from .index import TraceIndex
-from .naming import parse_step_name
-from .reader import Trace, TraceError
-from .relabelling import RelabelOptions, plan
-from .render.escape import clip
-from .runs import Each, accept_figures, one_by_one
-from .speculation import budgets as _speculation_budgets  # noqa: F401  (registers model.* and speculation.*)
-from .speculation import measure_speculation, plain_of, speculation_result
-from .timing import (
+from ..attribution.attribute import Attribution
+from ..attribution.index import TraceIndex
+from ..attribution.naming import parse_step_name
+from ..errors import BudgetError, out_of_memory
+from ..read.clock import offset_text
+from ..read.reader import Trace, TraceError
+from ..relabelling.plan import RelabelOptions, plan
+from ..render.escape import clip
+from ..runs.measure import Each, accept_figures, one_by_one
+from ..speculation import measure_speculation, plain_of, speculation_result
+from ..timing import (
     GPU,
     Baseline,
     BaselineRead,
@@ -46,8 +43,11 @@ from .timing import (
     measure,
     read_baseline,
 )
-from .timing.once import counted_once, same_files
-from .timing.profile import comparable
+from ..timing.once import counted_once, same_files
+from ..timing.profile import comparable
+from . import speculation_budgets as _speculation_budgets  # noqa: F401  (registers model.* and speculation.*)
+from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, family_of, figure_text, grammar, parse_budget
+from .defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
 
 TRUST, BUDGET, REGRESSION = "trust", "budget", "regression"
 HELD, BROKEN, SKIPPED = "held", "broken", "skipped"
