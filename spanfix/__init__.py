@@ -26,7 +26,8 @@ _PUBLIC = {
     "InspectReport": "attribution.inspection",
     "Report": "report",
     **dict.fromkeys(("AcceptFigure", "ModelTime", "SpecIteration", "SpeculationResult", "SpeedRow"), "speculation"),
-    **dict.fromkeys(("AmbiguityGroup", "AmbiguousSpan", "RelabelResult"), "relabelling.plan"),
+    **dict.fromkeys(("AmbiguityGroup", "AmbiguousSpan"), "attribution.ambiguity"),
+    "RelabelResult": "relabelling.plan",
     **dict.fromkeys(("IterationBreakdown", "KernelGroup", "StageRow", "StatsResult", "Summary"), "timing"),
 }
 
@@ -52,10 +53,11 @@ if TYPE_CHECKING:
         relabelled_path,
         stats,
     )
+    from .attribution.ambiguity import AmbiguityGroup, AmbiguousSpan
     from .attribution.inspection import InspectReport
     from .checking.rules import Budget, CheckReport, Outcome, parse_budget
     from .errors import OutputError, SpanfixError, TraceError, UsageError
-    from .relabelling.plan import AmbiguityGroup, AmbiguousSpan, RelabelResult
+    from .relabelling.plan import RelabelResult
     from .report import Report
     from .speculation import AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow
     from .timing import IterationBreakdown, KernelGroup, StageRow, StatsResult, Summary

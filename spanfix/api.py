@@ -17,20 +17,20 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 # check, speculation and inspection machinery is imported by the functions that use it, and the
 # public names it defines are served by __getattr__ below on first use.
 from .attribution.algorithms import ALGORITHMS, algorithm_name  # noqa: F401 (the CLI's too)
+from .attribution.ambiguity import AmbiguousSpan
+from .attribution.analyse import RelabelOptions, analyse, read
 from .attribution.attribute import Attribution
-from .attribution.index import TraceIndex, indexed_name
+from .attribution.index import TraceIndex
 from .checking.defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
 from .errors import TraceError, UsageError, out_of_memory
 from .options import Options, are_strings, checked_flag, checked_path, checked_paths, is_whole, need
-from .read.reader import Trace as _Read
-from .read.reader import locate_step_names, read_trace
-from .relabelling.plan import (
-    AmbiguousSpan,
-    RelabelOptions,
-    RelabelResult,
-    analyse,
+from .read.reader import ReadTrace, locate_step_names
+from .relabelling.plan import RelabelResult, plan
+from .relabelling.write import (  # noqa: F401 (the CLI's too)
     default_output,
-    plan,
+    folder_for_outputs,
+    output_in,
+    without_clashing_outputs,
     write_relabelled,
 )
 from .sources.overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401 (the CLI's too)
@@ -92,7 +92,7 @@ def __dir__() -> list[str]:
 class Trace:
     """One trace, read once: its attribution, measures and relabelling. Made by spanfix.open()."""
 
-    def __init__(self, read: _Read, index: TraceIndex, attribution: Attribution, warnings: list[str],
+    def __init__(self, read: ReadTrace, index: TraceIndex, attribution: Attribution, warnings: list[str],
                  options: Options, work: DeviceWork | None, kernel_names: bool, path: str | None = None,
                  read_from: Reads | None = None):
         self._read, self._index, self._attribution = read, index, attribution
@@ -302,13 +302,12 @@ def _options(options: Options | None, fields: dict[str, Any]) -> Options:
         raise UsageError(str(exc)) from None
 
 
-def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer | None, name: str | None) -> _Read:
+def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer | None, name: str | None) -> ReadTrace:
     # The step names' bytes are located by Trace.relabel, if it is called: opening needs none.
-    limit: dict[str, Any] = {"locate_names": False, **({"max_bytes": options.max_bytes} if options.max_bytes else {})}
     if isinstance(source, (str, os.PathLike)):
-        return read_trace(os.fspath(source), select=indexed_name, reduce=reduce, **limit)
+        return read(os.fspath(source), options, reduce)
     if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
-        return read_trace(str(_label(source, name)), select=indexed_name, reduce=reduce, content=source, **limit)
+        return read(str(_label(source, name)), options, reduce, content=source)
     raise UsageError(f"cannot read a trace from {type(source).__name__}: give a path, bytes or a binary file object")
 
 
@@ -398,16 +397,15 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
             **option_fields: Any) -> RelabelResult:
     """Relabel one trace file to the newer naming, as `spanfix relabel` does, and say what changed.
     Raises TraceError (the input), OutputError (the output) or UsageError."""
-    from .relabelling import plan as relabelling
+    from .relabelling import write
 
     for flag in ("in_place", "dry_run", "verify_only", "annotate"):
         checked_flag(locals()[flag], flag)
     source, output = checked_path(source, "source"), None if output is None else checked_path(output, "output")
     options = _options(options, option_fields)
     try:
-        return relabelling.relabel_file(source, output,
-                                        options.relabel_options(verify_only=verify_only, annotate=annotate),
-                                        dry_run=dry_run, in_place=in_place)
+        return write.relabel_file(source, output, options.relabel_options(verify_only=verify_only, annotate=annotate),
+                                  dry_run=dry_run, in_place=in_place)
     except MemoryError:
         raise out_of_memory(os.fspath(source)) from None
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from .attribution.algorithms import ALGORITHMS, algorithm_name
+from .attribution.analyse import RelabelOptions
 from .attribution.attribute import DraftRules
 from .attribution.patterns import UserPattern
 from .errors import UsageError
-from .relabelling.plan import RelabelOptions
 
 
 @dataclass(frozen=True)

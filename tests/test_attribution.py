@@ -11,7 +11,8 @@ import json
 import pytest
 from synth import ALGORITHMS, SynthSpec, generate, generate_ranks, merge, shuffle, write
 
-from spanfix.relabelling.plan import RelabelOptions, relabel_file
+from spanfix.attribution.analyse import RelabelOptions
+from spanfix.relabelling.write import relabel_file
 
 LAYOUTS = [{"cuda_graph": g, "python_stacks": p, "detailed": d, "stage_spans": st}
            for g, p, d, st in itertools.product((True, False), repeat=4)]

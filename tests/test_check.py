@@ -301,13 +301,11 @@ def test_files_in_parallel_give_the_same_report(old, new, tmp_path):
 
 @pytest.mark.parametrize("command", ["check", "stats", "inspect"])
 def test_ctrl_c_exits_130_with_one_line(old, monkeypatch, command):
-    from spanfix import api
-    from spanfix.relabelling import plan as relabelling
+    from spanfix.attribution import analyse
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(relabelling, "read_trace", interrupted)
-    monkeypatch.setattr(api, "read_trace", interrupted)
+    monkeypatch.setattr(analyse, "read_trace", interrupted)  # every command's one read for attribution
     result = run(command, old, "-j", "1") if command != "inspect" else run(command, old)
     assert (result.exit_code, result.stderr) == (130, "spanfix: interrupted\n")
 

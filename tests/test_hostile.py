@@ -32,10 +32,11 @@ from hostile import DRAFT_THREAD, GROWING, LONG_NAMES, MARKUP, VERIFY, document,
 
 import spanfix
 from spanfix.attribution import index, naming
+from spanfix.attribution.analyse import RelabelOptions
 from spanfix.cli import main
 from spanfix.read import document as document_bytes
 from spanfix.read.reader import read_trace
-from spanfix.relabelling.plan import RelabelOptions, relabel_file
+from spanfix.relabelling.write import relabel_file
 from spanfix.sources import output
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import synth
 
+from spanfix.attribution.analyse import RelabelOptions
 from spanfix.checking.rules import CheckOptions, parse_budget, run_check
-from spanfix.relabelling.plan import RelabelOptions, relabel_file
+from spanfix.relabelling.write import relabel_file
 from spanfix.timing import aggregate, measure_files
 
 OPTIONS = RelabelOptions()

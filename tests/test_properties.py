@@ -18,8 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spanfix.attribution.algorithms import ALGORITHMS
+from spanfix.attribution.analyse import RelabelOptions
 from spanfix.attribution.naming import parse_step_name, relabel_step_name
-from spanfix.relabelling.plan import RelabelOptions, relabel_file
+from spanfix.relabelling.write import relabel_file
 
 # Modest, so `make test` stays fast; SPANFIX_EXAMPLES=2000 digs deeper.
 SETTINGS = settings(max_examples=int(os.environ.get("SPANFIX_EXAMPLES", "60")), deadline=None,

@@ -4,7 +4,8 @@ byte-identical, and nothing may fail on them."""
 import pytest
 from conftest import needs_real_traces, real_traces
 
-from spanfix.relabelling.plan import RelabelOptions, relabel_file
+from spanfix.attribution.analyse import RelabelOptions
+from spanfix.relabelling.write import relabel_file
 
 
 @needs_real_traces

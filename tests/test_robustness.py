@@ -444,7 +444,7 @@ def test_running_out_of_memory_is_one_line(tmp_path, trace_file, monkeypatch):
     def exhausted(*args, **kwargs):
         raise MemoryError
     # (spanfix.cli.relabel, the attribute, is the click command; the module is looked up by name.)
-    monkeypatch.setattr(importlib.import_module("spanfix.relabelling.plan"), "relabel_file", exhausted)
+    monkeypatch.setattr(importlib.import_module("spanfix.relabelling.write"), "relabel_file", exhausted)
     assert_one_line_error(run("relabel", trace_file), trace_file, "out of memory while reading it")
     assert list(tmp_path.iterdir()) == [trace_file]
 

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from conftest import needs_real_traces, real_traces, span, thread_name, write_trace
 from rich.console import Console
 
+from spanfix.attribution.analyse import RelabelOptions
 from spanfix.attribution.naming import parse_step_name
 from spanfix.cli import main
-from spanfix.relabelling.plan import RelabelOptions
 from spanfix.render.stats import share_bar, stats_csv, stats_markdown, stats_table
 from spanfix.timing import (
     PARTS,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from pathlib import Path
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,23 +140,3 @@ def algorithms_from_server_args(args: dict) -> tuple[frozenset[str] | None, str 
         return None, (f"server_args.json: speculative_algorithm={value!r} is not an algorithm spanfix knows "
                       f"({known}); deciding from the trace alone")
     return named, None
-
-
-def read_server_args(trace_path: str) -> tuple[dict | None, str | None]:
-    """server_args.json beside a trace, as `python -m sglang.profiler` writes it: (args, problem)."""
-    if trace_path == "-":
-        return None, None
-    from ..read.document import read_side_file  # bounded in size and depth, never waits on a pipe
-    from ..sources import is_url, local_path, read_side_json, sibling
-
-    if is_url(trace_path):  # beside it on its store
-        candidate = sibling(trace_path, "server_args.json")
-        args, problem = read_side_json(candidate)
-    else:
-        candidate = Path(local_path(trace_path)).parent / "server_args.json"
-        args, problem = read_side_file(candidate)
-    if problem or args is None:
-        return None, problem
-    if not isinstance(args, dict):
-        return None, f"{candidate}: ignored, not a JSON object"
-    return args, None

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..read.clock import SLACK_NS
-from ..read.reader import Event, Trace
+from ..read.reader import Event, ReadTrace
 from .naming import StepName, parse_step_name
 from .ranks import scope_of
 
@@ -215,7 +215,7 @@ class TraceIndex:
         return notes
 
 
-def build_index(trace: Trace) -> TraceIndex:
+def build_index(trace: ReadTrace) -> TraceIndex:
     names = TrackNames()
     spans: dict[Track, list[Span]] = defaultdict(list)
     gpu_spans: list[Span] = []

@@ -19,13 +19,14 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from ..attribution.analyse import RelabelOptions, analysed
 from ..attribution.attribute import Attribution
 from ..attribution.index import TraceIndex
 from ..attribution.naming import parse_step_name
 from ..errors import BudgetError, out_of_memory
 from ..read.clock import offset_text
-from ..read.reader import Trace, TraceError
-from ..relabelling.plan import RelabelOptions, plan
+from ..read.reader import ReadTrace, TraceError
+from ..relabelling.plan import plan
 from ..render.escape import clip
 from ..runs.measure import Each, accept_figures, one_by_one
 from ..speculation import measure_speculation, plain_of, speculation_result
@@ -39,10 +40,10 @@ from ..timing import (
     aggregate,
     compare,
     format_us,
-    load,
     measure,
     read_baseline,
 )
+from ..timing.device import device_reducer
 from ..timing.once import counted_once, same_files
 from ..timing.profile import comparable
 from . import speculation_budgets as _speculation_budgets  # noqa: F401  (registers model.* and speculation.*)
@@ -142,7 +143,7 @@ def check_file(source: str, options: RelabelOptions, check: CheckOptions
     that it crosses from a worker process like any result)."""
     device = True if check.needs_device or check.device_view else None  # else only when device time needs it
     try:
-        trace, index, attribution, warnings = load(source, options, device=device)
+        trace, index, attribution, warnings = analysed(source, options, device_reducer(device))
         measured = measure(trace, index, attribution, warnings, device=device, advise_device=False,
                            then=measure_speculation)
         return measured, trust_outcomes(trace, index, attribution, options, check, measured.trace_start_us)
@@ -208,7 +209,7 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
 # Trust
 
 
-def trust_outcomes(trace: Trace, index: TraceIndex, attribution: Attribution, options: RelabelOptions,
+def trust_outcomes(trace: ReadTrace, index: TraceIndex, attribution: Attribution, options: RelabelOptions,
                    check: CheckOptions, trace_start_us: float = 0.0) -> list[Outcome]:
     """The relabel summary (the same one `relabel --strict` judges) read as rules about one input.
     Times are from the trace's start (trace_start_us), as Perfetto and inspect show them."""

@@ -69,7 +69,7 @@ def _no_room(source: str, exc: OSError) -> TraceError:
                       f"({exc.strerror or exc}; TMPDIR chooses where fetched traces go)")
 
 
-# The small files read beside a trace (algorithms.read_server_args), fetched by the same child as the
+# The small files read beside a trace (read/server_args.py), fetched by the same child as the
 # trace: a child's first request costs it a new client of the store (0.4 s for S3 on this machine).
 SIDE_FILES = ("server_args.json",)
 _BESIDE: dict[str, tuple[object, str | None]] = {}

@@ -4,7 +4,7 @@ as a trace (measured like the inputs) or as its saved `spanfix stats --format js
 
 from __future__ import annotations
 
-from ..relabelling.plan import RelabelOptions
+from ..attribution.analyse import RelabelOptions
 from ..timing import CLOCKS, BaselineRead, read_baseline
 from .measure import SpeculationMeasures, decode_means, measure_speculation
 from .result import PlainDecode

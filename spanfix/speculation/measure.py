@@ -9,10 +9,11 @@ from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from ..attribution.algorithms import SPECULATIVE, read_server_args
+from ..attribution.algorithms import SPECULATIVE
 from ..attribution.attribute import Attribution
 from ..attribution.index import TraceIndex
-from ..read.reader import Trace
+from ..read.reader import ReadTrace
+from ..read.server_args import read_server_args
 from ..timing import CPU, GPU, DeviceWork, TraceMeasures
 from .accept import acceptances
 from .model import ModelTime, iteration_model, model_view
@@ -52,7 +53,7 @@ class SpeculationMeasures:
     num_draft_tokens: int | None = None
 
 
-def measure_speculation(trace: Trace, index: TraceIndex, attribution: Attribution, work: DeviceWork,
+def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attribution, work: DeviceWork,
                         measured: TraceMeasures, stages: list[str], members: dict | None = None) -> None:
     """timing.measure's `then`: the speculation figures of the trace, on measured.speculation
     (members: the iterations' work spans, timing.iterations.work_spans, found already)."""

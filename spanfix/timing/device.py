@@ -381,6 +381,15 @@ def device_work(trace, names: bool = False) -> DeviceWork:
     return DeviceWork.joined(trace.events.reduce(DeviceReducer(names)), origin, consume=True)
 
 
+def device_reducer(device: bool | None = True, *, kernel_names: bool = False) -> DeviceReducer | None:
+    """What reads a trace's launches and kernels while the trace is read for attribution
+    (attribution.analyse.read's reduce): with device, or None (the device view only where device
+    time needs it, see measure.measure), or kernel_names, in the same pass: whether the device view
+    is needed is known only once the trace is read, and reading it again would cost more than
+    keeping its columns does. None when neither is wanted."""
+    return DeviceReducer(kernel_names) if device or kernel_names or device is None else None
+
+
 def union_length(intervals: Iterable[tuple[float, float]]) -> float:
     total, reach = 0.0, float("-inf")
     for start, end in sorted(intervals):
