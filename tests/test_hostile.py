@@ -31,7 +31,7 @@ from click.testing import CliRunner
 from hostile import DRAFT_THREAD, GROWING, LONG_NAMES, MARKUP, VERIFY, document, x
 
 import spanfix
-from spanfix.attribution import index, naming
+from spanfix.attribution import index, naming, sglang
 from spanfix.attribution.analyse import RelabelOptions
 from spanfix.cli import main
 from spanfix.read import document as document_bytes
@@ -212,7 +212,7 @@ def test_regexes_on_names_are_linear_functions_of_the_name():
     for length in range(4):
         for parts in itertools.product(pieces, repeat=length):
             name = "".join(parts)
-            assert index.is_sglang_frame(name) == bool(frame.search(name)), name
+            assert sglang.is_sglang_frame(name) == bool(frame.search(name)), name
             expected = step.fullmatch(name)
             got = naming._parse.__wrapped__(name)
             assert (got and (got.mode, got.rest)) == (expected and (expected.group(1).upper(), expected.group(2)))

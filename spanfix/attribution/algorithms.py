@@ -11,14 +11,40 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
+# Are a verify span's g_sk deltas the requests' accept lengths (speculation/accept.py)?
+ACCEPT_YES = "yes"  # spec v2's rule holds
+ACCEPT_NEVER = "never"  # its verify spans' g_sk is something else
+ACCEPT_SPEC_V1 = "spec v1"  # the rule is spec v2's; spec v1's workers do not keep it
+ACCEPT_CPU_LENGTHS = "cpu lengths"  # only where SGLang kept the CPU copy of the sequence lengths
+
 
 @dataclass(frozen=True, slots=True)
 class Family:
+    """One row of the algorithm table: what its draft runs, what its trace holds, how SGLang names it.
+    Adding an algorithm is a row of ALGORITHMS (and its rows in tests/test_algorithms.py)."""
+
     speculative: bool
     draft_verifies: bool  # the draft runs in TARGET_VERIFY mode, just before the target (DFLASH, DSpark)
     draft_extends: bool  # the draft runs EXTEND after the target's in a prefill iteration
     worker_extend_span: bool  # the multi-layer worker writes its own DRAFT_EXTEND_V2 span around graph replays
     has_draft: bool = True  # a draft model runs at all (NGRAM proposes from an n-gram cache on the CPU)
+    # Drafts before the verify and extends once after it: the steps' order delimits a decode iteration
+    # where no scheduler.run_batch or stage span does (timing/iterations.decode_iterations).
+    ordered: bool = False
+    draft_decodes: bool = False  # its draft runs DECODE steps beside the target's TARGET_VERIFY
+    stage_spans: bool = False  # its worker marks draft/draft_extend stage spans
+    writes: frozenset[str] = frozenset()  # the worker modes its trace holds: DRAFT_LOOP, DRAFT_EXTEND, DRAFT_EXTEND_V2
+    # Its worker's python files are /WORKER_FILE...worker...py in SGLang's source (sglang.py): a frame of
+    # one names the algorithm; so does a frame in a folder of its own (worker_folder/).
+    worker_file: str | None = None
+    worker_folder: str | None = None
+    # SGLang's speculative_algorithm names (server_args.json) that leave it possible, only with
+    # server_flag true where it has one (the multi-layer worker).
+    server_names: tuple[str, ...] = ()
+    server_flag: str | None = None
+    aliases: tuple[str, ...] = ()  # other spellings a user may type (SGLang's own), lower case, "-" for "_"
+    accept_lengths: str = ACCEPT_YES  # are its verify spans' g_sk deltas accept lengths (ACCEPT_*)
+    label: str = ""  # how messages name it where that is not its name (DFLASH, DSpark, multi-layer EAGLE)
 
 
 def algorithm_name(text: str) -> str | None:
@@ -29,39 +55,64 @@ def algorithm_name(text: str) -> str | None:
     return name if name in ALGORITHMS else None
 
 
+_V2 = frozenset({"DRAFT_EXTEND_V2"})  # the v2 workers' draft extend
+# The table, in the order evidence is looked for (a trace with frames of two workers' files names
+# the first one found, and the second one conflicts with it).
 ALGORITHMS: dict[str, Family] = {
-    "eagle": Family(True, False, True, False),
-    "eagle3": Family(True, False, True, False),
-    "nextn": Family(True, False, True, False),
-    "standalone": Family(True, False, True, False),  # the EAGLE v2 worker with a separate small draft model
-    "eagle-v1": Family(True, False, True, False),
-    "mtp": Family(True, False, True, True),
-    "frozen-kv": Family(True, False, False, False),
-    "dflash": Family(True, True, False, False),
-    "dspark": Family(True, True, False, False),
-    "ngram": Family(True, False, False, False, has_draft=False),
-    "none": Family(False, False, False, False, has_draft=False),
+    "eagle": Family(True, False, True, False, ordered=True, draft_decodes=True, stage_spans=True, writes=_V2,
+                    server_names=("EAGLE",)),
+    "eagle3": Family(True, False, True, False, ordered=True, draft_decodes=True, stage_spans=True, writes=_V2,
+                     server_names=("EAGLE3",)),
+    "nextn": Family(True, False, True, False, ordered=True, draft_decodes=True, stage_spans=True, writes=_V2,
+                    server_names=("NEXTN",)),
+    # SGLang names EAGLE's algorithms alike before and after the v2 workers: its names leave EAGLE v1 possible.
+    "eagle-v1": Family(True, False, True, False, ordered=True, draft_decodes=True, writes=frozenset({"DRAFT_EXTEND"}),
+                       server_names=("EAGLE", "EAGLE3", "NEXTN", "STANDALONE"), aliases=("eaglev1",),
+                       accept_lengths=ACCEPT_SPEC_V1),
+    "frozen-kv": Family(True, False, False, False, draft_decodes=True, stage_spans=True,
+                        writes=frozenset({"DRAFT_LOOP"}), worker_file="frozen_kv", server_names=("FROZEN_KV_MTP",),
+                        aliases=("frozen-kv-mtp",)),
+    "mtp": Family(True, False, True, True, writes=_V2, worker_file="multi_layer_eagle",
+                  server_names=("EAGLE", "EAGLE3", "NEXTN"), server_flag="enable_multi_layer_eagle",
+                  aliases=("multi-layer-eagle",), label="multi-layer EAGLE"),
+    "dflash": Family(True, True, False, False, worker_file="dflash", server_names=("DFLASH",),
+                     accept_lengths=ACCEPT_CPU_LENGTHS, label="DFLASH"),
+    "dspark": Family(True, True, False, False, worker_file="dspark", worker_folder="dspark_components",
+                     server_names=("DSPARK",), accept_lengths=ACCEPT_NEVER, label="DSpark"),
+    # The EAGLE v2 worker with a separate small draft model.
+    "standalone": Family(True, False, True, False, ordered=True, draft_decodes=True, stage_spans=True, writes=_V2,
+                         worker_file="standalone", server_names=("STANDALONE",)),
+    "ngram": Family(True, False, False, False, has_draft=False, worker_file="ngram", server_names=("NGRAM",)),
+    "none": Family(False, False, False, False, has_draft=False, server_names=("NONE",), aliases=("no",)),
 }
 # SGLang's own spellings of spanfix's names (SpeculativeAlgorithm, and the multi-layer worker's flag).
-_ALIASES = {"frozen-kv-mtp": "frozen-kv", "multi-layer-eagle": "mtp", "eaglev1": "eagle-v1", "no": "none"}
+_ALIASES = {alias: name for name, family in ALGORITHMS.items() for alias in family.aliases}
 EAGLE_V2 = frozenset({"eagle", "eagle3", "nextn"})
 EAGLE_V2_WORKER = EAGLE_V2 | {"standalone"}  # everything the EAGLE v2 worker (or a subclass of it) runs
-SPECULATIVE = frozenset(name for name, family in ALGORITHMS.items() if family.speculative)
-WITH_DRAFT_MODEL = frozenset(name for name, family in ALGORITHMS.items() if family.has_draft)
-# SGLang's SpeculativeAlgorithm names as server_args.json writes them, and what each leaves possible.
-# The EAGLE worker's names are the same before and after the v2 workers, so they leave EAGLE v1 too.
+
+
+def having(fact: str) -> frozenset[str]:
+    """The algorithms whose row says fact (a yes-or-no field of Family)."""
+    return frozenset(name for name, family in ALGORITHMS.items() if getattr(family, fact))
+
+
+def writing(mode: str) -> frozenset[str]:
+    """The algorithms whose trace may hold a worker span of this mode (Family.writes)."""
+    return frozenset(name for name, family in ALGORITHMS.items() if mode in family.writes)
+
+
+SPECULATIVE = having("speculative")
+WITH_DRAFT_MODEL = having("has_draft")
+ORDERED = having("ordered")
+DRAFT_VERIFIES = having("draft_verifies")
+OWN_EXTEND_SPAN = having("worker_extend_span")
+# SGLang's SpeculativeAlgorithm names as server_args.json writes them, in SGLang's order, and what
+# each leaves possible (rows with a server_flag answer only when it is set).
+SGLANG_NAMES = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "FROZEN_KV_MTP", "DFLASH", "DSPARK", "NONE")
 SERVER_ALGORITHMS: dict[str, frozenset[str]] = {
-    "EAGLE": frozenset({"eagle", "eagle-v1"}),
-    "EAGLE3": frozenset({"eagle3", "eagle-v1"}),
-    "NEXTN": frozenset({"nextn", "eagle-v1"}),
-    "STANDALONE": frozenset({"standalone", "eagle-v1"}),
-    "NGRAM": frozenset({"ngram"}),
-    "FROZEN_KV_MTP": frozenset({"frozen-kv"}),
-    "DFLASH": frozenset({"dflash"}),
-    "DSPARK": frozenset({"dspark"}),
-    "NONE": frozenset({"none"}),
-}
-MULTI_LAYER = frozenset({"EAGLE", "EAGLE3", "NEXTN"})
+    server: frozenset(name for name, family in ALGORITHMS.items()
+                      if server in family.server_names and family.server_flag is None)
+    for server in SGLANG_NAMES}
 # server_args.json's keys that shape a speculative iteration: a baseline that differs in one is unlike.
 DRAFT_SETTINGS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
                   "enable_multi_layer_eagle", "disable_cuda_graph")  # with enable_multi_layer_eagle: the MTP worker
@@ -132,8 +183,10 @@ def algorithms_from_server_args(args: dict) -> tuple[frozenset[str] | None, str 
     if value is None or value == "":
         return frozenset({"none"}), None
     text = str(value).strip().upper().replace("-", "_")
-    if text in MULTI_LAYER and args.get("enable_multi_layer_eagle") is True:
-        return frozenset({"mtp"}), None
+    flagged = frozenset(name for name, family in ALGORITHMS.items()
+                        if family.server_flag and text in family.server_names and args.get(family.server_flag) is True)
+    if flagged:
+        return flagged, None
     named = SERVER_ALGORITHMS.get(text)
     if named is None:
         known = ", ".join(SERVER_ALGORITHMS)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -18,49 +17,13 @@ from ..read.clock import SLACK_NS
 from ..read.reader import Event, ReadTrace
 from .naming import StepName, parse_step_name
 from .ranks import scope_of
+from .sglang import is_sglang_frame  # the python_function frames worth keeping: SGLang's own
 
 Track = tuple[Hashable, Hashable]  # (pid, tid); either may be an int or a string
 
 GPU_CATEGORY = "gpu_user_annotation"
 STAGE_SPANS = frozenset({"draft", "draft_extend"})
 ITERATION_SPAN = "scheduler.run_batch"
-# python_function frames worth keeping: ModelRunner.forward and the workers that call it. Other
-# frames (the scheduler's among them) never decide a call stack, and most events are frames.
-_RUNNER_FRAME = re.compile(r"model_executor/model_runner\.py\(\d+\): forward$")
-_LINE_NUMBER = re.compile(r"\(\d+\)")
-_WORKER_FOLDERS = ("speculative", "dspark_components")  # a file in speculative/ or dspark_components/
-_WORKER_WORDS = ("eagle_worker", "draft")
-
-
-def is_sglang_frame(name: str) -> bool:
-    r"""ModelRunner.forward's frame, or a worker's that may call it: a "(line)" after one of
-    managers/tp_worker.py, speculative/, dspark_components/, eagle_worker or draft, with no "/" in
-    between. That is the regular expression
-        (?:managers/tp_worker\.py|speculative/|dspark_components/|eagle_worker|draft)[^/]*\(\d+\)
-    worked out path segment by path segment: searched as a regex, a name that repeats "draft"
-    for a megabyte is scanned to its end from every "draft" in it (200,000 times)."""
-    if _RUNNER_FRAME.search(name) is not None:
-        return True
-    if "(" not in name:
-        return False
-    segments = name.split("/")
-    for number, segment in enumerate(segments):
-        if "(" not in segment:
-            continue
-        before = segments[number - 1] if number else None
-        # Where, in this segment, the earliest marker ends; a "(line)" must come after it.
-        ends = [0] if before is not None and before.endswith(_WORKER_FOLDERS) else []
-        if before is not None and before.endswith("managers") and segment.startswith("tp_worker.py"):
-            ends.append(len("tp_worker.py"))
-        for word in _WORKER_WORDS:
-            at = segment.find(word)
-            if at >= 0:
-                ends.append(at + len(word))
-        if ends and _LINE_NUMBER.search(segment, min(ends)) is not None:
-            return True
-    return False
-
-
 @dataclass(eq=False, slots=True)
 class Span:
     """A duration on one track: an X event, or a B/E pair."""

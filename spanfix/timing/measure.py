@@ -7,26 +7,25 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
+from ..attribution.algorithms import ORDERED  # the steps' order delimits these algorithms' iterations
 from ..attribution.analyse import RelabelOptions, analysed
 from ..attribution.attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from ..attribution.index import GPU_CATEGORY, STAGE_SPANS, StepSpan, TraceIndex
 from ..attribution.naming import NO_STEP_SPANS, new_stage, relabel_step_name
 from ..attribution.patterns import PatternTooSlow
 from ..attribution.ranks import rank_from_file_name, rank_from_pid
+from ..attribution.sglang import is_draft_frame
 from ..read.clock import ns_of
 from ..read.reader import ReadTrace, TraceError
 from ..runtime import progress
 from .device import DeviceWork, device_reducer, device_work
-from .iterations import Iteration, decode_iterations, is_draft_frame, why_no_iterations, work_spans
+from .iterations import Iteration, decode_iterations, why_no_iterations, work_spans
 from .kernels import KernelClasses, KernelTable
 from .once import fingerprint
 from .profile import profile_of
 from .rows import IterationTiming, StepTiming, TraceMeasures
 
 AMBIGUOUS_STAGE = "ambiguous"
-# Algorithms that draft before the verify and extend once after it: the steps' order delimits a decode
-# iteration where no scheduler.run_batch or stage span does (iterations.decode_iterations).
-ORDERED = frozenset({"eagle-v1", "eagle", "eagle3", "nextn", "standalone"})
 
 
 NO_DEVICE_VIEW = ("busy time, the decode iterations and the model view on the device clock were not computed: "
