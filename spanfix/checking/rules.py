@@ -6,8 +6,8 @@ the caller turns them into a report and an exit code (a skipped rule fails the c
 allow_skipped). Rules:
   trust       per input: no step span stays ambiguous (unless allowed), no evidence conflicts, and
               with require_new_names no span still carries an old name;
-  budget      budgets.py's grammar (`STAGE[.CLOCK].STAT OP VALUE[UNIT]`, `iteration...`, and the
-              families registered there: `model...` and `speculation...` from speculation/budgets.py)
+  budget      grammar.py's budgets (`STAGE[.CLOCK].STAT OP VALUE[UNIT]`, `iteration...`, and the
+              families listed there: `model...` and `speculation...` from speculation_budgets.py)
               against the stats of all inputs together;
   regression  per stage row (and decode iteration) of the inputs or the baseline: the mean may grow
               by at most max_regression percent.
@@ -46,9 +46,9 @@ from ..timing import (
 from ..timing.device import device_reducer
 from ..timing.once import counted_once, same_files
 from ..timing.profile import comparable
-from . import speculation_budgets as _speculation_budgets  # noqa: F401  (registers model.* and speculation.*)
-from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, family_of, figure_text, grammar, parse_budget
+from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, figure_text
 from .defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
+from .grammar import family_of, grammar, parse_budget
 
 TRUST, BUDGET, REGRESSION = "trust", "budget", "regression"
 HELD, BROKEN, SKIPPED = "held", "broken", "skipped"
@@ -57,7 +57,7 @@ OLD_ONLY_MODES = frozenset({"TARGET_VERIFY", "DRAFT_EXTEND"})
 
 
 def __getattr__(name: str):
-    if name == "BUDGET_GRAMMAR":  # the grammar grows with the families registered in budgets.py
+    if name == "BUDGET_GRAMMAR":  # the grammar grows with the families listed in grammar.py
         return grammar()
     raise AttributeError(name)
 
@@ -357,7 +357,7 @@ def _missing_there(subject: str, baseline: Baseline) -> str:
     return f"the baseline has no {words[0]} step spans on the {clock} clock"
 
 
-# The grammar's names, kept importable from here (the API and code written before budgets.py).
+# The grammar's names, kept importable from here (the API and code written before budgets.py and grammar.py).
 __all__ = ["BROKEN", "BUDGET", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "HELD", "KNOWN_STAGES", "REGRESSION",
            "SKIPPED", "TRUST", "Budget", "BudgetError", "CheckOptions", "CheckReport", "Outcome", "budget_outcome",
            "check_file", "parse_budget", "regression_outcomes", "run_check", "trust_outcomes"]

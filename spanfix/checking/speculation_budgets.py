@@ -1,6 +1,5 @@
-"""check's budgets on the speculation figures: two families registered in spanfix/budgets.py, which
-gives them its grammar's checks (units, ranges, ASCII), the held/broken/skipped statuses and every
-output format.
+"""check's budgets on the speculation figures: two families, listed in grammar.py, which gives them
+its checks (units, ranges, ASCII); rules.py the held/broken/skipped statuses and every output format.
 
     model[.CLOCK][.iteration].PART.STAT OP VALUE[UNIT]
         PART: draft | verify | ambiguous | other | idle (the device only)
@@ -22,7 +21,7 @@ from ..errors import BudgetError
 from ..speculation.model import DEVICE_MODEL_PARTS
 from ..speculation.result import SpeculationResult
 from ..timing import CPU, GPU, StatsResult
-from .budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, pop_clock, register
+from .budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, pop_clock
 
 MODEL, SPECULATION, ITERATION = "model", "speculation", "iteration"
 MODEL_ITERATION = f"{MODEL}.{ITERATION}"  # the subject of a budget on the decode iterations' model view
@@ -163,6 +162,3 @@ def why_no_accept(result: SpeculationResult) -> str:
     return ("no accept length: the trace does not tell it" + (f" ({reasons})" if reasons else "")
             + "; give --spec-metrics FILE (server log, bench_serving JSONL, /server_info) or --accept-length L")
 
-
-register(ModelFamily())
-register(SpeculationFamily())
