@@ -48,18 +48,12 @@ from ..timing.once import counted_once, same_files
 from ..timing.profile import comparable
 from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, figure_text
 from .defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
-from .grammar import family_of, grammar, parse_budget
+from .grammar import family_of, parse_budget
 
 TRUST, BUDGET, REGRESSION = "trust", "budget", "regression"
 HELD, BROKEN, SKIPPED = "held", "broken", "skipped"
 # Modes that the newer naming never writes: seeing one means the trace was not relabelled.
 OLD_ONLY_MODES = frozenset({"TARGET_VERIFY", "DRAFT_EXTEND"})
-
-
-def __getattr__(name: str):
-    if name == "BUDGET_GRAMMAR":  # the grammar grows with the families listed in grammar.py
-        return grammar()
-    raise AttributeError(name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from .. import __version__
+from .._version import __version__
 
 EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130  # 130: 128 + SIGINT, as shells report Ctrl-C
 EXIT_READER_GONE = 141  # 128 + SIGPIPE: what a shell reports for `cat big | head`

@@ -9,8 +9,6 @@ from typing import Any
 from ..errors import SpanfixError, UsageError
 from .streams import STDIN
 
-SCHEDULER_ENV = "SPANFIX_SCHEDULER"
-
 
 class ClusterError(SpanfixError):
     """The Dask scheduler cannot be reached: one line, exit 2, before any input is read."""

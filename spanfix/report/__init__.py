@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import __version__
+from .._version import __version__
 from ..errors import TraceError, UsageError, out_of_memory
 from ..options import Options
 from ..runs.measure import accept_figures, baseline_read, measure_all, speculation_over

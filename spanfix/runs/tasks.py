@@ -69,7 +69,7 @@ def check_workers(client: Any) -> None:
     """Every worker of the cluster imports this same version of spanfix, or UsageError says which does
     not: a task sent to a worker that cannot unpickle it is lost without a word (the worker drops its
     connection), and another version could give other figures than a local run."""
-    from .. import __version__
+    from .._version import __version__
 
     # A fixed expression, evaluated by each worker: a function of spanfix's own could not even be
     # unpickled where spanfix is missing, which is what is asked.

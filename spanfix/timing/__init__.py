@@ -27,7 +27,7 @@ from ..attribution.ranks import rank_from_file_name, rank_from_pid
 from .baseline import Baseline, BaselineRead, baseline_from_json, compare, load_baseline, read_baseline
 from .device import DEVICE_CATEGORIES, DeviceReducer, DeviceWork, device_work, union_length
 from .iterations import DEVICE_PARTS, DRAFT_WORK, PARTS, Iteration, decode_iterations
-from .kernels import CATEGORIES, SGLANG_CLASSES, CategoryError, KernelClasses, KernelTally, short_kernel_name
+from .kernels import SGLANG_CLASSES, CategoryError, KernelClasses, KernelTally, short_kernel_name
 from .measure import (
     AMBIGUOUS_STAGE,
     IterationTiming,
@@ -56,7 +56,6 @@ from .table import (
 
 __all__ = [
     "AMBIGUOUS_STAGE",
-    "CATEGORIES",
     "CLOCKS",
     "CPU",
     "DEVICE_CATEGORIES",

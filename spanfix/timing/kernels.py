@@ -36,7 +36,6 @@ SGLANG_CLASSES: tuple[tuple[str, str], ...] = (
 )
 MEMORY_CLASSES = {"gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 OTHER = "other"
-CATEGORIES = (*(name for name, _ in SGLANG_CLASSES), "memcpy", "memset", OTHER)
 
 
 @dataclass(frozen=True)

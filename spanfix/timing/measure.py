@@ -98,12 +98,6 @@ def measure(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warni
     return measured
 
 
-def trace_start(trace: ReadTrace) -> float:
-    """The trace's start in microseconds, as in the trace: its earliest timestamp but metadata's
-    (clock.py), which every command and format counts times from."""
-    return (trace.origin_ns or 0) / 1000
-
-
 @dataclass(frozen=True, slots=True)
 class _Device:
     """A step's device time: its items, their extent and where it came from, and their busy time."""
