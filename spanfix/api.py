@@ -35,11 +35,11 @@ from .relabelling.write import (  # noqa: F401 (the CLI's too)
 )
 from .sources.overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401 (the CLI's too)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # with the names __getattr__ serves from _LAZY, typed for checkers
     from .attribution.inspection import InspectReport
-    from .checking.rules import CheckReport, parse_budget
+    from .checking.rules import CheckReport, parse_budget  # noqa: F401
     from .report import Report  # pandas is optional: spanfix[pandas]
-    from .runs.measure import Each, Measured, accept_figures, measure_all, measure_path, plain_baseline
+    from .runs.measure import Each, Measured, accept_figures, measure_all, measure_path, plain_baseline  # noqa: F401
     from .speculation import AcceptFigure, SpeculationResult
     from .tables import Iterations, Steps, Table
     from .timing import IterationTiming, KernelClasses, StatsResult, StepTiming, TraceMeasures
