@@ -46,6 +46,7 @@ NOT_FOR_RELABEL = ("spanfix.checking.rules", "spanfix.checking.budgets", "spanfi
 @pytest.mark.parametrize(("command", "left_out"), [
     ("relabel", NOT_FOR_RELABEL),
     ("inspect", tuple(name for name in NOT_FOR_RELABEL if name != "spanfix.attribution.inspection")),
+    ("stats", ("spanfix.checking.rules", "spanfix.checking.budgets", "spanfix.attribution.inspection")),  # check's
 ])
 def test_a_command_imports_only_what_it_uses_and_every_public_name_still_resolves(command, left_out):
     """In a fresh interpreter: importing the command leaves the other commands' machinery unimported;
