@@ -14,19 +14,20 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+from ._version import __version__
 
 # Public name -> the module that defines it.
 _PUBLIC = {
     **dict.fromkeys(("ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Iteration",
                      "Iterations", "Options", "Step", "Steps", "Table", "Trace", "check", "expand", "html_report",
                      "inspect", "open", "relabel", "relabelled_path", "stats"), "api"),
-    **dict.fromkeys(("Budget", "CheckReport", "Outcome", "parse_budget"), "gate"),
+    **dict.fromkeys(("Budget", "CheckReport", "Outcome", "parse_budget"), "checking.rules"),
     **dict.fromkeys(("OutputError", "SpanfixError", "TraceError", "UsageError"), "errors"),
-    "InspectReport": "inspection",
+    "InspectReport": "attribution.inspection",
     "Report": "report",
     **dict.fromkeys(("AcceptFigure", "ModelTime", "SpecIteration", "SpeculationResult", "SpeedRow"), "speculation"),
-    **dict.fromkeys(("AmbiguityGroup", "AmbiguousSpan", "RelabelResult"), "relabelling"),
+    **dict.fromkeys(("AmbiguityGroup", "AmbiguousSpan"), "attribution.ambiguity"),
+    "RelabelResult": "relabelling.plan",
     **dict.fromkeys(("IterationBreakdown", "KernelGroup", "StageRow", "StatsResult", "Summary"), "timing"),
 }
 
@@ -52,10 +53,11 @@ if TYPE_CHECKING:
         relabelled_path,
         stats,
     )
+    from .attribution.ambiguity import AmbiguityGroup, AmbiguousSpan
+    from .attribution.inspection import InspectReport
+    from .checking.rules import Budget, CheckReport, Outcome, parse_budget
     from .errors import OutputError, SpanfixError, TraceError, UsageError
-    from .gate import Budget, CheckReport, Outcome, parse_budget
-    from .inspection import InspectReport
-    from .relabelling import AmbiguityGroup, AmbiguousSpan, RelabelResult
+    from .relabelling.plan import RelabelResult
     from .report import Report
     from .speculation import AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow
     from .timing import IterationBreakdown, KernelGroup, StageRow, StatsResult, Summary

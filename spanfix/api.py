@@ -16,22 +16,38 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 # Only what relabel needs is imported here: a relabel of a small file is mostly start-up. The stats,
 # check, speculation and inspection machinery is imported by the functions that use it, and the
 # public names it defines are served by __getattr__ below on first use.
-from .algorithms import ALGORITHMS, algorithm_name  # noqa: F401 (the CLI's too)
-from .attribute import Attribution
-from .check_defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
+from .attribution.algorithms import ALGORITHMS, algorithm_name  # noqa: F401 (the CLI's too)
+from .attribution.ambiguity import AmbiguousSpan
+from .attribution.analyse import RelabelOptions, analyse, read
+from .attribution.attribute import Attribution
+from .attribution.index import TraceIndex
+from .checking.defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
 from .errors import TraceError, UsageError, out_of_memory
-from .index import TraceIndex, indexed_name
 from .options import Options, are_strings, checked_flag, checked_path, checked_paths, is_whole, need
-from .overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401 (the CLI's too)
-from .reader import Trace as _Read
-from .reader import locate_step_names, read_trace
-from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
+from .read.reader import ReadTrace, locate_step_names
+from .relabelling.plan import RelabelResult, plan
+from .relabelling.write import (  # noqa: F401 (the CLI's too)
+    default_output,
+    folder_for_outputs,
+    output_in,
+    without_clashing_outputs,
+    write_relabelled,
+)
+from .sources.overwrite import STDOUT, Reads, is_standard_input, reads, refuse_overwrite  # noqa: F401 (the CLI's too)
 
-if TYPE_CHECKING:
-    from .gate import CheckReport, parse_budget
-    from .inspection import InspectReport
+if TYPE_CHECKING:  # with the names __getattr__ serves from _LAZY, typed for checkers
+    from .attribution.inspection import InspectReport
+    from .checking.rules import CheckReport, parse_budget  # noqa: F401
     from .report import Report  # pandas is optional: spanfix[pandas]
-    from .runs import Baselines, Each, Measured, accept_figures, measure_all, measure_path, plain_baseline
+    from .runs.measure import (  # noqa: F401
+        Baselines,
+        Each,
+        Measured,
+        accept_figures,
+        measure_all,
+        measure_path,
+        plain_baseline,
+    )
     from .speculation import AcceptFigure, SpeculationResult
     from .tables import Iterations, Steps, Table
     from .timing import IterationTiming, KernelClasses, StatsResult, StepTiming, TraceMeasures
@@ -48,10 +64,10 @@ ALGORITHM_NAMES: tuple[str, ...] = tuple(sorted(ALGORITHMS))
 
 # Names this module offers whose modules are imported on first use -> that module.
 _LAZY = {
-    **dict.fromkeys(("CheckOptions", "CheckReport", "parse_budget"), "gate"),
-    **dict.fromkeys(("InspectReport", "report_of"), "inspection"),
+    **dict.fromkeys(("CheckOptions", "CheckReport", "parse_budget"), "checking.rules"),
+    **dict.fromkeys(("InspectReport", "report_of"), "attribution.inspection"),
     **dict.fromkeys(("Each", "Measured", "accept_figures", "baseline_read", "compared", "measure_all", "measure_path",
-                     "one_by_one", "plain_baseline", "speculation_over"), "runs"),
+                     "one_by_one", "plain_baseline", "speculation_over"), "runs.measure"),
     **dict.fromkeys(("AcceptFigure", "SpeculationResult", "measure_speculation"), "speculation"),
     **dict.fromkeys(("Iterations", "Steps", "Table"), "tables"),
     **dict.fromkeys(("GROUP_KEYS", "IterationTiming", "KernelClasses", "StatsResult", "StepTiming", "TraceMeasures",
@@ -84,7 +100,7 @@ def __dir__() -> list[str]:
 class Trace:
     """One trace, read once: its attribution, measures and relabelling. Made by spanfix.open()."""
 
-    def __init__(self, read: _Read, index: TraceIndex, attribution: Attribution, warnings: list[str],
+    def __init__(self, read: ReadTrace, index: TraceIndex, attribution: Attribution, warnings: list[str],
                  options: Options, work: DeviceWork | None, kernel_names: bool, path: str | None = None,
                  read_from: Reads | None = None):
         self._read, self._index, self._attribution = read, index, attribution
@@ -190,7 +206,7 @@ class Trace:
               baseline: Baselines = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
               accept_length: float | None = None) -> StatsResult:
         """Per-stage statistics of this trace, as `spanfix stats` gives them (see stats())."""
-        from .runs import accept_figures, baseline_read, compared, speculation_over
+        from .runs.measure import accept_figures, baseline_read, compared, speculation_over
         from .timing import aggregate
         checked_flag(kernels, "kernels")
         classes = _classes(kernels, kernel_categories)
@@ -205,7 +221,7 @@ class Trace:
                     baseline: Baselines = None) -> SpeculationResult:
         """Does speculation pay? The model view, the accept length and its source, time per token and,
         against a plain twin, the speedup, break-even and verdict (see stats())."""
-        from .runs import accept_figures, baseline_read, speculation_over
+        from .runs.measure import accept_figures, baseline_read, speculation_over
         return speculation_over([self.measures()], accept_figures(spec_metrics, accept_length),
                             baseline_read(baseline, self._options))
 
@@ -237,7 +253,7 @@ class Trace:
 
     def inspect(self) -> InspectReport:
         """What spanfix sees in the trace: tracks, algorithm and why, evidence, ambiguous spans."""
-        from .inspection import report_of
+        from .attribution.inspection import report_of
         work = self._device()
         return report_of(self._read, self._index, self._attribution, [*self._warnings, *work.warnings()],
                          self._options.relabel_options())
@@ -294,13 +310,12 @@ def _options(options: Options | None, fields: dict[str, Any]) -> Options:
         raise UsageError(str(exc)) from None
 
 
-def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer | None, name: str | None) -> _Read:
+def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer | None, name: str | None) -> ReadTrace:
     # The step names' bytes are located by Trace.relabel, if it is called: opening needs none.
-    limit: dict[str, Any] = {"locate_names": False, **({"max_bytes": options.max_bytes} if options.max_bytes else {})}
     if isinstance(source, (str, os.PathLike)):
-        return read_trace(os.fspath(source), select=indexed_name, reduce=reduce, **limit)
+        return read(os.fspath(source), options, reduce)
     if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
-        return read_trace(str(_label(source, name)), select=indexed_name, reduce=reduce, content=source, **limit)
+        return read(str(_label(source, name)), options, reduce, content=source)
     raise UsageError(f"cannot read a trace from {type(source).__name__}: give a path, bytes or a binary file object")
 
 
@@ -342,9 +357,9 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     /server_info JSON); accept_length: the accept length, stated. StatsResult.speculation then has the
     model view, the accept length and its source, time per token and (with a plain twin as the
     baseline) the speedup, break-even and the verdict (SpeculationResult.verdict). executor: run
-    each input as a task of a concurrent.futures executor or a Dask distributed.Client (whose workers read the inputs themselves); the result is
-    the same as here."""
-    from .runs import accept_figures, baseline_read, compared, measure_all, speculation_over
+    each input as a task of a concurrent.futures executor or a Dask distributed.Client (whose
+    workers read the inputs themselves); the result is the same as here."""
+    from .runs.measure import accept_figures, baseline_read, compared, measure_all, speculation_over
     from .timing import aggregate
     if not isinstance(errors, str) or errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
@@ -390,16 +405,15 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
             **option_fields: Any) -> RelabelResult:
     """Relabel one trace file to the newer naming, as `spanfix relabel` does, and say what changed.
     Raises TraceError (the input), OutputError (the output) or UsageError."""
-    from . import relabelling
+    from .relabelling import write
 
     for flag in ("in_place", "dry_run", "verify_only", "annotate"):
         checked_flag(locals()[flag], flag)
     source, output = checked_path(source, "source"), None if output is None else checked_path(output, "output")
     options = _options(options, option_fields)
     try:
-        return relabelling.relabel_file(source, output,
-                                        options.relabel_options(verify_only=verify_only, annotate=annotate),
-                                        dry_run=dry_run, in_place=in_place)
+        return write.relabel_file(source, output, options.relabel_options(verify_only=verify_only, annotate=annotate),
+                                  dry_run=dry_run, in_place=in_place)
     except MemoryError:
         raise out_of_memory(os.fspath(source)) from None
 
@@ -418,7 +432,7 @@ def _each(each: Each | None, executor: Any) -> Each | None:
         return each
     if each is not None:
         raise UsageError("give each or executor, not both")
-    from .tasks import on
+    from .runs.tasks import on
     return on(executor)
 
 
@@ -453,8 +467,8 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     not fail the report (CheckReport.passed). spec_metrics, accept_length: the accept length from
     outside the traces, for the speculation budgets (with a plain-decode baseline for
     speculation.speedup). executor: as for stats()."""
-    from .gate import CheckOptions, parse_budget, run_check
-    from .runs import accept_figures, one_by_one
+    from .checking.rules import CheckOptions, parse_budget, run_check
+    from .runs.measure import accept_figures, one_by_one
     if not are_strings(budgets):
         raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
     need(max_regression, (int, float), "a number of percent", "max_regression")
@@ -499,7 +513,7 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
                         accept_length=accept_length)
 
 
-__all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "Each",
-           "Iteration", "Iterations", "Measured", "Options", "SpeculationResult", "Step", "Steps", "Table", "Trace",
-           "accept_figures", "check", "expand", "html_report", "inspect", "measure_all", "measure_path", "open",
-           "parse_budget", "plain_baseline", "relabel", "relabelled_path", "stats"]
+# The API's part of spanfix.__all__ (what spanfix serves from this module); the rest here is the CLI's.
+__all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Iteration", "Iterations",
+           "Options", "Step", "Steps", "Table", "Trace", "check", "expand", "html_report", "inspect", "open", "relabel",
+           "relabelled_path", "stats"]

@@ -8,11 +8,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .algorithms import ALGORITHMS, algorithm_name
-from .attribute import DraftRules
+from .attribution.algorithms import ALGORITHMS, algorithm_name
+from .attribution.analyse import RelabelOptions
+from .attribution.attribute import DraftRules
+from .attribution.patterns import UserPattern
 from .errors import UsageError
-from .patterns import UserPattern
-from .relabelling import RelabelOptions
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,7 @@ def draft_thread_events():
 def read_in_parts(monkeypatch, processes: int = 2, chunk_bytes: int = 4096) -> None:
     """Make every read cut its document into chunks of chunk_bytes, read by that many processes,
     as a large trace is read: forced on small ones, whose results must not change."""
-    from spanfix import parts
+    from spanfix.read import parts
     monkeypatch.setattr(parts, "FORK_BYTES", 0)
     monkeypatch.setattr(parts, "CHUNK_BYTES", chunk_bytes)
     monkeypatch.setenv(parts.PARTS_ENV, str(processes))
@@ -90,6 +90,6 @@ def read_in_parts(monkeypatch, processes: int = 2, chunk_bytes: int = 4096) -> N
 
 def read_whole(monkeypatch) -> None:
     """Make every read decode its document in one piece, in one process."""
-    from spanfix import parts
+    from spanfix.read import parts
     monkeypatch.setattr(parts, "FORK_BYTES", 2**62)
     monkeypatch.setattr(parts, "CHUNK_BYTES", 2**62)

@@ -56,12 +56,13 @@ from click.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hostile
 
-from spanfix import document, parts
+from spanfix.attribution.analyse import RelabelOptions
+from spanfix.attribution.index import indexed_name
 from spanfix.cli import main as cli
 from spanfix.errors import OutputError
-from spanfix.index import indexed_name
-from spanfix.reader import TraceError, read_trace
-from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.read import document, parts
+from spanfix.read.reader import TraceError, read_trace
+from spanfix.relabelling.write import relabel_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_TRACES = Path(os.environ.get("SPANFIX_SHARED_TRACES", ROOT.parent / "shared" / "traces"))

@@ -28,8 +28,9 @@ def cli_json(*args):
 
 
 def test_every_public_name_is_there_and_documented():
-    from spanfix import _PUBLIC
+    from spanfix import _PUBLIC, api
     assert set(spanfix.__all__) == {*_PUBLIC, "__version__"}
+    assert sorted(api.__all__) == sorted(name for name, module in _PUBLIC.items() if module == "api")
     documented = (ROOT / "docs" / "api.md").read_text()
     for name in spanfix.__all__:
         assert callable(getattr(spanfix, name)) or name in ("ALGORITHM_NAMES", "GROUPINGS", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "__version__")
@@ -38,13 +39,14 @@ def test_every_public_name_is_there_and_documented():
 
 
 # What the stats, check, speculation and report commands need and relabel never does.
-NOT_FOR_RELABEL = ("spanfix.gate", "spanfix.budgets", "spanfix.runs", "spanfix.speculation", "spanfix.tables",
-                   "spanfix.timing", "spanfix.inspection", "numpy")
+NOT_FOR_RELABEL = ("spanfix.checking.rules", "spanfix.checking.budgets", "spanfix.runs.measure", "spanfix.speculation",
+                   "spanfix.tables", "spanfix.timing", "spanfix.attribution.inspection", "numpy")
 
 
 @pytest.mark.parametrize(("command", "left_out"), [
     ("relabel", NOT_FOR_RELABEL),
-    ("inspect", tuple(name for name in NOT_FOR_RELABEL if name != "spanfix.inspection")),
+    ("inspect", tuple(name for name in NOT_FOR_RELABEL if name != "spanfix.attribution.inspection")),
+    ("stats", ("spanfix.checking.rules", "spanfix.checking.budgets", "spanfix.attribution.inspection")),  # check's
 ])
 def test_a_command_imports_only_what_it_uses_and_every_public_name_still_resolves(command, left_out):
     """In a fresh interpreter: importing the command leaves the other commands' machinery unimported;
@@ -59,11 +61,12 @@ def test_a_command_imports_only_what_it_uses_and_every_public_name_still_resolve
             for name in module.__all__:
                 getattr(module, name)
                 exec(f"from {{module.__name__}} import {{name}}", {{}})
-        from spanfix import gate, timing
+        from spanfix import timing
+        from spanfix.checking import rules
         assert (api.Step, api.Iteration, api.GROUPINGS) == (timing.StepTiming, timing.IterationTiming,
                                                             tuple(timing.GROUP_KEYS))
-        assert (api.DEFAULT_MAX_REGRESSION, api.DEFAULT_MIN_COUNT) == (gate.DEFAULT_MAX_REGRESSION,
-                                                                       gate.DEFAULT_MIN_COUNT)
+        assert (api.DEFAULT_MAX_REGRESSION, api.DEFAULT_MIN_COUNT) == (rules.DEFAULT_MAX_REGRESSION,
+                                                                       rules.DEFAULT_MIN_COUNT)
         print(json.dumps({{"file": spanfix.__file__, "loaded": loaded}}))
     ''')
     ran = subprocess.run([sys.executable, "-c", script], check=False, capture_output=True, text=True, cwd=ROOT,
@@ -119,8 +122,8 @@ def test_steps_and_iterations_carry_what_the_stats_are_made_of():
 def test_a_trace_is_read_once(monkeypatch, tmp_path):
     """Steps, iterations, stats (any grouping, kernels too), ambiguity and the relabel plan all come
     from the one read: no second read of the file, no second pass over its events."""
-    from spanfix import reader
-    from spanfix.events import Events
+    from spanfix.read import reader
+    from spanfix.read.events import Events
     trace = synth.generate(synth.SynthSpec(algorithm="eagle", cuda_graph=True, decode_iterations=6))
     path = tmp_path / "t-TP-0.trace.json"
     synth.write(trace, path)
@@ -266,19 +269,19 @@ def test_the_api_guide_runs_as_written():
 
 def test_the_commands_use_the_api_and_nothing_else_of_the_library():
     """One path: cli/ reaches the library through spanfix.api only; beside it, the renderers and the
-    process-level pieces (errors, progress, memory limits, standard output, notices, the names of
-    places a path or URL gives (sources), where the per-file work runs (tasks) and how a child
-    process is started (forking))."""
+    process-level pieces (errors, runtime/: progress, memory limits, notices, how a child process
+    is started; sources/: the names of places a path or URL gives, standard output; where the
+    per-file work runs: runs/tasks.py)."""
     import ast
 
-    allowed = {"api", "errors", "progress", "limits", "stdout", "notice", "render", "sources", "tasks", "forking",
-               "__version__"}
+    allowed = {"api", "errors", "runtime", "render", "sources", "runs.tasks", "_version"}
     cli = Path(spanfix.__file__).parent / "cli"
     used = {}
     for path in sorted(cli.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 2:
-                names = [node.module.split(".")[0]] if node.module else [alias.name for alias in node.names]
+                names = [node.module if node.module == "runs.tasks" else node.module.split(".")[0]] if node.module \
+                    else [alias.name for alias in node.names]
                 for name in names:
                     used.setdefault(name, set()).add(path.name)
     assert "api" in used

@@ -11,7 +11,8 @@ import json
 import pytest
 from synth import ALGORITHMS, SynthSpec, generate, generate_ranks, merge, shuffle, write
 
-from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.attribution.analyse import RelabelOptions
+from spanfix.relabelling.write import relabel_file
 
 LAYOUTS = [{"cuda_graph": g, "python_stacks": p, "detailed": d, "stage_spans": st}
            for g, p, d, st in itertools.product((True, False), repeat=4)]
@@ -171,7 +172,7 @@ def test_ngram_and_standalone_by_option(tmp_path):
 @pytest.mark.parametrize("value, label", [("STANDALONE", "eagle-v1 or standalone"), ("NGRAM", "ngram"),
                                           ("FROZEN_KV_MTP", "frozen-kv"), ("dflash", "dflash")])
 def test_server_args_names(tmp_path, value, label):
-    from spanfix.algorithms import algorithms_from_server_args
+    from spanfix.attribution.algorithms import algorithms_from_server_args
     allowed, problem = algorithms_from_server_args({"speculative_algorithm": value})
     assert " or ".join(sorted(allowed)) == label and problem is None
 

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 from conftest import span, thread_name, write_trace
 
+from spanfix.checking.rules import BudgetError, parse_budget
 from spanfix.cli import main
-from spanfix.gate import BudgetError, parse_budget
 
 
 def run(*args, env=None):
@@ -179,6 +179,24 @@ def test_malformed_budgets_are_usage_errors(old, budget, message):
     assert result.exit_code == 2 and message in result.stderr and "--budget" in result.stderr
 
 
+def test_every_budget_family_is_listed_and_none_registers_itself():
+    """The grammar's families are the explicit list in checking/grammar.py: the speculation and model
+    families parse in a fresh interpreter that imports the grammar alone (no import made for a side
+    effect), and no module of the package registers a family."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from spanfix.checking import grammar
+    assert list(grammar.FAMILIES) == ["iteration", "model", "speculation"]
+    script = ("from spanfix.checking.grammar import parse_budget; "
+              "print(parse_budget('speculation.speedup>=1.3').family, parse_budget('model.gpu.draft.share<=0.2').family)")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert ran.stdout.split() == ["speculation", "model"], ran.stderr
+    package = Path(grammar.__file__).parents[1]
+    assert not [path for path in package.rglob("*.py") if "register(" in path.read_text() and "Family" in path.read_text()]
+
+
 def test_budget_grammar():
     budget = parse_budget(" VERIFY.gpu.p90 <= 1.5ms ")
     assert (budget.stage, budget.clock, budget.part, budget.statistic, budget.op, budget.limit) == (
@@ -301,12 +319,11 @@ def test_files_in_parallel_give_the_same_report(old, new, tmp_path):
 
 @pytest.mark.parametrize("command", ["check", "stats", "inspect"])
 def test_ctrl_c_exits_130_with_one_line(old, monkeypatch, command):
-    from spanfix import api, relabelling
+    from spanfix.attribution import analyse
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(relabelling, "read_trace", interrupted)
-    monkeypatch.setattr(api, "read_trace", interrupted)
+    monkeypatch.setattr(analyse, "read_trace", interrupted)  # every command's one read for attribution
     result = run(command, old, "-j", "1") if command != "inspect" else run(command, old)
     assert (result.exit_code, result.stderr) == (130, "spanfix: interrupted\n")
 

@@ -14,8 +14,8 @@ import pytest
 import synth
 from click.testing import CliRunner
 
+from spanfix.attribution.analyse import RelabelOptions
 from spanfix.cli import main
-from spanfix.relabelling import RelabelOptions
 from spanfix.timing import DEVICE_PARTS, KernelClasses, aggregate, measure_files
 
 OPTIONS = RelabelOptions()

@@ -6,7 +6,8 @@ import sys
 import pytest
 from conftest import FIXTURES
 
-from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.attribution.analyse import RelabelOptions
+from spanfix.relabelling.write import relabel_file
 
 sys.path.insert(0, str(FIXTURES))
 from generate import fixtures, golden_path

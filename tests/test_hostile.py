@@ -31,11 +31,13 @@ from click.testing import CliRunner
 from hostile import DRAFT_THREAD, GROWING, LONG_NAMES, MARKUP, VERIFY, document, x
 
 import spanfix
-from spanfix import document as document_bytes
-from spanfix import index, naming, output
+from spanfix.attribution import index, naming, sglang
+from spanfix.attribution.analyse import RelabelOptions
 from spanfix.cli import main
-from spanfix.reader import read_trace
-from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.read import document as document_bytes
+from spanfix.read.reader import read_trace
+from spanfix.relabelling.write import relabel_file
+from spanfix.sources import output
 
 
 def printable(text: str) -> str:
@@ -210,7 +212,7 @@ def test_regexes_on_names_are_linear_functions_of_the_name():
     for length in range(4):
         for parts in itertools.product(pieces, repeat=length):
             name = "".join(parts)
-            assert index.is_sglang_frame(name) == bool(frame.search(name)), name
+            assert sglang.is_sglang_frame(name) == bool(frame.search(name)), name
             expected = step.fullmatch(name)
             got = naming._parse.__wrapped__(name)
             assert (got and (got.mode, got.rest)) == (expected and (expected.group(1).upper(), expected.group(2)))
@@ -318,7 +320,7 @@ def test_server_args_that_is_a_pipe_is_not_waited_for(tmp_path):
 
 
 def test_the_default_limit_follows_the_memory_spanfix_may_use(monkeypatch):
-    from spanfix import limits
+    from spanfix.runtime import limits
 
     monkeypatch.setattr(limits, "memory_budget", lambda: 8 * 2**30)
     assert limits.default_max_bytes() == 4 * 2**30

@@ -24,8 +24,8 @@ from click.testing import CliRunner
 from hostile import DRAFT_THREAD, VERIFY, document, x
 
 import spanfix
-from spanfix import reader
 from spanfix.cli import main
+from spanfix.read import reader
 from spanfix.render.escape import dumps
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -389,7 +389,7 @@ def test_a_backtracking_pattern_costs_the_name_not_minutes(tmp_path, option):
 
 
 def test_without_re2_a_pattern_is_bounded_in_time(tmp_path, monkeypatch):
-    from spanfix import patterns
+    from spanfix.attribution import patterns
 
     monkeypatch.setattr(patterns, "_re2", None)
     path = pattern_trace(tmp_path)
@@ -600,7 +600,7 @@ class _Takes:
 
 
 def test_short_writes_are_written_again_or_fail():
-    from spanfix.stdout import write_all
+    from spanfix.sources.stdout import write_all
 
     stream = _Takes(most=3, room=100)
     write_all(stream, memoryview(b"0123456789")[2:])

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import synth
 
-from spanfix.gate import CheckOptions, parse_budget, run_check
-from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.attribution.analyse import RelabelOptions
+from spanfix.checking.rules import CheckOptions, parse_budget, run_check
+from spanfix.relabelling.write import relabel_file
 from spanfix.timing import aggregate, measure_files
 
 OPTIONS = RelabelOptions()

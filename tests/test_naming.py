@@ -1,6 +1,6 @@
 import pytest
 
-from spanfix.naming import parse_step_name, relabel_step_name
+from spanfix.attribution.naming import parse_step_name, relabel_step_name
 
 # Every row of step-spans.md section 2: (old name, emitted by the draft runner?, new name).
 SECTION_2 = [

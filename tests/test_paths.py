@@ -14,8 +14,9 @@ import pytest
 from conftest import ROOT, needs_real_traces, read_in_parts, real_traces
 from synth import FORMS, SynthSpec, generate, write
 
-from spanfix import document, locate, reader, relabelling, selective
-from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.attribution.analyse import RelabelOptions
+from spanfix.read import document, locate, reader, selective
+from spanfix.relabelling.write import relabel_file
 
 FIXTURES = sorted(p for p in (ROOT / "fixtures").glob("*.trace.json*"))
 
@@ -100,7 +101,7 @@ def test_an_escaped_name_gives_way_to_the_search_that_reads_escapes(tmp_path, mo
     source.write_bytes(text)
     assert_same_ways(source, tmp_path, monkeypatch)
     out = (tmp_path / "fast.trace.json").read_bytes()
-    assert b"\\u0073tep" not in out  # its "step[MODE" rewritten plainly (relabelling._rename)
+    assert b"\\u0073tep" not in out  # its "step[MODE" rewritten plainly (relabelling/plan._rename)
 
 
 def test_the_plain_search_finds_what_the_regular_expression_finds():
@@ -125,5 +126,5 @@ def test_relabelling_module_reads_one_way_only(monkeypatch, tmp_path):
     real = reader.decode_events
     monkeypatch.setattr(reader, "decode_events", lambda *a: careful.append(a) or real(*a))
     read_in_parts(monkeypatch)
-    relabelling.relabel_file(str(source), str(tmp_path / "o.json"), RelabelOptions())
+    relabel_file(str(source), str(tmp_path / "o.json"), RelabelOptions())
     assert careful == []

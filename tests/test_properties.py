@@ -17,9 +17,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spanfix.algorithms import ALGORITHMS
-from spanfix.naming import parse_step_name, relabel_step_name
-from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.attribution.algorithms import ALGORITHMS
+from spanfix.attribution.analyse import RelabelOptions
+from spanfix.attribution.naming import parse_step_name, relabel_step_name
+from spanfix.relabelling.write import relabel_file
 
 # Modest, so `make test` stays fast; SPANFIX_EXAMPLES=2000 digs deeper.
 SETTINGS = settings(max_examples=int(os.environ.get("SPANFIX_EXAMPLES", "60")), deadline=None,
@@ -245,7 +246,7 @@ def test_events_keep_their_number_order_and_everything_but_names(trace):
        st.lists(st.sampled_from([" ", "\t", "  "]), min_size=6, max_size=6),
        st.lists(st.integers(-3, 300), min_size=6, max_size=6))
 def test_bs_and_toks_read_as_the_fields_say(tokens, spaces, numbers):
-    from spanfix.naming import _int_or_none
+    from spanfix.attribution.naming import _int_or_none
     rest = "".join(f"{space}{token}{number if token.endswith('=') else ''}"
                    for token, space, number in zip(tokens, spaces, numbers))
     step = parse_step_name(f"step[DECODE{rest}]")

@@ -4,13 +4,14 @@ byte-identical, and nothing may fail on them."""
 import pytest
 from conftest import needs_real_traces, real_traces
 
-from spanfix.relabelling import RelabelOptions, relabel_file
+from spanfix.attribution.analyse import RelabelOptions
+from spanfix.relabelling.write import relabel_file
 
 
 @needs_real_traces
 @pytest.mark.parametrize("path", real_traces(), ids=lambda p: p.name)
 def test_relabel_leaves_real_traces_identical(tmp_path, path):
-    out = tmp_path / "out"
+    out = tmp_path / path.name  # compressed as the input is, as its name says
     result = relabel_file(str(path), str(out), RelabelOptions())
     assert result.changed == 0
     assert out.read_bytes() == path.read_bytes()
@@ -20,9 +21,9 @@ def test_relabel_leaves_real_traces_identical(tmp_path, path):
 def test_real_sglang_extend_is_attributed_to_the_target_by_call_stack():
     from conftest import SHARED_TRACES
 
-    from spanfix.attribute import attribute
-    from spanfix.index import build_index
-    from spanfix.reader import read_trace
+    from spanfix.attribution.attribute import attribute
+    from spanfix.attribution.index import build_index
+    from spanfix.read.reader import read_trace
     trace = read_trace(str(SHARED_TRACES / "sglang" / "qwen3-8b-prefilldecode.trace.json.gz"))
     index = build_index(trace)
     verdicts = attribute(index).verdicts
@@ -36,8 +37,8 @@ def test_real_traces_read_in_parts_as_whole(monkeypatch, path):
     """Large traces are read in chunks, on every core; forced here on small ones."""
     from conftest import read_in_parts, read_whole
 
-    from spanfix.index import indexed_name
-    from spanfix.reader import TraceError, read_trace
+    from spanfix.attribution.index import indexed_name
+    from spanfix.read.reader import TraceError, read_trace
 
     def read():
         try:

@@ -5,8 +5,9 @@ import gzip
 import pytest
 from conftest import read_plain, span, thread_name, trace_bytes, write_trace
 
-from spanfix.reader import TraceError, read_trace
-from spanfix.relabelling import RelabelOptions, default_output, relabel_file
+from spanfix.attribution.analyse import RelabelOptions
+from spanfix.read.reader import TraceError, read_trace
+from spanfix.relabelling.write import default_output, relabel_file
 
 RENAMES = {
     '"step[EXTEND bs=2 toks=20]", "pid": 1, "tid": 2': '"step[DRAFT bs=2 toks=20]", "pid": 1, "tid": 2',
@@ -29,7 +30,7 @@ def reading(request, monkeypatch):
     both happen to small files too, and must change nothing."""
     from conftest import read_in_parts
 
-    from spanfix import document
+    from spanfix.read import document
     if request.param != "read":
         monkeypatch.setattr(document, "MAP_BYTES", 0)
         read_in_parts(monkeypatch, chunk_bytes=1024)
@@ -195,13 +196,13 @@ def test_output_equal_to_input_needs_in_place(tmp_path, draft_thread_events, rea
 
 def test_b_e_pairs_nest_through_events_attribution_ignores(tmp_path):
     # The inner pair's name is nothing spanfix indexes, yet its E must close it, not the step span.
-    from spanfix.index import build_index
-    from spanfix.relabelling import load
+    from spanfix.attribution.analyse import read
+    from spanfix.attribution.index import build_index
     events = [{"ph": "B", "name": "step[DECODE bs=1]", "pid": 1, "tid": 2, "ts": 1},
               {"ph": "B", "name": "some_op", "pid": 1, "tid": 2, "ts": 2},
               {"ph": "E", "pid": 1, "tid": 2, "ts": 3},
               {"ph": "E", "pid": 1, "tid": 2, "ts": 9}]
-    index = build_index(load(str(write_trace(tmp_path / "t.json", events)), RelabelOptions()))
+    index = build_index(read(str(write_trace(tmp_path / "t.json", events)), RelabelOptions()))
     # Times from the trace's start, its first event at ts 1.
     assert [(s.name, s.span.start, s.span.end) for s in index.steps] == [("step[DECODE bs=1]", 0.0, 8.0)]
     assert index.unmatched == 0
@@ -210,7 +211,7 @@ def test_b_e_pairs_nest_through_events_attribution_ignores(tmp_path):
 def test_files_are_mapped_unless_told_not_to(tmp_path, monkeypatch, draft_thread_events):
     import mmap
 
-    from spanfix import document
+    from spanfix.read import document
     source = write_trace(tmp_path / "t.json", draft_thread_events)
     monkeypatch.setattr(document, "MAP_BYTES", 0)
     assert isinstance(read_trace(str(source)).data, mmap.mmap)
@@ -224,13 +225,13 @@ def test_files_are_mapped_unless_told_not_to(tmp_path, monkeypatch, draft_thread
 def test_invalid_utf8_in_a_field_only_the_full_decode_reads(tmp_path, draft_thread_events):
     # Found by `fuzz_reader.py --halves`: the fast passes skip "cat" unread, so only the full decode of
     # the step event meets the bad byte; it must hand over to the lenient path, not fail.
-    from spanfix.relabelling import load
+    from spanfix.attribution.analyse import read
     data = trace_bytes(draft_thread_events)
     at = data.index(b'"step[DECODE bs=2]"')
     data = data[:at] + b'"step[DECODE bs=2]", "cat": "\xff"' + data[at + len(b'"step[DECODE bs=2]"'):]
     source = tmp_path / "t.json"
     source.write_bytes(data)
-    trace = load(str(source), RelabelOptions())
+    trace = read(str(source), RelabelOptions())
     assert any("invalid UTF-8" in warning for warning in trace.warnings)
     assert relabel_file(str(source), str(tmp_path / "o.json"), RelabelOptions()).changed == 4
 
@@ -238,7 +239,8 @@ def test_invalid_utf8_in_a_field_only_the_full_decode_reads(tmp_path, draft_thre
 def test_step_names_located_beside_the_analysis_or_here(tmp_path, monkeypatch, draft_thread_events):
     """A large trace's step names are found by a forked child while this process attributes; a small
     one's, a failed child's or a dry run's (which needs none) here. The bytes written are the same."""
-    from spanfix import parts, relabelling
+    from spanfix.read import parts
+    from spanfix.relabelling import write
 
     source = write_trace(tmp_path / "t.json", draft_thread_events)
     children = []
@@ -264,5 +266,5 @@ def test_step_names_located_beside_the_analysis_or_here(tmp_path, monkeypatch, d
     def never(*_):
         raise AssertionError("a dry run locates no name")
 
-    monkeypatch.setattr(relabelling, "locate_step_names", never)
+    monkeypatch.setattr(write, "locate_step_names", never)
     assert relabel_file(str(source), None, RelabelOptions(), dry_run=True).changed == 4

@@ -27,8 +27,8 @@ from remote_servers import REQUIRED_ENV, RangeServer, Served, environment, free_
 from synth import SynthSpec, dumps, generate_ranks
 
 import spanfix
-from spanfix import progress
 from spanfix.cli import main
+from spanfix.runtime import progress
 from spanfix.sources.download import CHUNK
 
 REQUIRED = os.environ.get(REQUIRED_ENV) == "1"

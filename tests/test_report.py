@@ -13,8 +13,8 @@ from conftest import span, write_trace
 
 import spanfix
 from spanfix.api import stats
+from spanfix.attribution.naming import NO_STEP_SPANS
 from spanfix.cli import main
-from spanfix.naming import NO_STEP_SPANS
 from spanfix.report import build_report, html, model
 
 

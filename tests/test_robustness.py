@@ -22,9 +22,9 @@ import zlib
 import pytest
 from click.testing import CliRunner
 
-from spanfix import output
 from spanfix.cli import main
-from spanfix.reader import TraceError, gunzip, read_trace
+from spanfix.read.reader import TraceError, gunzip, read_trace
+from spanfix.sources import output
 
 # A target verify step next to a thread named as the draft worker's: relabel renames it to VERIFY.
 TARGET = '{"ph": "X", "name": "step[TARGET_VERIFY bs=2]", "pid": 1, "tid": 1, "ts": 10, "dur": 5}'
@@ -154,7 +154,7 @@ def test_unreadable_file(tmp_path, monkeypatch, error, message):
         if str(path) == str(source):
             raise error
         return builtins.open(path, *args, **kwargs)
-    monkeypatch.setattr("spanfix.document.open", refuse, raising=False)
+    monkeypatch.setattr("spanfix.read.document.open", refuse, raising=False)
     assert_one_line_error(run("relabel", source), source, message)
     assert list(tmp_path.iterdir()) == [source]
 
@@ -444,7 +444,7 @@ def test_running_out_of_memory_is_one_line(tmp_path, trace_file, monkeypatch):
     def exhausted(*args, **kwargs):
         raise MemoryError
     # (spanfix.cli.relabel, the attribute, is the click command; the module is looked up by name.)
-    monkeypatch.setattr(importlib.import_module("spanfix.relabelling"), "relabel_file", exhausted)
+    monkeypatch.setattr(importlib.import_module("spanfix.relabelling.write"), "relabel_file", exhausted)
     assert_one_line_error(run("relabel", trace_file), trace_file, "out of memory while reading it")
     assert list(tmp_path.iterdir()) == [trace_file]
 

@@ -9,9 +9,9 @@ import pytest
 from conftest import trace_bytes
 from synth_helpers import eagle_events
 
-from spanfix import parts
-from spanfix.events import Stamp
-from spanfix.reader import read_trace
+from spanfix.read import parts
+from spanfix.read.events import Stamp
+from spanfix.read.reader import read_trace
 from spanfix.timing.columns import DeviceReducer
 
 
@@ -190,7 +190,7 @@ def test_a_value_a_child_cannot_send_falls_back(tmp_path, monkeypatch):
 
 
 def test_broken_json_in_the_tail_is_reported_as_without_chunks(tmp_path, monkeypatch):
-    from spanfix.reader import TraceError
+    from spanfix.read.reader import TraceError
     data = trace_bytes(eagle_events())
     broken = data[:-200] + b"!!" + data[-198:]
     path = tmp_path / "t.json"
@@ -203,7 +203,7 @@ def test_broken_json_in_the_tail_is_reported_as_without_chunks(tmp_path, monkeyp
 
 
 def test_overwritten_puts_the_bytes_back_even_on_error():
-    from spanfix.events import overwritten
+    from spanfix.read.events import overwritten
     data = bytes(bytearray(b"[1, 2, 3, 4]"))  # a fresh object, as a document read from a file is
     with pytest.raises(RuntimeError), overwritten(data, 5, b"]}"):
         assert data == b"[1, 2]}3, 4]"

@@ -122,7 +122,7 @@ def _iterations(path: Path, stage: str) -> dict[int, list[float]]:
 
 
 def test_the_verdict_agrees_with_the_decode_iterations_and_with_the_requests_latency():
-    spec_run, plain_run = _run("standalone"), _run("plain")
+    spec_run = _run("standalone")
     result = spanfix.stats(str(_trace("standalone")), baseline=str(_trace("plain")),
                            spec_metrics=[str(spec_run / "server.log")]).speculation
     verdict = result.verdict
@@ -130,7 +130,7 @@ def test_the_verdict_agrees_with_the_decode_iterations_and_with_the_requests_lat
     [bs] = verdict.batch_sizes
     spec, plain = _iterations(_trace("standalone"), "VERIFY"), _iterations(_trace("plain"), "DECODE")
     _, by_bs = _log_accept(spec_run / "server.log")
-    mean = lambda values: sum(values) / len(values)  # noqa: E731
+    mean = lambda values: sum(values) / len(values)
     by_hand = by_bs[bs] * mean(plain[bs]) / mean(spec[bs])
     assert verdict.speedup == pytest.approx(by_hand, rel=0.15)
     latency = {name: mean([r["meta_info"]["e2e_latency"] for r in json.loads(

@@ -18,8 +18,8 @@ import synth
 from click.testing import CliRunner
 
 import spanfix
+from spanfix.attribution.analyse import RelabelOptions
 from spanfix.cli import main
-from spanfix.relabelling import RelabelOptions
 from spanfix.speculation import read_spec_metrics, speculation_result
 from spanfix.speculation.measure import measure_speculation
 from spanfix.timing import measure_file
@@ -539,7 +539,7 @@ def test_a_baseline_is_read_and_measured_once(tmp_path, monkeypatch):
     """stats, Trace.stats, check and report compare with a baseline twice (timing's means, the
     speculation's plain DECODE steps): both come from one read and one measuring of it."""
     import spanfix.timing.baseline as baseline_module
-    from spanfix import relabelling
+    from spanfix.attribution import analyse
 
     spec = _spec("eagle", True)
     path = _write(tmp_path, synth.generate(spec))
@@ -547,8 +547,8 @@ def test_a_baseline_is_read_and_measured_once(tmp_path, monkeypatch):
     saved = tmp_path / "plain.json"
     saved.write_text(json.dumps(spanfix.stats(str(plain), device=True).to_json()))
     reads: list[str] = []
-    read_trace, saved_result = relabelling.read_trace, baseline_module._saved_result  # every read of a trace
-    monkeypatch.setattr(relabelling, "read_trace", lambda source, *a, **k: (
+    read_trace, saved_result = analyse.read_trace, baseline_module._saved_result  # every read of a trace
+    monkeypatch.setattr(analyse, "read_trace", lambda source, *a, **k: (
         reads.append(str(source)) if str(source) != str(path) else None) or read_trace(source, *a, **k))
     # A saved result is parsed from the bytes read for the trace attempt (issue 22): never read again.
     monkeypatch.setattr(baseline_module, "_saved_result",

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from conftest import needs_real_traces, real_traces, span, thread_name, write_trace
 from rich.console import Console
 
+from spanfix.attribution.analyse import RelabelOptions
+from spanfix.attribution.naming import parse_step_name
 from spanfix.cli import main
-from spanfix.naming import parse_step_name
-from spanfix.relabelling import RelabelOptions
 from spanfix.render.stats import share_bar, stats_csv, stats_markdown, stats_table
 from spanfix.timing import (
     PARTS,
@@ -136,7 +136,7 @@ def test_kernel_fallback_reads_odd_events_as_the_careful_path_would(tmp_path, mo
     (a timestamp beyond 64 bits, invalid UTF-8 in a category) and must read past them."""
     from conftest import read_in_parts, trace_bytes
 
-    from spanfix import reader
+    from spanfix.read import reader
     if mapped:
         monkeypatch.setattr(reader, "MAP_BYTES", 0)
         read_in_parts(monkeypatch, chunk_bytes=256)
@@ -311,7 +311,7 @@ def test_baseline_from_a_trace(timed, tmp_path):
 
 @pytest.mark.parametrize("mapped", [False, True])
 def test_baseline_from_saved_json_matches_files_by_name(timed, tmp_path, monkeypatch, mapped):
-    from spanfix import reader
+    from spanfix.read import reader
     monkeypatch.setattr(reader, "MAP_BYTES", 0 if mapped else 2**62)
     saved = tmp_path / "saved" / "stats.json"
     saved.parent.mkdir()
@@ -472,8 +472,8 @@ def test_stats_decodes_every_event_once(tmp_path, monkeypatch, kernels):
     from conftest import read_in_parts, trace_bytes
     from synth_helpers import eagle_events
 
-    from spanfix import parts
     from spanfix.api import Options, measure_path
+    from spanfix.read import parts
     from spanfix.timing import KernelClasses
 
     events = [e for e in eagle_events() if not (e.get("cat") == "gpu_user_annotation"

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from .. import __version__
+from .._version import __version__
 
 EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130  # 130: 128 + SIGINT, as shells report Ctrl-C
 EXIT_READER_GONE = 141  # 128 + SIGPIPE: what a shell reports for `cat big | head`
@@ -33,7 +33,7 @@ class LazyGroup(click.Group):
         # Ctrl-C or SIGTERM, an output that cannot be written, memory running out, even a bug.
         # A traceback (or click's "Aborted!" and exit 1) would also read as check's "a rule broke".
         from ..errors import OutputError, ReaderGone, SpanfixError
-        from ..notice import set_notice_hook
+        from ..runtime.notice import set_notice_hook
         from .interrupt import exit_code, signals_interrupt, what
         from .streams import ensure_standard_descriptors, memory_limited, say
 
@@ -126,7 +126,7 @@ def _written_by_click(exc: OSError) -> bool:
 def _output_failed(exc: OSError) -> int:
     """The status, and the one line, for output that could not be written (stdout.stdout_failure)."""
     from ..errors import ReaderGone
-    from ..stdout import stdout_failure
+    from ..sources.stdout import stdout_failure
     from .streams import say
 
     failure = stdout_failure(exc)
@@ -140,7 +140,7 @@ def _flushed(code: int) -> int:
     """What the interpreter's exit would flush, flushed; the status it leaves with. Standard output
     that cannot take what is left fails as any write of the commands does: quietly (141) when the
     reader has gone, in one line (2) when the device is full."""
-    from ..stdout import silence_stdout
+    from ..sources.stdout import silence_stdout
 
     try:
         if sys.stdout is not None:

@@ -8,8 +8,8 @@ import click
 
 from .. import api
 from ..errors import BudgetError
-from ..render.check import check_junit, check_markdown, check_text, github_annotations
-from ..render.escape import dumps
+from ..render.check import github_annotations
+from ..render.formats import CHECK_FORMATS, Shown
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .inputs import expanded
 from .options import (
@@ -58,7 +58,7 @@ def _budgets(ctx, param, values):
                    "or the baseline lack, a baseline of another kind of run).")
 @click.option("--require-new-names", is_flag=True,
               help="Fail when a span still carries an old name (guards traces from newer SGLang).")
-@click.option("--format", "output_format", type=click.Choice(["text", "json", "markdown", "junit"]), default="text",
+@click.option("--format", "output_format", type=click.Choice(list(CHECK_FORMATS)), default="text",
               show_default=True, help="text for people, json for machines, markdown for a job summary, junit XML.")
 @speculation_options
 @jobs_option
@@ -97,7 +97,7 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
         raise click.BadParameter(f"{max_regression} is not a finite number", param_hint="--max-regression")
     inputs, unmatched = expanded(inputs)
     api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
-    with file_progress(inputs, machine_output=output_format != "text") as progress:
+    with file_progress(inputs, machine_output=not CHECK_FORMATS[output_format].for_people) as progress:
         report = api.check(inputs, api_options(**attribution), budgets=budgets, baseline=baseline,
                            max_regression=api.DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,
                            allow_ambiguous=allow_ambiguous, require_new_names=require_new_names,
@@ -109,12 +109,7 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
     if os.environ.get("GITHUB_ACTIONS") == "true":
         for line in github_annotations(report):
             say_command(line)
-    if output_format == "json":
-        write_out(dumps(report.to_json()) + b"\n")
-    elif output_format == "text":
-        write_out(check_text(report, terminal_width(sys.stdout)))
-    else:
-        write_out({"markdown": check_markdown, "junit": check_junit}[output_format](report))
+    write_out(CHECK_FORMATS[output_format].render(report, Shown(terminal_width(sys.stdout))))
     if report.errors or report.baseline_error:
         sys.exit(EXIT_BAD_INPUT)
     if report.failing:

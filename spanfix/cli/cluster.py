@@ -9,8 +9,6 @@ from typing import Any
 from ..errors import SpanfixError, UsageError
 from .streams import STDIN
 
-SCHEDULER_ENV = "SPANFIX_SCHEDULER"
-
 
 class ClusterError(SpanfixError):
     """The Dask scheduler cannot be reached: one line, exit 2, before any input is read."""
@@ -22,7 +20,7 @@ def cluster_each(address: str) -> Callable[[Callable[..., Any], list[tuple[Any, 
             raise UsageError("--scheduler: the cluster's workers cannot read this standard input; give files or URLs")
         if not jobs:
             return
-        from ..tasks import on
+        from ..runs.tasks import on
 
         client = connect(address)
         try:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from .. import api
 from ..errors import TraceError, out_of_memory
-from ..forking import fork_with_pipe
-from ..progress import Reporter, reporting
+from ..runtime.forking import fork_with_pipe
+from ..runtime.progress import Reporter, reporting
 from .interrupt import exit_code
 
 STOP_SECONDS = 10.0  # how long stopped workers get to remove their temporary files

@@ -19,8 +19,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..progress import Reporter, human_size, reporting
 from ..render.escape import printable, shown
+from ..runtime.progress import Reporter, human_size, reporting
 from ..sources import is_url, local_path
 from ..sources import work_size as url_size
 from .cluster import cluster_each

@@ -1,16 +1,13 @@
 from __future__ import annotations
 
-import os
 import sys
-from pathlib import Path
 
 import click
 
 from .. import api
-from ..errors import OutputError, ReaderGone, SpanfixError, TraceError, out_of_memory
-from ..render.escape import dumps, printable
+from ..errors import OutputError, ReaderGone, SpanfixError, TraceError, UsageError, out_of_memory
+from ..render.escape import dumps
 from ..render.relabel import relabel_heading, relabel_line, relabel_summary, relabel_total
-from ..sources import basename, is_folder, is_url, join, local_path, place_key
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .inputs import expanded
 from .interrupt import exit_code, what
@@ -68,17 +65,20 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
         raise click.UsageError("-o - and --json would both write to standard output; drop one, or add --dry-run")
     if as_json:  # standard output takes the summary: `--json >> t.json` would write into a trace
         api.refuse_overwrite(api.STDOUT, api.reads(inputs))
-    folder = _output_folder(output, len(inputs) + len(refused), dry_run)
+    try:  # a folder of outputs is made or refused now, before any input is read
+        folder = api.folder_for_outputs(output, len(inputs) + len(refused), dry_run)
+    except UsageError as exc:
+        raise click.UsageError(str(exc)) from None
     options = api_options(**attribution)
     jobs_of = []
     for source in inputs:
         try:
-            target = join(folder, basename(api.relabelled_path(source))) if folder else output
+            target = api.output_in(folder, output, source)
             jobs_of.append((source, target, options, dry_run, in_place, verify_only, annotate))
         except TraceError as exc:  # no output can be named for it (".", "/")
             refused.append((source, str(exc)))
     if not (in_place or dry_run):
-        jobs_of, clashing = _without_clashing_outputs(jobs_of)
+        jobs_of, clashing = api.without_clashing_outputs(jobs_of)
         refused += clashing
     results, failed = [], list(refused)
     several = len(inputs) > 1 and not verbose
@@ -116,66 +116,6 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
         sys.exit(EXIT_BAD_INPUT)
     if strict and any(r.ambiguous for r in results):
         sys.exit(EXIT_CHECK_FAILED)
-
-
-def _output_folder(output: str | None, inputs: int, dry_run: bool) -> str | None:
-    """The folder outputs go into, or None when -o names a file (or nothing). A path ending in /
-    is a folder, created when missing (with its parents); several inputs need one that exists."""
-    if not output or output == STDIN:
-        return None
-    if is_url(output):  # a store has no folders to create: a name ending in / (or a prefix) is one
-        if output.endswith("/") or is_folder(output):
-            return output
-        _refuse_several(output, inputs)
-        return None
-    if output.endswith(("/", os.sep)):
-        if not dry_run:
-            try:
-                os.makedirs(output, exist_ok=True)
-            except OSError as exc:
-                raise click.UsageError(f"cannot create the output folder {printable(output)}: "
-                                       f"{exc.strerror or exc}") from None
-        return output
-    if Path(local_path(output)).is_dir():
-        return output
-    _refuse_several(output, inputs)
-    return None
-
-
-def _refuse_several(output: str, inputs: int) -> None:
-    if inputs > 1:
-        raise click.UsageError(f"with several inputs, --output must be a folder: an existing one, or a path "
-                               f"ending in / to create (got {printable(output)})")
-
-
-def _without_clashing_outputs(jobs_of: list[tuple]) -> tuple[list[tuple], list[tuple[str, str]]]:
-    """Refuse, before anything runs, an input whose output would replace another input or an
-    output written for an earlier input (`a/t.json b/t.json -o out/`): only --in-place replaces.
-    Inputs are told apart by what they are (overwrite.Reads: links and every spelling), outputs
-    yet to be written by the path they resolve to."""
-    read = api.reads(job[0] for job in jobs_of)
-    kept, refused, written = [], [], {}
-    for job in jobs_of:
-        source = job[0]
-        try:
-            target = job[1] or api.relabelled_path(source)
-        except TraceError as exc:  # no output can be named for it (".", "/")
-            refused.append((source, str(exc)))
-            continue
-        if target == STDIN:
-            kept.append(job)
-            continue
-        clash = read.match(target)
-        key = place_key(target)
-        if clash is not None and api.reads([source]).match(target) is None:
-            refused.append((source, f"{source}: output {target} is another input; choose another --output"))
-        elif key in written:
-            clash_text = f"{source}: output {target} is also the output of {written[key]}; choose another --output"
-            refused.append((source, clash_text))
-        else:
-            written[key] = source
-            kept.append(job)
-    return kept, refused
 
 
 def _relabel_one(source, target, options, dry_run, in_place, verify_only, annotate):

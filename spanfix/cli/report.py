@@ -8,8 +8,8 @@ import click
 
 from .. import api
 from ..errors import CategoryError, OutputError, ReaderGone
-from ..progress import human_size
 from ..render.escape import printable
+from ..runtime.progress import human_size
 from ..sources import is_folder, is_url, join, local_path
 from . import EXIT_BAD_INPUT
 from .inputs import expanded

@@ -6,8 +6,8 @@ import click
 
 from .. import api
 from ..errors import CategoryError
-from ..render.escape import dumps
-from ..render.stats import stats_csv, stats_markdown, stats_messages, stats_table
+from ..render.formats import STATS_FORMATS, Shown
+from ..render.stats import stats_messages
 from . import EXIT_BAD_INPUT
 from .inputs import expanded
 from .options import (
@@ -48,7 +48,7 @@ from .streams import render, say_wrapped, terminal_width, write_out
                    "(rows match on every --by key; a baseline of another kind of run is named). A capture of the "
                    "same server without speculation (the plain twin) also gives the speedup and the verdict; "
                    "repeat it (or quote a glob) for a twin captured at several batch sizes.")
-@click.option("--format", "output_format", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
+@click.option("--format", "output_format", type=click.Choice(list(STATS_FORMATS)), default="table",
               show_default=True, help="table for people; json (docs/json.md), csv, markdown for CI summaries.")
 @speculation_options
 @jobs_option
@@ -83,7 +83,7 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
     options = api_options(**attribution)
     inputs, unmatched = expanded(inputs)
     api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
-    with file_progress(inputs, machine_output=output_format != "table") as progress:
+    with file_progress(inputs, machine_output=not STATS_FORMATS[output_format].for_people) as progress:
         try:
             result = api.stats(inputs, options, by=keys(by), kernels=kernels, kernel_categories=kernel_categories,
                                baseline=baseline, errors="collect", device=True if device else None,
@@ -95,17 +95,10 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
         for error in result.errors:
             progress.say_line(f"spanfix: error: {error}")
     if result.inputs:
-        if output_format == "json":
-            write_out(dumps(result.to_json()) + b"\n")
-        elif output_format == "csv":
-            write_out(stats_csv(result))
-        elif output_format == "markdown":
-            write_out(stats_markdown(result, top))
-        else:
-            # A file or a pipe has no width of its own: do not squeeze the table into 80 columns.
-            width = terminal_width(sys.stdout)
-            write_out(render(stats_table(result, bars=width is not None, top=top, width=width),
-                             width=width or 200))
+        width = terminal_width(sys.stdout)
+        out = STATS_FORMATS[output_format].render(result, Shown(width, top))
+        # A file or a pipe has no width of its own: do not squeeze a table into 80 columns.
+        write_out(out if isinstance(out, (str, bytes)) else render(out, width=width or 200))
     for line in stats_messages(result):  # in every format: standard output holds the figures alone
         say_wrapped(line)
     if result.errors:

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 from rich.console import Console, RenderableType
 
-from ..limits import memory_budget
 from ..render.escape import ci_reads_commands, ci_safe, printable
-from ..stdout import standard_output, stdout_failure, write_all
+from ..runtime.limits import memory_budget
+from ..sources.stdout import standard_output, stdout_failure, write_all
 
 STDIN = "-"  # as an input; as an output (-o -), standard output
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 import xml.etree.ElementTree as ET
 
-from ..gate import BROKEN, HELD, SKIPPED, CheckReport, Outcome
+from ..checking.rules import BROKEN, HELD, SKIPPED, CheckReport, Outcome
 from .escape import Markdown, code_span, log_commands_neutral, markdown_text, shown, whole_reason
 from .stats import grouped_notes, grouped_warnings, markdown_table
 

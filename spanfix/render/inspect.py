@@ -11,9 +11,9 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..clock import offset_text
-from ..inspection import InspectReport
-from ..naming import NO_STEP_SPANS
+from ..attribution.inspection import InspectReport
+from ..attribution.naming import NO_STEP_SPANS
+from ..read.clock import offset_text
 from .escape import rich_text, shown, whole_reason
 
 SHOWN_TRACKS = 100  # tables for a person; --all and --json list every one

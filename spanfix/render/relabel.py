@@ -12,9 +12,10 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..clock import offset_text
-from ..naming import NO_STEP_SPANS
-from ..relabelling import AmbiguousSpan, RelabelResult, by_reason
+from ..attribution.ambiguity import AmbiguousSpan, by_reason
+from ..attribution.naming import NO_STEP_SPANS
+from ..read.clock import offset_text
+from ..relabelling.plan import RelabelResult
 from .escape import rich_text, shown, whole_reason
 
 SHOWN_REASONS = 5  # kinds of ambiguity listed; each with its count and first span

@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import __version__
+from .._version import __version__
 from ..errors import TraceError, UsageError, out_of_memory
 from ..options import Options
-from ..overwrite import Reads, reads, refuse_overwrite
-from ..runs import accept_figures, baseline_read, measure_all, speculation_over
+from ..runs.measure import accept_figures, baseline_read, measure_all, speculation_over
+from ..sources.overwrite import Reads, reads, refuse_overwrite
 from ..timing import KernelClasses, StatsResult, TraceMeasures, aggregate, compare
 from .html import render_html
 from .model import build_payload
@@ -44,7 +44,7 @@ class Report:
     def write(self, output: str | os.PathLike[str]) -> None:
         """Write the page, atomically ("-": standard output); OutputError when it cannot be written,
         or when output is one of the traces or the baseline the report was made from."""
-        from ..output import write_output
+        from ..sources.output import write_output
 
         if not isinstance(output, (str, os.PathLike)) or not isinstance(os.fspath(output), str):
             raise UsageError(f"output must be a path (str or os.PathLike), not {type(output).__name__}")

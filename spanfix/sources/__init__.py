@@ -21,7 +21,6 @@ from typing import Any
 
 from ..errors import TraceError
 from .names import (  # noqa: F401 (the package's own names, as the rest of spanfix imports them)
-    EXTRAS,
     SCHEMES,
     MissingExtra,
     Scheme,
@@ -124,6 +123,6 @@ def upload(target: str, local: str) -> None:
 
     put(target, local)
 
-__all__ = ["EXTRAS", "SCHEMES", "Expanded", "MissingExtra", "basename", "expand", "fetch", "is_folder", "is_url",
+__all__ = ["SCHEMES", "Expanded", "MissingExtra", "basename", "expand", "fetch", "is_folder", "is_url",
            "join", "local_path", "place_key", "read_side_json", "require", "scheme_of", "sibling", "upload",
            "work_size"]

@@ -18,9 +18,9 @@ try:  # the reader's choice, for the same reason: ISA-L inflates about 4x faster
 except ImportError:  # pragma: no cover
     _inflate_lib = zlib
 
-from .. import progress
 from ..errors import SpanfixError, TraceError
-from ..stdout import write_all
+from ..runtime import progress
+from .stdout import write_all
 
 CHUNK = 8 * 2**20  # bytes per request: few requests for a large trace, little held at once
 MEMORY_BYTES = 2**20  # a smaller document stays in memory (the reader maps files from this size)
@@ -69,7 +69,7 @@ def _no_room(source: str, exc: OSError) -> TraceError:
                       f"({exc.strerror or exc}; TMPDIR chooses where fetched traces go)")
 
 
-# The small files read beside a trace (algorithms.read_server_args), fetched by the same child as the
+# The small files read beside a trace (read/server_args.py), fetched by the same child as the
 # trace: a child's first request costs it a new client of the store (0.4 s for S3 on this machine).
 SIDE_FILES = ("server_args.json",)
 _BESIDE: dict[str, tuple[object, str | None]] = {}

@@ -24,9 +24,9 @@ import threading
 from collections.abc import Callable
 from typing import Any, BinaryIO, TypeVar
 
-from .. import progress
 from ..errors import TraceError
-from ..forking import fork_with_pipe
+from ..runtime import progress
+from ..runtime.forking import fork_with_pipe
 
 T = TypeVar("T")
 _HEADER = struct.Struct("<Q")

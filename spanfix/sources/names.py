@@ -35,7 +35,6 @@ SCHEMES = {
     "http": Scheme("http", "aiohttp", "http", writable=False),
     "https": Scheme("http", "aiohttp", "https", writable=False),
 }
-EXTRAS = ("s3", "gcs", "azure", "hf", "http")  # and `remote`, all of them
 
 
 class MissingExtra(TraceError):

@@ -13,7 +13,7 @@ Definitions: docs/stats.md, "Speculation".
 """
 
 from .accept import Acceptance, acceptances, cpu_lengths_kept
-from .baseline import load_plain, plain_from_json, plain_of
+from .baseline import plain_from_json, plain_of
 from .configs import Run, RunConfig, group_runs
 from .measure import SpecIteration, SpeculationMeasures, measure_speculation
 from .metrics import BENCH, LOG, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError, read_spec_metrics, stated
@@ -26,6 +26,6 @@ __all__ = [
     "BENCH", "DEVICE_MODEL_PARTS", "LOG", "MODEL_PARTS", "SERVER_INFO", "STATED", "TRACE", "AcceptFigure",
     "Acceptance", "MetricsError", "ModelTime", "PlainDecode", "Run", "RunConfig", "SpecIteration",
     "SpeculationMeasures", "SpeculationResult", "SpeedRow", "Verdict", "acceptances", "cpu_lengths_kept",
-    "group_runs", "load_plain", "measure_speculation", "model_view", "plain_from_json", "plain_of",
+    "group_runs", "measure_speculation", "model_view", "plain_from_json", "plain_of",
     "read_spec_metrics", "speculation_result", "stated",
 ]

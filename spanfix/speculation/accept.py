@@ -23,6 +23,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
+from ..attribution.algorithms import ACCEPT_CPU_LENGTHS, ACCEPT_NEVER, ACCEPT_SPEC_V1, ALGORITHMS
 from ..timing import IterationTiming, StepTiming
 
 PREFILL_STAGES = frozenset({"EXTEND", "MIXED", "SPLIT_PREFILL"})
@@ -82,18 +83,25 @@ def cpu_lengths_kept(server_args: dict | None) -> bool | None:
 
 
 def algorithm_blocks(candidates: frozenset[str], server_args: dict | None) -> str | None:
-    """Why the algorithm keeps g_sk deltas from being accept lengths, or None when it does not."""
-    if "dspark" in candidates:
-        return "DSpark: its verify spans' g_sk is not an accept length" if candidates == {"dspark"} else \
-            "the algorithm may be DSpark, whose g_sk is not an accept length"
-    if "eagle-v1" in candidates:
+    """Why the algorithm keeps g_sk deltas from being accept lengths, or None when it does not
+    (the algorithm table's accept_lengths, the strongest reason first)."""
+    for name in _blocking(candidates, ACCEPT_NEVER):
+        label = ALGORITHMS[name].label
+        return f"{label}: its verify spans' g_sk is not an accept length" if candidates == {name} else \
+            f"the algorithm may be {label}, whose g_sk is not an accept length"
+    for _ in _blocking(candidates, ACCEPT_SPEC_V1):
         return ("spec v1 (EAGLE before mid-2026) is possible: the rule is spec v2's (a newer capture, "
                 "or --algorithm / server_args.json, decides it)")
-    if "dflash" in candidates and cpu_lengths_kept(server_args) is not True:
-        return ("DFLASH without CPU lengths known kept: its GPU-only fallback writes an allocation bound, not an "
-                "accept length (server_args.json with --disable-overlap-schedule or a FlashInfer/aiter backend "
-                "says it was not)")
+    for name in _blocking(candidates, ACCEPT_CPU_LENGTHS):
+        if cpu_lengths_kept(server_args) is not True:
+            return (f"{ALGORITHMS[name].label} without CPU lengths known kept: its GPU-only fallback writes an "
+                    "allocation bound, not an accept length (server_args.json with --disable-overlap-schedule or a "
+                    "FlashInfer/aiter backend says it was not)")
     return None
+
+
+def _blocking(candidates: frozenset[str], kind: str) -> list[str]:
+    return [name for name, family in ALGORITHMS.items() if family.accept_lengths == kind and name in candidates]
 
 
 def acceptances(steps: Sequence[StepTiming], iterations: Sequence[IterationTiming], candidates: frozenset[str],

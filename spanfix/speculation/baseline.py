@@ -7,16 +7,10 @@ from __future__ import annotations
 
 import math
 
-from ..relabelling import RelabelOptions
-from ..timing import CLOCKS, BaselineRead, read_baseline
+from ..timing import CLOCKS, BaselineRead
 from .configs import RunConfig, group_runs
-from .measure import MODEL_WORK, RUN_BATCH, SpeculationMeasures, decode_means, measure_speculation
+from .measure import MODEL_WORK, RUN_BATCH, SpeculationMeasures, decode_means
 from .result import PlainDecode
-
-
-def load_plain(source: str, options: RelabelOptions) -> PlainDecode:
-    """The baseline's plain decode figures. Raises TraceError when it is neither a trace nor a saved result."""
-    return plain_of(read_baseline(source, options, then=measure_speculation))
 
 
 def plain_of(read: BaselineRead) -> PlainDecode:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from ..algorithms import AlgorithmGuess
+from ..attribution.algorithms import AlgorithmGuess
 from .measure import SpeculationMeasures
 
 # A run's settings as SGLang's server arguments name them, and as people read them.

@@ -9,10 +9,11 @@ from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from ..algorithms import SPECULATIVE, read_server_args
-from ..attribute import Attribution
-from ..index import TraceIndex
-from ..reader import Trace
+from ..attribution.algorithms import SPECULATIVE
+from ..attribution.attribute import Attribution
+from ..attribution.index import TraceIndex
+from ..read.reader import ReadTrace
+from ..read.server_args import read_server_args
 from ..timing import CPU, GPU, DeviceWork, TraceMeasures
 from ..timing.iterations import plain_decode_iterations
 from .accept import acceptances, suffix_values
@@ -66,7 +67,7 @@ class SpeculationMeasures:
     candidates: frozenset[str] = frozenset()  # the algorithms attribution left possible
 
 
-def measure_speculation(trace: Trace, index: TraceIndex, attribution: Attribution, work: DeviceWork,
+def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attribution, work: DeviceWork,
                         measured: TraceMeasures, stages: list[str], members: dict | None = None) -> None:
     """timing.measure's `then`: the speculation figures of the trace, on measured.speculation
     (members: the iterations' work spans, timing.iterations.work_spans, found already)."""

@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
-from ..index import TraceIndex
+from ..attribution.index import TraceIndex
 from ..timing import CPU, GPU, DeviceWork
 from ..timing.iterations import DRAFT_WORK, work_spans
 

@@ -23,17 +23,16 @@ into rows, baseline.py compares them with an earlier result. Definitions, also i
   `iterations.decode_iterations`.
 """
 
-from ..ranks import rank_from_file_name, rank_from_pid
+from ..attribution.ranks import rank_from_file_name, rank_from_pid
 from .baseline import Baseline, BaselineRead, baseline_from_json, compare, load_baseline, read_baseline
 from .device import DEVICE_CATEGORIES, DeviceReducer, DeviceWork, device_work, union_length
 from .iterations import DEVICE_PARTS, DRAFT_WORK, PARTS, Iteration, decode_iterations
-from .kernels import CATEGORIES, SGLANG_CLASSES, CategoryError, KernelClasses, KernelTally, short_kernel_name
+from .kernels import SGLANG_CLASSES, CategoryError, KernelClasses, KernelTally, short_kernel_name
 from .measure import (
     AMBIGUOUS_STAGE,
     IterationTiming,
     StepTiming,
     TraceMeasures,
-    load,
     measure,
     measure_file,
     measure_files,
@@ -57,7 +56,6 @@ from .table import (
 
 __all__ = [
     "AMBIGUOUS_STAGE",
-    "CATEGORIES",
     "CLOCKS",
     "CPU",
     "DEVICE_CATEGORIES",
@@ -94,7 +92,6 @@ __all__ = [
     "device_work",
     "format_us",
     "group_keys",
-    "load",
     "load_baseline",
     "measure",
     "measure_file",

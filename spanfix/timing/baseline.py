@@ -12,10 +12,11 @@ from pathlib import Path
 
 import orjson
 
-from ..document import read_document_bytes
+from ..attribution.analyse import RelabelOptions, analysed
 from ..errors import TraceError, UsageError
-from ..relabelling import RelabelOptions
-from .measure import Then, TraceMeasures, load, measure
+from ..read.document import read_document_bytes
+from .device import device_reducer
+from .measure import Then, TraceMeasures, measure
 from .numbers import us
 from .profile import RunProfile, differences, is_plain_twin
 from .table import CLOCKS, CPU, GPU, ITERATION_KEYS, Change, StatsResult, aggregate, group_keys
@@ -92,7 +93,7 @@ def read_baseline(source: str, options: RelabelOptions, *, then: Then | None = N
     such as /dev/zero refused by its first bytes), and looked at as a trace, then as a saved result."""
     document = read_document_bytes(source, max_bytes=options.max_bytes)
     try:
-        trace, index, attribution, warnings = load(source, options, device=device, document=document)
+        trace, index, attribution, warnings = analysed(source, options, device_reducer(device), document=document)
         return BaselineRead(source, measures=measure(trace, index, attribution, warnings, device=device, then=then))
     except TraceError:
         saved = _saved_result(document[0])

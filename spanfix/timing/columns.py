@@ -15,8 +15,8 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..index import Track, hashable
-from ..ranks import scope_of
+from ..attribution.index import Track, hashable
+from ..attribution.ranks import scope_of
 
 DEVICE_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")  # an item's category is its number in this
 LAUNCH_SUFFIXES = ("_runtime", "_driver")  # cuda_runtime, cuda_driver (ROCm traces keep these names too)

@@ -25,8 +25,8 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..index import Span, Track
-from ..ranks import scope_of
+from ..attribution.index import Span, Track
+from ..attribution.ranks import scope_of
 from .columns import DEVICE_CATEGORIES, LAUNCH_SUFFIXES, DeviceColumns, DeviceReducer
 from .ranges import Ranges
 
@@ -379,6 +379,15 @@ def device_work(trace, names: bool = False) -> DeviceWork:
         reduced, trace.reduced = trace.reduced, None  # joined once: the chunks' columns are let go
         return DeviceWork.joined(reduced, origin, consume=True)
     return DeviceWork.joined(trace.events.reduce(DeviceReducer(names)), origin, consume=True)
+
+
+def device_reducer(device: bool | None = True, *, kernel_names: bool = False) -> DeviceReducer | None:
+    """What reads a trace's launches and kernels while the trace is read for attribution
+    (attribution.analyse.read's reduce): with device, or None (the device view only where device
+    time needs it, see measure.measure), or kernel_names, in the same pass: whether the device view
+    is needed is known only once the trace is read, and reading it again would cost more than
+    keeping its columns does. None when neither is wanted."""
+    return DeviceReducer(kernel_names) if device or kernel_names or device is None else None
 
 
 def union_length(intervals: Iterable[tuple[float, float]]) -> float:

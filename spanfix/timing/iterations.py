@@ -31,15 +31,14 @@ among them, so that the parts add up to the extent exactly.
 
 from __future__ import annotations
 
-import functools
-import re
 from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from ..index import Enclosing, Span, TraceIndex, Track
-from ..ranks import scope_of
+from ..attribution.index import Enclosing, Span, TraceIndex, Track
+from ..attribution.ranks import scope_of
+from ..attribution.sglang import is_draft_frame
 from .device import SPLIT_SKIPPED, DeviceWork
 
 PARTS = ("draft", "verify", "draft_extend", "ambiguous", "other")
@@ -271,16 +270,6 @@ def _outermost(runs: list[tuple[float, float]]) -> list[tuple[float, float]]:
         if not kept or start >= kept[-1][1]:
             kept.append((start, end))
     return kept
-
-
-_DRAFT_FRAME = re.compile(r"(?:/speculative/|/dspark_components/)(?P<file>[^/]*?)\.py\(\d+\): (?P<function>\S+)$")
-
-
-@functools.lru_cache(maxsize=2**12)
-def is_draft_frame(name: str) -> bool:
-    """A python frame of a speculative worker that runs the draft model: its file or function names the draft."""
-    match = _DRAFT_FRAME.search(name)
-    return match is not None and ("draft" in match["file"].lower() or "draft" in match["function"].lower())
 
 
 def _kind(stage: str) -> str | None:

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..attribution.patterns import UserPattern
 from ..errors import CategoryError, UsageError
-from ..patterns import UserPattern
 
 # SGLang's merger's classes, in its order, with the additions above. A starting point, not gospel:
 # `topk` still sends sampling kernels to moe, as in SGLang.
@@ -36,7 +36,6 @@ SGLANG_CLASSES: tuple[tuple[str, str], ...] = (
 )
 MEMORY_CLASSES = {"gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 OTHER = "other"
-CATEGORIES = (*(name for name, _ in SGLANG_CLASSES), "memcpy", "memset", OTHER)
 
 
 @dataclass(frozen=True)

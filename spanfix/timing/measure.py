@@ -7,39 +7,25 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
-from .. import progress
-from ..attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
-from ..clock import ns_of
-from ..index import GPU_CATEGORY, STAGE_SPANS, StepSpan, TraceIndex
-from ..naming import NO_STEP_SPANS, new_stage, relabel_step_name
-from ..patterns import PatternTooSlow
-from ..ranks import rank_from_file_name, rank_from_pid
-from ..reader import Trace, TraceError
-from ..relabelling import RelabelOptions, analyse
-from ..relabelling import load as load_trace
-from .device import DeviceReducer, DeviceWork, device_work
-from .iterations import Iteration, decode_iterations, is_draft_frame, why_no_iterations, work_spans
+from ..attribution.algorithms import ORDERED  # the steps' order delimits these algorithms' iterations
+from ..attribution.analyse import RelabelOptions, analysed
+from ..attribution.attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
+from ..attribution.index import GPU_CATEGORY, STAGE_SPANS, StepSpan, TraceIndex
+from ..attribution.naming import NO_STEP_SPANS, new_stage, relabel_step_name
+from ..attribution.patterns import PatternTooSlow
+from ..attribution.ranks import rank_from_file_name, rank_from_pid
+from ..attribution.sglang import is_draft_frame
+from ..read.clock import ns_of
+from ..read.reader import ReadTrace, TraceError
+from ..runtime import progress
+from .device import DeviceWork, device_reducer, device_work
+from .iterations import Iteration, decode_iterations, why_no_iterations, work_spans
 from .kernels import KernelClasses, KernelTable
 from .once import fingerprint
 from .profile import profile_of
 from .rows import IterationTiming, StepTiming, TraceMeasures
 
 AMBIGUOUS_STAGE = "ambiguous"
-# Algorithms that draft before the verify and extend once after it: the steps' order delimits a decode
-# iteration where no scheduler.run_batch or stage span does (iterations.decode_iterations).
-ORDERED = frozenset({"eagle-v1", "eagle", "eagle3", "nextn", "standalone"})
-
-
-def load(source: str, options: RelabelOptions, *, kernel_names: bool = False, device: bool | None = True,
-         document: tuple | None = None) -> tuple[Trace, TraceIndex, Attribution, list[str]]:
-    """Read, index and attribute one trace, exactly as relabel does; with device (or None: the device
-    view only where device time needs it, see measure), read its launches and kernels on the way, in
-    the same pass: whether the device view is needed is known only once the trace is read, and
-    reading it again would cost more than keeping its columns does. document: its bytes, read
-    already (a baseline, read once whatever it turns out to be)."""
-    reduce = DeviceReducer(kernel_names) if device or kernel_names or device is None else None
-    trace = load_trace(source, options, reduce=reduce, document=document)
-    return (trace, *analyse(trace, options))
 
 
 NO_DEVICE_VIEW = ("busy time, the decode iterations' parts and the model view on the device clock were not computed: "
@@ -50,10 +36,10 @@ HOST_ONLY = "host clock only: the capture recorded no device activity (no kernel
 
 
 # Called with what measure() read and made, to measure more of the same read (see measure's `then`).
-Then = Callable[[Trace, TraceIndex, Attribution, DeviceWork, "TraceMeasures", list[str], dict], None]
+Then = Callable[[ReadTrace, TraceIndex, Attribution, DeviceWork, "TraceMeasures", list[str], dict], None]
 
 
-def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
+def measure(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
             kernels: KernelClasses | None = None, work: DeviceWork | None = None,
             device: bool | None = True, advise_device: bool = True, then: Then | None = None) -> TraceMeasures:
     """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each.
@@ -117,12 +103,6 @@ def measure(trace: Trace, index: TraceIndex, attribution: Attribution, warnings:
     return measured
 
 
-def trace_start(trace: Trace) -> float:
-    """The trace's start in microseconds, as in the trace: its earliest timestamp but metadata's
-    (clock.py), which every command and format counts times from."""
-    return (trace.origin_ns or 0) / 1000
-
-
 @dataclass(frozen=True, slots=True)
 class _Device:
     """A step's device time: its items, their extent and where it came from, and their busy time."""
@@ -133,7 +113,7 @@ class _Device:
     busy: int | None
 
 
-def _step_devices(trace: Trace, work: DeviceWork, steps: list[StepSpan]) -> list[_Device]:
+def _step_devices(trace: ReadTrace, work: DeviceWork, steps: list[StepSpan]) -> list[_Device]:
     """Every step's device time, the steps of a track answered together (ranges.py)."""
     import numpy as np
 
@@ -180,7 +160,7 @@ def _step_devices(trace: Trace, work: DeviceWork, steps: list[StepSpan]) -> list
     return found
 
 
-def _step_timing(trace: Trace, step: StepSpan, verdict, stage: str, rank: str | None, origin: int, device: _Device,
+def _step_timing(trace: ReadTrace, step: StepSpan, verdict, stage: str, rank: str | None, origin: int, device: _Device,
                  table: KernelTable | None, names: dict) -> StepTiming:
     key = (step.name, verdict.role)
     found = names.get(key)
@@ -203,7 +183,7 @@ def _step_timing(trace: Trace, step: StepSpan, verdict, stage: str, rank: str | 
         None if device.busy is None else device.busy / 1000)
 
 
-def _annotated(trace: Trace, step: StepSpan) -> tuple[int, int] | None:
+def _annotated(trace: ReadTrace, step: StepSpan) -> tuple[int, int] | None:
     """The extent of a step's GPU annotation copies, in nanoseconds from the trace's start."""
     if not step.gpu_events:
         return None
@@ -233,7 +213,7 @@ def _iteration_timing(source: str, rank: str | None, iteration: Iteration, origi
                            None if device is None else (origin + device[1]) / 1000)
 
 
-def needs_kernels(trace: Trace, index: TraceIndex) -> bool:
+def needs_kernels(trace: ReadTrace, index: TraceIndex) -> bool:
     """Does device time here need the kernels (else GPU annotations give it)? When a step span or a
     `draft`/`draft_extend` stage span has no GPU annotation copy (Kineto writes none around replayed
     CUDA graphs; SGLang's own captures have none at all), or draft work runs outside both (a worker's
@@ -266,8 +246,8 @@ def _mode_name(name: str) -> str:
 
 def measure_file(source: str, options: RelabelOptions, *, kernels: KernelClasses | None = None,
                  device: bool | None = None, then: Then | None = None) -> TraceMeasures:
-    return measure(*load(source, options, kernel_names=kernels is not None, device=device), kernels=kernels,
-                   device=device, then=then)
+    return measure(*analysed(source, options, device_reducer(device, kernel_names=kernels is not None)),
+                   kernels=kernels, device=device, then=then)
 
 
 def measure_files(sources: Iterable[str], options: RelabelOptions, *, kernels: KernelClasses | None = None,

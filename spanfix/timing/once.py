@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..index import TraceIndex
+    from ..attribution.index import TraceIndex
     from .rows import TraceMeasures
 
 STDIN = "-"

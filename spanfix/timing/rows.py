@@ -11,7 +11,7 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from ..index import Track
+from ..attribution.index import Track
 from .kernels import KernelTable
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 
 EXACT_LIMIT = 2.0**43  # below this many microseconds, round(ts * 1000) is a float timestamp's nanoseconds
-NS_LIMIT = 2**63 - 1  # device work is held in 64-bit nanoseconds: a time beyond this is refused
 # Two times this close (nanoseconds) are one time: where spans touch, where a GPU copy or device work
 # begins against the host span that launched it. Times are exact, so no float noise needs room.
 SLACK_NS = 0

@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import SpanfixError, TraceError, UsageError, out_of_memory
-from .options import Options, checked_path, checked_paths
-from .relabelling import RelabelOptions
-from .speculation import (
+from ..attribution.analyse import RelabelOptions
+from ..errors import SpanfixError, TraceError, UsageError, out_of_memory
+from ..options import Options, checked_path, checked_paths
+from ..speculation import (
     AcceptFigure,
     MetricsError,
     PlainDecode,
@@ -24,9 +24,9 @@ from .speculation import (
     read_spec_metrics,
     speculation_result,
 )
-from .speculation import stated as stated_accept_length
-from .timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, compare, measure_file, read_baseline
-from .timing.once import counted_once, same_files
+from ..speculation import stated as stated_accept_length
+from ..timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, compare, measure_file, read_baseline
+from ..timing.once import counted_once, same_files
 
 # Runs function(*job) for every job and yields (input, result) in input order; the CLI passes one
 # that uses processes and reports progress. The default runs them one by one, here.
@@ -63,7 +63,7 @@ def baseline_names(baseline: Baselines) -> list[str]:
         return []
     names = [checked_path(baseline, "baseline")] if isinstance(baseline, (str, os.PathLike)) else \
         [checked_path(name, "baseline") for name in checked_paths(baseline, "baseline")]
-    from .sources import expand, is_url
+    from ..sources import expand, is_url
 
     found: list[str] = []
     for name in names:

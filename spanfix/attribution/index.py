@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import functools
 import operator
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .clock import PRECISION_NS, SLACK_NS
+from ..read.clock import PRECISION_NS, SLACK_NS
+from ..read.reader import Event, ReadTrace
 from .naming import StepName, parse_step_name
 from .ranks import scope_of
-from .reader import Event, Trace
+from .sglang import is_sglang_frame  # the python_function frames worth keeping: SGLang's own
 
 Track = tuple[Hashable, Hashable]  # (pid, tid); either may be an int or a string
 
@@ -29,41 +29,6 @@ ITERATION_COPY = "iteration copy"  # a scheduler.run_batch span's gpu_user_annot
 # one launches kernel by kernel. Only counted (graph mode is part of what makes a run).
 GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cudaGraphLaunch_v10000", "cuGraphLaunch", "hipGraphLaunch"})
 _GRAPH_LAUNCH = "graph launch"
-# python_function frames worth keeping: ModelRunner.forward and the workers that call it. Other
-# frames (the scheduler's among them) never decide a call stack, and most events are frames.
-_RUNNER_FRAME = re.compile(r"model_executor/model_runner\.py\(\d+\): forward$")
-_LINE_NUMBER = re.compile(r"\(\d+\)")
-_WORKER_FOLDERS = ("speculative", "dspark_components")  # a file in speculative/ or dspark_components/
-_WORKER_WORDS = ("eagle_worker", "draft")
-
-
-def is_sglang_frame(name: str) -> bool:
-    r"""ModelRunner.forward's frame, or a worker's that may call it: a "(line)" after one of
-    managers/tp_worker.py, speculative/, dspark_components/, eagle_worker or draft, with no "/" in
-    between. That is the regular expression
-        (?:managers/tp_worker\.py|speculative/|dspark_components/|eagle_worker|draft)[^/]*\(\d+\)
-    worked out path segment by path segment: searched as a regex, a name that repeats "draft"
-    for a megabyte is scanned to its end from every "draft" in it (200,000 times)."""
-    if _RUNNER_FRAME.search(name) is not None:
-        return True
-    if "(" not in name:
-        return False
-    segments = name.split("/")
-    for number, segment in enumerate(segments):
-        if "(" not in segment:
-            continue
-        before = segments[number - 1] if number else None
-        # Where, in this segment, the earliest marker ends; a "(line)" must come after it.
-        ends = [0] if before is not None and before.endswith(_WORKER_FOLDERS) else []
-        if before is not None and before.endswith("managers") and segment.startswith("tp_worker.py"):
-            ends.append(len("tp_worker.py"))
-        for word in _WORKER_WORDS:
-            at = segment.find(word)
-            if at >= 0:
-                ends.append(at + len(word))
-        if ends and _LINE_NUMBER.search(segment, min(ends)) is not None:
-            return True
-    return False
 
 
 @dataclass(eq=False, slots=True)
@@ -224,7 +189,7 @@ class TraceIndex:
         return notes
 
 
-def build_index(trace: Trace) -> TraceIndex:
+def build_index(trace: ReadTrace) -> TraceIndex:
     names = TrackNames()
     spans: dict[Track, list[Span]] = defaultdict(list)
     gpu_spans: list[Span] = []

@@ -6,10 +6,11 @@ import itertools
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from ..read.reader import ReadTrace
+from .ambiguity import AmbiguityGroup, AmbiguousSpan, by_reason
+from .analyse import RelabelOptions
 from .attribute import AMBIGUOUS, Attribution
 from .index import TraceIndex, TrackNames
-from .reader import Trace
-from .relabelling import AmbiguityGroup, AmbiguousSpan, RelabelOptions, by_reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ class InspectReport:
     trace_start_us: float = 0.0  # the trace's start (clock.py): Perfetto shows times from it
 
     def ambiguous_by_reason(self, examples: int | None = 3) -> list[AmbiguityGroup]:
-        """The ambiguous spans grouped by what was missing, the largest group first (relabelling.by_reason)."""
+        """The ambiguous spans grouped by what was missing, the largest group first (ambiguity.by_reason)."""
         return by_reason(self.ambiguous, examples)
 
     def to_json(self) -> dict:
@@ -76,7 +77,7 @@ def _name_count(names: TrackNames, track: tuple) -> int:
             + len(names.process_labels.get(pid, ())))
 
 
-def report_of(trace: Trace, index: TraceIndex, attribution: Attribution, warnings: list[str],
+def report_of(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warnings: list[str],
               options: RelabelOptions) -> InspectReport:
     modes: dict[tuple, Counter] = defaultdict(Counter)
     for step in index.steps:

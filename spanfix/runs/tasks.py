@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .errors import TraceError, UsageError, out_of_memory
+from ..errors import TraceError, UsageError, out_of_memory
 
 
 def run_task(function: Callable[..., Any], *job: Any) -> Any:
@@ -69,7 +69,7 @@ def check_workers(client: Any) -> None:
     """Every worker of the cluster imports this same version of spanfix, or UsageError says which does
     not: a task sent to a worker that cannot unpickle it is lost without a word (the worker drops its
     connection), and another version could give other figures than a local run."""
-    from . import __version__
+    from .._version import __version__
 
     # A fixed expression, evaluated by each worker: a function of spanfix's own could not even be
     # unpickled where spanfix is missing, which is what is asked.
@@ -100,7 +100,7 @@ def _outcome(future: Any, source: str, *, remote: bool) -> Any:
     except BaseException as exc:  # noqa: BLE001 - anything that lost the task is this input's one line
         return TraceError(f"{source}: {_lost(exc)}")
     if remote and isinstance(outcome, TraceError) and str(outcome).endswith(": no such file"):
-        from .sources import scheme_of
+        from ..sources import scheme_of
 
         if scheme_of(source) in (None, "file"):  # a path of this machine, which a worker may not see
             return TraceError(f"{outcome} on the Dask worker (workers read their inputs themselves: give URLs, "

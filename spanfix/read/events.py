@@ -53,7 +53,6 @@ class NameSlot(msgspec.Struct, frozen=True, array_like=True, gc=False):
     end: int
 
 
-EVENT_LIST = msgspec.json.Decoder(list[Event])
 _EVENT = msgspec.json.Decoder(Event)
 _EVENT_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _FIELD_DECODERS = {f.encode_name: (f.name, msgspec.json.Decoder(f.type)) for f in msgspec.structs.fields(Event)}

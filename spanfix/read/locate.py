@@ -1,6 +1,6 @@
 """Finding where a name string sits in the bytes of a trace, so that relabelling patches exactly
-those bytes: within one event's own bytes, by one regular expression over the whole document,
-or (when anything is in doubt) by walking the JSON token by token."""
+those bytes: by one regular expression over the whole document, or (when anything is in doubt)
+by walking the JSON token by token."""
 
 from __future__ import annotations
 
@@ -8,18 +8,6 @@ import json
 import re
 
 from .events import NameSlot
-
-_NAME_VALUE = re.compile(rb'"name"\s*:\s*"([^"\\]*(?:\\.[^"\\]*)*)"', re.DOTALL)
-
-
-def name_in_event(raw: bytes, name: str) -> tuple[int, int] | None:
-    """The span of the event's own "name" value within its bytes."""
-    match = _NAME_VALUE.search(raw)
-    if match is not None and raw.count(b'"name"') == 1 and string_content(raw, *match.span(1)) == name:
-        return match.span(1)
-    found = locate_exactly(b"[" + raw + b"]", {0}, "array")  # nested or duplicate "name" keys
-    return (found[0].start - 1, found[0].end - 1) if found else None
-
 
 # A "name" key whose string value begins with "step[", or with an escape sequence that might
 # spell it. Inside a JSON string every quote is escaped, so a match cannot start mid-string.

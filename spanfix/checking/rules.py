@@ -6,8 +6,8 @@ the caller turns them into a report and an exit code (a skipped rule fails the c
 allow_skipped). Rules:
   trust       per input: no step span stays ambiguous (unless allowed), no evidence conflicts, and
               with require_new_names no span still carries an old name;
-  budget      budgets.py's grammar (`STAGE[.CLOCK].STAT OP VALUE[UNIT]`, `iteration...`, and the
-              families registered there: `model...` and `speculation...` from speculation/budgets.py)
+  budget      grammar.py's budgets (`STAGE[.CLOCK].STAT OP VALUE[UNIT]`, `iteration...`, and the
+              families listed there: `model...` and `speculation...` from speculation_budgets.py)
               against the stats of all inputs together;
   regression  per stage row (and decode iteration) of the inputs or the baseline: the mean may grow
               by at most max_regression percent.
@@ -19,20 +19,18 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from .attribute import Attribution
-from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, family_of, figure_text, grammar, parse_budget
-from .check_defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
-from .clock import offset_text
-from .errors import BudgetError, out_of_memory
-from .index import TraceIndex
-from .naming import parse_step_name
-from .reader import Trace, TraceError
-from .relabelling import RelabelOptions, plan
-from .render.escape import clip
-from .runs import Each, accept_figures, baseline_names, one_by_one, read_baselines
-from .speculation import MetricsError, measure_speculation, plain_of, speculation_result
-from .speculation import budgets as _speculation_budgets  # noqa: F401  (registers model.* and speculation.*)
-from .timing import (
+from ..attribution.analyse import RelabelOptions, analysed
+from ..attribution.attribute import Attribution
+from ..attribution.index import TraceIndex
+from ..attribution.naming import parse_step_name
+from ..errors import BudgetError, out_of_memory
+from ..read.clock import offset_text
+from ..read.reader import ReadTrace, TraceError
+from ..relabelling.plan import plan
+from ..render.escape import clip
+from ..runs.measure import Each, accept_figures, baseline_names, one_by_one, read_baselines
+from ..speculation import MetricsError, measure_speculation, plain_of, speculation_result
+from ..timing import (
     GPU,
     Baseline,
     BaselineRead,
@@ -42,22 +40,19 @@ from .timing import (
     aggregate,
     compare,
     format_us,
-    load,
     measure,
 )
-from .timing.once import counted_once, same_files
-from .timing.profile import comparable
+from ..timing.device import device_reducer
+from ..timing.once import counted_once, same_files
+from ..timing.profile import comparable
+from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, figure_text
+from .defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
+from .grammar import family_of, parse_budget
 
 TRUST, BUDGET, REGRESSION = "trust", "budget", "regression"
 HELD, BROKEN, SKIPPED = "held", "broken", "skipped"
 # Modes that the newer naming never writes: seeing one means the trace was not relabelled.
 OLD_ONLY_MODES = frozenset({"TARGET_VERIFY", "DRAFT_EXTEND"})
-
-
-def __getattr__(name: str):
-    if name == "BUDGET_GRAMMAR":  # the grammar grows with the families registered in budgets.py
-        return grammar()
-    raise AttributeError(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +136,7 @@ def check_file(source: str, options: RelabelOptions, check: CheckOptions
     that it crosses from a worker process like any result)."""
     device = True if check.needs_device or check.device_view else None  # else only when device time needs it
     try:
-        trace, index, attribution, warnings = load(source, options, device=device)
+        trace, index, attribution, warnings = analysed(source, options, device_reducer(device))
         measured = measure(trace, index, attribution, warnings, device=device, advise_device=False,
                            then=measure_speculation)
         return measured, trust_outcomes(trace, index, attribution, options, check, measured.trace_start_us)
@@ -212,7 +207,7 @@ def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptio
 # Trust
 
 
-def trust_outcomes(trace: Trace, index: TraceIndex, attribution: Attribution, options: RelabelOptions,
+def trust_outcomes(trace: ReadTrace, index: TraceIndex, attribution: Attribution, options: RelabelOptions,
                    check: CheckOptions, trace_start_us: float = 0.0) -> list[Outcome]:
     """The relabel summary (the same one `relabel --strict` judges) read as rules about one input.
     Times are from the trace's start (trace_start_us), as Perfetto and inspect show them."""
@@ -360,7 +355,7 @@ def _missing_there(subject: str, baseline: Baseline) -> str:
     return f"the baseline has no {words[0]} step spans on the {clock} clock"
 
 
-# The grammar's names, kept importable from here (the API and code written before budgets.py).
+# The grammar's names, kept importable from here (the API and code written before budgets.py and grammar.py).
 __all__ = ["BROKEN", "BUDGET", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "HELD", "KNOWN_STAGES", "REGRESSION",
            "SKIPPED", "TRUST", "Budget", "BudgetError", "CheckOptions", "CheckReport", "Outcome", "budget_outcome",
            "check_file", "parse_budget", "regression_outcomes", "run_check", "trust_outcomes"]

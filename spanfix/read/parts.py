@@ -33,8 +33,8 @@ from typing import TypeVar
 
 import msgspec
 
+from ..runtime.forking import fork_with_pipe
 from .events import Buffer, overwritten
-from .forking import fork_with_pipe
 
 T = TypeVar("T")
 FORK_BYTES = 32 * 2**20  # below this, another process costs more than it saves

@@ -22,7 +22,7 @@ import signal
 import threading
 from collections.abc import Iterator
 
-from .errors import TraceError, UsageError
+from ..errors import TraceError, UsageError
 
 try:  # pragma: no cover - which branch runs depends on the installation
     import re2 as _re2
@@ -32,7 +32,6 @@ try:  # pragma: no cover - which branch runs depends on the installation
 except ImportError:  # pragma: no cover
     _re2 = None
 
-ENGINE = "re2" if _re2 is not None else "re"
 SEARCH_SECONDS = 0.2  # the fallback's bound on one search of one name
 
 
@@ -121,4 +120,4 @@ def _bounded(pattern: UserPattern, text: str) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-__all__ = ["ENGINE", "SEARCH_SECONDS", "PatternTooSlow", "UserPattern"]
+__all__ = ["SEARCH_SECONDS", "PatternTooSlow", "UserPattern"]

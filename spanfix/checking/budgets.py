@@ -1,24 +1,22 @@
-"""check's budgets: the grammar, the families of figures a budget can name, and the figure it speaks of.
+"""check's budgets: what a budget is, the kinds of figure, and the stage and iteration families.
 
-A budget is `FAMILY[.WORDS].STAT OP NUMBER[UNIT]`. Its first word picks the family (`iteration`, or a
-stage row for any other word); the family parses the words between and says what kind of figure the
-statistic is (a time, a fraction, a count, a plain number), which decides the units and the range a
-budget may give. Measured, a family answers with the figure, or with why there is none: the rule is
-then not judged (`skipped`, with that reason), never held. New families (the speculation figures, the
-model view: spanfix/speculation/budgets.py, imported by gate.py) register here and get the grammar's checks, the statuses and every output format for free.
+A family parses the words of its budgets (`VERIFY.gpu.p90`, `iteration.draft.share`) and says what
+kind of figure the statistic is (a time, a fraction, a count, a plain number), which decides the units
+and the range a budget may give. Measured, a family answers with the figure, or with why there is
+none: the rule is then not judged (`skipped`, with that reason), never held. Every family is listed in
+grammar.py, which parses a budget's text (the speculation figures' and the model view's families are
+in speculation_budgets.py); each gets the grammar's checks, the statuses and every output format.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import BudgetError
-from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage
-from .timing import AMBIGUOUS_STAGE, CLOCKS, CPU, DEVICE_PARTS, GPU, STATISTICS, StatsResult, format_us
+from ..attribution.naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES, new_stage
+from ..errors import BudgetError
+from ..timing import AMBIGUOUS_STAGE, CLOCKS, CPU, DEVICE_PARTS, GPU, STATISTICS, StatsResult, format_us
 
 # The kinds of figure a statistic is: they decide the unit a budget must, may or must not give.
 TIME, FRACTION, COUNT, NUMBER = "time", "fraction", "count", "number"
@@ -88,12 +86,7 @@ class Family(Protocol):
 
 
 # ---------------------------------------------------------------------------------------------------
-# The grammar
-
-
-_BUDGET = re.compile(r"\s*(?P<path>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*){1,4})"
-                     r"\s*(?P<op><=|>=|==|<|>)\s*(?P<number>(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)"
-                     r"\s*(?P<unit>[A-Za-z%]*)\s*", re.ASCII)
+# The families' words
 
 
 def pop_clock(words: list[str]) -> str | None:
@@ -204,80 +197,6 @@ class IterationFamily:
         return budget.clock != CPU  # the device clock unless it says cpu: the device view has it
 
 
-FAMILIES: dict[str, Family] = {}
-STAGES = StageFamily()
-
-
-def register(family: Family) -> None:
-    """A family of budgets named by its first word (lower case), e.g. "speculation"."""
-    FAMILIES[family.name] = family
-
-
-register(IterationFamily())
-
-
-def family_of(budget: Budget) -> Family:
-    return FAMILIES.get(budget.family, STAGES)
-
-
-def grammar() -> str:
-    """The grammar in one line, for messages: each family's form, then what the words may be."""
-    forms = " or ".join([STAGES.grammar, *(family.grammar for family in FAMILIES.values())])
-    examples = ", ".join([*STAGES.examples, *(e for family in FAMILIES.values() for e in family.examples)])
-    return (f"{forms}, e.g. {examples} (CLOCK: {'|'.join(CLOCKS)}, the device's where the inputs have it unless it "
-            f"says cpu; STAT: {'|'.join(STAGE_STATISTICS)}; PART: {'|'.join(DEVICE_PARTS)}; OP: {'|'.join(OPERATORS)}; "
-            "UNIT: us|ms|s for times (required), % for shares)")
-
-
-def parse_budget(text: str) -> Budget:
-    """A budget, or BudgetError saying what is wrong with it (before any trace is read)."""
-    if not isinstance(text, str):
-        raise BudgetError(f"a budget is a string such as 'VERIFY.p90<=12ms', not {type(text).__name__}")
-    odd = next((char for char in text if not char.isascii()), None)
-    if odd is not None:
-        raise BudgetError(f"{text!r}: budgets are written in ASCII; {odd!r} (U+{ord(odd):04X}) is not "
-                          "(write digits as 0-9)")
-    match = _BUDGET.fullmatch(text)
-    if match is None:
-        raise BudgetError(f"{text!r}: expected {grammar()}")
-    words = match["path"].split(".")
-    family = FAMILIES.get(words[0].lower(), STAGES)
-    spec = family.parse(text, words)
-    unit, written = match["unit"].lower(), match["unit"]
-    number = float(match["number"])
-    if not math.isfinite(number):
-        raise BudgetError(f"{text!r}: {match['number']} is not a finite number")
-    what = f"{spec.subject}{'.' + spec.part if spec.part else ''}.{spec.statistic}"
-    if spec.kind == TIME:
-        if unit == "%":
-            raise BudgetError(f"{text!r}: % goes with a share, not with {spec.statistic} (a time)")
-        if unit not in TIME_UNITS:
-            if not unit:
-                raise BudgetError(f"{text!r}: {what} is a time: give its unit, "
-                                  f"e.g. {match['number']}us, {match['number']}ms or {match['number']}s")
-            raise BudgetError(f"{text!r}: unknown unit {written!r}; a time is in us, ms or s")
-        limit = number * TIME_UNITS[unit]
-    elif spec.kind == FRACTION:
-        if unit not in ("", "%"):
-            raise BudgetError(f"{text!r}: {spec.statistic} takes a plain number (a fraction from 0 to 1, or a "
-                              f"percentage with %), not {written!r}")
-        limit = number / 100 if unit == "%" else number
-        if not 0.0 <= limit <= 1.0:
-            shown = f"{number:g}%" if unit == "%" else f"{number:g}"
-            hint = f"; {number:g}% is written {number:g}% or {number / 100:g}" if unit == "" and number <= 100 else ""
-            raise BudgetError(f"{text!r}: a share is a fraction from 0 to 1 (or 0% to 100%), not {shown}{hint}")
-    else:
-        if unit:
-            raise BudgetError(f"{text!r}: {spec.statistic} takes a plain number, not {written!r}")
-        limit = number
-    if (spec.low is not None and limit < spec.low) or (spec.high is not None and limit > spec.high):
-        bounds = [f"at least {spec.low:g}"] if spec.low is not None else []
-        bounds += [f"at most {spec.high:g}"] if spec.high is not None else []
-        raise BudgetError(f"{text!r}: {what} is {' and '.join(bounds)}, not {limit:g}")
-    return Budget(text, spec.subject, spec.clock, spec.part, spec.statistic, match["op"], limit, spec.kind,
-                  family.name)
-
-
 def figure_text(budget: Budget, value: float) -> str:
     """The measured figure for people: a share as a percentage, a count whole, a time with its unit."""
     if budget.kind == FRACTION:
@@ -289,5 +208,5 @@ def figure_text(budget: Budget, value: float) -> str:
     return f"{value:.2f}"  # a ratio, as the speculation table prints it
 
 
-__all__ = ["COUNT", "FAMILIES", "FRACTION", "ITERATION", "KNOWN_STAGES", "NUMBER", "OPERATORS", "TIME", "Budget",
-           "Family", "Figure", "Spec", "figure_text", "grammar", "parse_budget", "pop_clock", "register"]
+__all__ = ["COUNT", "FRACTION", "ITERATION", "KNOWN_STAGES", "NUMBER", "OPERATORS", "TIME", "Budget", "Family",
+           "Figure", "Spec", "figure_text", "pop_clock"]

@@ -9,7 +9,6 @@ thread/process metadata, call stack, stage span, mode, order within a scheduler 
 from __future__ import annotations
 
 import functools
-import re
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
@@ -18,15 +17,19 @@ from types import SimpleNamespace
 from .algorithms import (
     ALGORITHMS,
     DRAFT_SETTINGS,
-    EAGLE_V2_WORKER,
+    DRAFT_VERIFIES,
+    OWN_EXTEND_SPAN,
     SPECULATIVE,
     WITH_DRAFT_MODEL,
     AlgorithmGuess,
     algorithms_from_server_args,
+    having,
+    writing,
 )
 from .index import Enclosing, Span, StepSpan, TraceIndex, Track
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES
 from .patterns import UserPattern
+from .sglang import DRAFT_CALLER, RUNNER_FRAME, TARGET_CALLER, workers_in
 
 DRAFT, TARGET, WORKER, AMBIGUOUS, ALREADY_NEW, UNKNOWN_MODE = (
     "draft", "target", "worker", "ambiguous", "already new", "unknown mode")
@@ -38,23 +41,7 @@ METADATA, USER_RULE, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATI
 STRENGTH = [USER_RULE, METADATA, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATION, NO_DRAFT_MODEL]
 DIRECT = frozenset({USER_RULE, METADATA, CALL_STACK, STAGE_SPAN})  # about this span itself
 
-_RUNNER_FORWARD = re.compile(r"model_executor/model_runner\.py\(\d+\): forward$")
-_TARGET_CALLER = re.compile(r"managers/tp_worker\.py\(\d+\): forward_batch_generation$")
-_DRAFT_CALLER = re.compile(r"/speculative/|/dspark_components/")
 _EXTEND_LIKE = frozenset({"EXTEND", "MIXED"})
-# Distinctive worker files: seeing one in a frame names the algorithm.
-# Only worker modules count: speculative/spec_info.py's is_dflash() runs in every trace.
-# Each is /PREFIX\w*worker\w*\.py\( : a file name with "worker" in it. Matched as "/PREFIX", the
-# file name's word characters, ".py(", then "worker" looked for in them: \w*worker\w* as one
-# regular expression backtracks through every split of a long run of word characters.
-_WORKER_FILES = [(re.compile(rf"/{prefix}(\w*)\.py\("), name) for prefix, name in [
-    ("frozen_kv", "frozen-kv"), ("multi_layer_eagle", "mtp"), ("dflash", "dflash"), ("dspark", "dspark"),
-    ("standalone", "standalone"), ("ngram", "ngram")]]
-_DSPARK_FOLDER = "/dspark_components/"
-
-
-def _worker_file(marker: re.Pattern, frame: str) -> bool:
-    return any("worker" in found.group(1) for found in marker.finditer(frame))
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +164,8 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
         if named:
             guess.stated = True
             guess.narrow(named, f"server_args.json: speculative_algorithm={server_args.get('speculative_algorithm')}"
-                         + (" with multi-layer EAGLE" if named == {"mtp"} else ""), stated=True)
+                         + "".join(f" with {ALGORITHMS[name].label}" for name in sorted(named)
+                                   if ALGORITHMS[name].server_flag), stated=True)
         guess.settings = {key: server_args[key] for key in DRAFT_SETTINGS
                           if isinstance(server_args.get(key), (int, float, str, bool))}
         steps = server_args.get("speculative_num_steps")
@@ -191,21 +179,20 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
     modes = Counter(step.step.mode for step in index.steps)
     frames = {span.name for spans in index.spans.values() for span in spans if span.kind == "frame"}
     stages = any(span.kind == "stage" for spans in index.spans.values() for span in spans)
-    for marker, name in _WORKER_FILES:
-        if any(_worker_file(marker, frame) or (name == "dspark" and _DSPARK_FOLDER in frame) for frame in frames):
-            guess.narrow({name}, f"python frames of the {name} worker")
+    for name in workers_in(frames):
+        guess.narrow({name}, f"python frames of the {name} worker")
     if modes["DRAFT_LOOP"]:
-        guess.narrow({"frozen-kv"}, "DRAFT_LOOP spans")
+        guess.narrow(writing("DRAFT_LOOP"), "DRAFT_LOOP spans")
     if modes["DRAFT_EXTEND"]:
-        guess.narrow({"eagle-v1"}, "DRAFT_EXTEND spans (EAGLE v1)")
+        guess.narrow(writing("DRAFT_EXTEND"), "DRAFT_EXTEND spans (EAGLE v1)")
     if modes["DRAFT_EXTEND_V2"]:
-        guess.narrow(EAGLE_V2_WORKER | {"mtp"}, "DRAFT_EXTEND_V2 spans")
+        guess.narrow(writing("DRAFT_EXTEND_V2"), "DRAFT_EXTEND_V2 spans")
     if stages:
-        guess.narrow(EAGLE_V2_WORKER | {"frozen-kv"}, "draft/draft_extend stage spans")
+        guess.narrow(having("stage_spans"), "draft/draft_extend stage spans")
     if modes["TARGET_VERIFY"] or modes["VERIFY"] or modes["DRAFT"] or draft_tracks:
         guess.narrow(SPECULATIVE, "verify or draft steps")
         if modes["DECODE"] and modes["TARGET_VERIFY"]:
-            guess.narrow(EAGLE_V2_WORKER | {"eagle-v1", "frozen-kv"}, "DECODE steps beside TARGET_VERIFY")
+            guess.narrow(having("draft_decodes"), "DECODE steps beside TARGET_VERIFY")
         if modes["DECODE"] or modes["DRAFT"] or draft_tracks:
             guess.narrow(WITH_DRAFT_MODEL, "draft steps or a draft worker (NGRAM runs no draft model)")
     elif modes["DECODE"] and not stages and not modes["DRAFT_EXTEND_V2"] and not modes["DRAFT_LOOP"]:
@@ -218,9 +205,9 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
         elif len(verifies) == 1:
             verify_counts["single"] += 1
     if verify_counts["pair"] and not verify_counts["single"]:
-        guess.narrow({"dflash", "dspark"}, "two TARGET_VERIFY of equal bs per iteration")
+        guess.narrow(DRAFT_VERIFIES, "two TARGET_VERIFY of equal bs per iteration")
     elif verify_counts["single"] and not verify_counts["pair"]:
-        guess.narrow(SPECULATIVE - {"dflash", "dspark"}, "one TARGET_VERIFY per iteration")
+        guess.narrow(SPECULATIVE - DRAFT_VERIFIES, "one TARGET_VERIFY per iteration")
     elif verify_counts["single"] and verify_counts["pair"]:
         guess.conflicts.append("some iterations hold one TARGET_VERIFY, others two")
     return guess
@@ -293,14 +280,14 @@ def _call_stack(step: StepSpan, frames: bool, runner: bool, caller: Span | None)
 
 @functools.lru_cache(maxsize=2**12)  # a trace has a few hundred distinct frames, each around thousands of steps
 def _is_runner(name: str) -> bool:
-    return _RUNNER_FORWARD.search(name) is not None
+    return RUNNER_FRAME.search(name) is not None
 
 
 @functools.lru_cache(maxsize=2**12)
 def _caller_says(caller_name: str) -> str | None:
-    if _TARGET_CALLER.search(caller_name):
+    if TARGET_CALLER.search(caller_name):
         return TARGET
-    if _DRAFT_CALLER.search(caller_name):
+    if DRAFT_CALLER.search(caller_name):
         return DRAFT
     return None
 
@@ -362,7 +349,7 @@ def _iteration_order(step: StepSpan, iteration: Span | None, guess: AlgorithmGue
         count = order.worker_extends
         if count > 1:
             return DRAFT  # the worker's graph span comes once per iteration: these are runner steps
-        if count == 1 and guess.candidates == {"mtp"} and (guess.num_steps or 0) > 1:
+        if count == 1 and guess.candidates <= OWN_EXTEND_SPAN and (guess.num_steps or 0) > 1:
             return WORKER  # graph mode: one worker span where eager would have num_steps
     return None
 
@@ -409,12 +396,12 @@ def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess,
     if iteration is None:
         lacking.append("no scheduler.run_batch iteration")
         if mode in _EXTEND_LIKE or (mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is not False) \
-                or (mode == "DRAFT_EXTEND_V2" and "mtp" in guess.candidates):
+                or (mode == "DRAFT_EXTEND_V2" and guess.candidates & OWN_EXTEND_SPAN):
             later.append("a capture from SGLang with scheduler.run_batch spans (mid-2026 on), whose order "
                          "within an iteration decides it")
     if mode == "TARGET_VERIFY" and guess.fact("draft_verifies") is None:
         lacking.append("cannot tell whether the draft also runs TARGET_VERIFY (DFLASH/DSpark)")
-    if mode == "DRAFT_EXTEND_V2" and "mtp" in guess.candidates:
+    if mode == "DRAFT_EXTEND_V2" and guess.candidates & OWN_EXTEND_SPAN:
         if guess.num_steps is None:
             lacking.append("the multi-layer (MTP) worker's own graph span is told from its steps by the number "
                            "of draft steps")

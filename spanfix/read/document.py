@@ -29,12 +29,12 @@ from typing import BinaryIO
 
 import msgspec
 
-from .errors import TraceError
+from ..errors import TraceError
+from ..runtime.limits import default_max_bytes, max_bytes_phrase
+from ..runtime.notice import notice
+from ..sources import fetch, local_path
+from ..sources.overwrite import is_standard_input
 from .events import Buffer
-from .limits import default_max_bytes, max_bytes_phrase
-from .notice import notice
-from .overwrite import is_standard_input
-from .sources import fetch, local_path
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"

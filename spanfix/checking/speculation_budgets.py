@@ -1,6 +1,5 @@
-"""check's budgets on the speculation figures: two families registered in spanfix/budgets.py, which
-gives them its grammar's checks (units, ranges, ASCII), the held/broken/skipped statuses and every
-output format.
+"""check's budgets on the speculation figures: two families, listed in grammar.py, which gives them
+its checks (units, ranges, ASCII); rules.py the held/broken/skipped statuses and every output format.
 
     model[.CLOCK][.iteration].PART.STAT OP VALUE[UNIT]
         PART: draft | verify | ambiguous | other | idle (the device only)
@@ -19,11 +18,11 @@ pooled, a twin unlike its run) has no value and a why: the rule is skipped, neve
 
 from __future__ import annotations
 
-from ..budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, pop_clock, register
 from ..errors import BudgetError
+from ..speculation.model import DEVICE_MODEL_PARTS
+from ..speculation.result import SpeculationResult
 from ..timing import CPU, GPU, StatsResult
-from .model import DEVICE_MODEL_PARTS
-from .result import SpeculationResult
+from .budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, pop_clock
 
 MODEL, SPECULATION, ITERATION = "model", "speculation", "iteration"
 MODEL_ITERATION = f"{MODEL}.{ITERATION}"  # the subject of a budget on the decode iterations' model view
@@ -166,6 +165,3 @@ def why_no_accept(result: SpeculationResult) -> str:
     return ("no accept length: the trace does not tell it" + (f" ({reasons})" if reasons else "")
             + "; give --spec-metrics FILE (server log, bench_serving JSONL, /server_info) or --accept-length L")
 
-
-register(ModelFamily())
-register(SpeculationFamily())

@@ -18,7 +18,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .errors import OutputError
+from ..errors import OutputError
 
 STDIN = "-"
 STDOUT = "-"  # as an output
@@ -41,7 +41,7 @@ def _identity(path: str | int) -> tuple[int, int] | None:
     device or a pipe is written to, never replaced, so it is nobody's lost data) or nothing. A URL's
     object: its store and key, however spelled (spanfix.sources.place_key)."""
     if isinstance(path, str):
-        from .sources import is_url, local_path, place_key
+        from . import is_url, local_path, place_key
 
         if is_url(path):
             return place_key(path)  # type: ignore[return-value]

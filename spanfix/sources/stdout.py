@@ -12,7 +12,7 @@ import os
 import sys
 from typing import BinaryIO
 
-from .errors import OutputError, ReaderGone  # the output could not be written; str() is one line
+from ..errors import OutputError, ReaderGone  # the output could not be written; str() is one line
 
 
 def write_all(stream: BinaryIO, data: bytes | bytearray | memoryview) -> None:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from . import progress
-from .notice import notice
-from .sources import is_url, local_path
+from ..runtime import progress
+from ..runtime.notice import notice
+from . import is_url, local_path
 from .stdout import OutputError, standard_output, stdout_failure, write_all
 
 __all__ = ["OutputError", "output_folder", "write_output"]
@@ -133,7 +133,7 @@ def _put_object(target: str, chunks: Iterable[memoryview | bytes], *, gzip: bool
     file first, then put in one upload, so that a failure at any point leaves no partial object."""
     import tempfile
 
-    from .sources import upload
+    from . import upload
 
     _can_put(target)
     try:
@@ -152,7 +152,7 @@ def _put_object(target: str, chunks: Iterable[memoryview | bytes], *, gzip: bool
 
 
 def _can_put(target: str) -> None:
-    from .sources import SCHEMES, MissingExtra, require, scheme_of
+    from . import SCHEMES, MissingExtra, require, scheme_of
 
     scheme = SCHEMES.get(scheme_of(target) or "")
     if scheme is not None and not scheme.writable:

@@ -28,7 +28,8 @@ from typing import BinaryIO
 
 import msgspec
 
-from . import progress
+from ..errors import TraceError
+from ..runtime import progress
 from .clock import Clock
 from .document import (  # noqa: F401 (the reader's names, as the rest of spanfix imports them)
     GZIP_MAGIC,
@@ -43,7 +44,6 @@ from .document import (  # noqa: F401 (the reader's names, as the rest of spanfi
     read_document_bytes,
     read_side_file,
 )
-from .errors import TraceError
 from .events import (
     UNUSABLE,
     Buffer,
@@ -67,7 +67,7 @@ class _ObjectForm(msgspec.Struct):
 _DECODERS = {"object": msgspec.json.Decoder(_ObjectForm), "array": msgspec.json.Decoder(list[Event])}
 
 @dataclass(slots=True)
-class Trace:
+class ReadTrace:
     source: str  # the path as given, or "-"
     data: Buffer  # the uncompressed document, exactly as read (or mapped)
     compressed: Buffer | None  # the gzip file as read: an unchanged trace is copied, not recompressed
@@ -91,13 +91,13 @@ class Trace:
 def read_trace(source: str | Path, *, max_bytes: int | None = None,
                select: Callable[[str], bool] | None = None, reduce: Reducer | None = None,
                content: bytes | bytearray | memoryview | BinaryIO | None = None, locate_names: bool = True,
-               document: tuple[Buffer, Buffer | None] | None = None) -> Trace:
+               document: tuple[Buffer, Buffer | None] | None = None) -> ReadTrace:
     """Read and decode a trace. With select, only events whose name it accepts (plus step spans and
     unnamed events, which close B/E pairs) are decoded up front; the rest stay raw until asked for.
     With reduce (and select), every event is decoded and handed to reduce, a stretch at a time, in
-    the process that read it (Trace.reduced); the step names' bytes are then not located: that is
+    the process that read it (ReadTrace.reduced); the step names' bytes are then not located: that is
     for reading what a relabel would not write (stats). locate_names=False leaves them unlocated too
-    (relabel locates them beside its analysis: relabelling.analysed_and_located). With content (bytes or a binary file object),
+    (relabel locates them beside its analysis: relabelling/write.analysed_and_located). With content (bytes or a binary file object),
     the trace is read from it and source only names it. max_bytes: the largest document accepted,
     uncompressed (None: default_max_bytes()). document: (the uncompressed bytes, the gzip file's) as
     read_document_bytes returned them, for a file read once and looked at twice."""
@@ -124,7 +124,7 @@ def read_trace(source: str | Path, *, max_bytes: int | None = None,
             warnings = warnings + decode_warnings
     del parse_buffer
     slots = [] if reduce is not None or not locate_names else locate_step_names(source, data, selected.events, form)
-    return Trace(source, data, compressed, form, selected.events, slots, warnings, selected.reduced,
+    return ReadTrace(source, data, compressed, form, selected.events, slots, warnings, selected.reduced,
                  selected.origin_ns)
 
 

@@ -1,0 +1,61 @@
+"""The front every command goes through: read a trace for attribution, index it, attribute its step
+spans. relabel, inspect, stats, check and the report all start here (read, then analyse; or
+analysed for both); what each does next is its own room's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+from ..read.reader import Buffer, ReadTrace, read_trace
+from ..read.selective import Reducer
+from ..read.server_args import read_server_args
+from ..runtime import progress
+from .attribute import Attribution, DraftRules, attribute
+from .index import TraceIndex, build_index, indexed_name
+from .patterns import PatternTooSlow
+
+
+@dataclass(slots=True)
+class RelabelOptions:
+    rules: DraftRules = field(default_factory=DraftRules)
+    algorithm: str | None = None
+    num_steps: int | None = None  # draft steps per iteration, as server_args.json's speculative_num_steps
+    verify_only: bool = False  # rename TARGET_VERIFY spans only
+    annotate: bool = False  # add args["spanfix"] = {"was": ..., "by": ...} to renamed events
+    max_bytes: int | None = None
+
+
+def read(source: str, options: RelabelOptions, reduce: Reducer | None = None, *,
+         document: tuple[Buffer, Buffer | None] | None = None,
+         content: bytes | bytearray | memoryview | BinaryIO | None = None) -> ReadTrace:
+    """Read a trace, decoding in full only the events attribution looks at (with reduce: every
+    event, handed to reduce as it is read, for what attribution does not need). The step names'
+    bytes are not located: only a relabel needs them (analysed_and_located). document: its bytes,
+    read already (reader.read_trace). content: bytes or a binary file object to read the trace from
+    (source then only names it). Every command reads a trace for attribution here, and only here."""
+    return read_trace(source, select=indexed_name, reduce=reduce, locate_names=False, document=document,
+                      content=content, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
+
+
+def analyse(trace: ReadTrace, options: RelabelOptions) -> tuple[TraceIndex, Attribution, list[str]]:
+    """Index and attribute one trace (shared by relabel, inspect and stats)."""
+    progress.phase("attributing")
+    server_args, problem = read_server_args(trace.source)
+    index = build_index(trace)
+    try:
+        attribution = attribute(index, rules=options.rules, algorithm=options.algorithm, server_args=server_args,
+                                num_steps=options.num_steps)
+    except PatternTooSlow as exc:  # the fallback engine's bound (patterns.py): one line for this input
+        raise PatternTooSlow(f"{trace.source}: {exc}") from None
+    return index, attribution, [*trace.warnings, *([problem] if problem else []), *attribution.algorithm.warnings,
+                                *attribution.unmatched_rules]
+
+
+def analysed(source: str, options: RelabelOptions, reduce: Reducer | None = None, *,
+             document: tuple[Buffer, Buffer | None] | None = None,
+             content: bytes | bytearray | memoryview | BinaryIO | None = None
+             ) -> tuple[ReadTrace, TraceIndex, Attribution, list[str]]:
+    """read(), then analyse(): the trace, its index, its attribution and what was odd about it."""
+    trace = read(source, options, reduce, document=document, content=content)
+    return (trace, *analyse(trace, options))

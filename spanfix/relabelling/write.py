@@ -1,0 +1,203 @@
+"""relabel's writer: where a relabelled trace goes (beside its input by default, into a folder, never
+over an input or another input's output), and the write itself, all or nothing, with the step
+names' bytes located beside the analysis."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import msgspec
+
+from ..attribution.analyse import RelabelOptions, analyse, read
+from ..attribution.attribute import Attribution
+from ..attribution.index import TraceIndex
+from ..errors import UsageError
+from ..read import parts
+from ..read.events import is_step_name
+from ..read.reader import STDIN, NameSlot, ReadTrace, TraceError, locate_step_names
+from ..render.escape import printable
+from ..runtime import progress
+from ..sources import basename, is_folder, is_url, join, local_path, place_key, scheme_of, sibling
+from ..sources.output import output_folder, write_output
+from ..sources.overwrite import Reads, is_standard_input, reads
+from .patch import patched_chunks
+from .plan import RelabelResult, plan
+
+
+def default_output(source: str) -> str:
+    """a.trace.json.gz -> a.trace.relabeled.json.gz; names without .json get .relabeled before .gz or at the end."""
+    if is_standard_input(source):  # nothing beside it to write to: standard output, as for "-"
+        return STDIN
+    if scheme_of(source) is not None:  # beside it on its store (or, for file://, in its folder)
+        return sibling(source, default_output(basename(source)))
+    path = Path(source)
+    name = path.name
+    if name in ("", ".", ".."):  # ".", "..", "/": a folder, with no name of its own to build on
+        raise TraceError(f"{source}: is a directory, not a trace file")
+    cut = name.rfind(".json")
+    if cut < 0:
+        cut = len(name) - 3 if name.endswith(".gz") else len(name)
+    return str(path.with_name(name[:cut] + ".relabeled" + name[cut:]))
+
+
+def folder_for_outputs(output: str | None, inputs: int, dry_run: bool) -> str | None:
+    """The folder relabel's outputs go into, or None when output names a file (or nothing). A path
+    ending in / is a folder, created when missing (with its parents); several inputs need one that
+    exists. UsageError otherwise."""
+    if not output or output == STDIN:
+        return None
+    if is_url(output):  # a store has no folders to create: a name ending in / (or a prefix) is one
+        if output.endswith("/") or is_folder(output):
+            return output
+        _refuse_several(output, inputs)
+        return None
+    if output.endswith(("/", os.sep)):
+        if not dry_run:
+            try:
+                os.makedirs(output, exist_ok=True)
+            except OSError as exc:
+                raise UsageError(f"cannot create the output folder {printable(output)}: "
+                                 f"{exc.strerror or exc}") from None
+        return output
+    if Path(local_path(output)).is_dir():
+        return output
+    _refuse_several(output, inputs)
+    return None
+
+
+def _refuse_several(output: str, inputs: int) -> None:
+    if inputs > 1:
+        raise UsageError(f"with several inputs, --output must be a folder: an existing one, or a path "
+                         f"ending in / to create (got {printable(output)})")
+
+
+def output_in(folder: str | None, output: str | None, source: str) -> str | None:
+    """Where one input's relabelled trace goes: into folder (folder_for_outputs) under its default
+    name, else output (None: beside the input). TraceError when no output can be named for it."""
+    return join(folder, basename(default_output(source))) if folder else output
+
+
+def without_clashing_outputs(jobs: list[tuple]) -> tuple[list[tuple], list[tuple[str, str]]]:
+    """Refuse, before anything runs, an input whose output would replace another input or an
+    output written for an earlier input (`a/t.json b/t.json -o out/`): only --in-place replaces.
+    Each job is (input, its output or None for the default, ...); returned are the jobs kept and
+    (input, why) for each refused. Inputs are told apart by what they are (overwrite.Reads: links
+    and every spelling), outputs yet to be written by the path they resolve to."""
+    read = reads(job[0] for job in jobs)
+    kept, refused, written = [], [], {}
+    for job in jobs:
+        source = job[0]
+        try:
+            target = job[1] or default_output(source)
+        except TraceError as exc:  # no output can be named for it (".", "/")
+            refused.append((source, str(exc)))
+            continue
+        if target == STDIN:
+            kept.append(job)
+            continue
+        clash = read.match(target)
+        key = place_key(target)
+        if clash is not None and reads([source]).match(target) is None:
+            refused.append((source, f"{source}: output {target} is another input; choose another --output"))
+        elif key in written:
+            clash_text = f"{source}: output {target} is also the output of {written[key]}; choose another --output"
+            refused.append((source, clash_text))
+        else:
+            written[key] = source
+            kept.append(job)
+    return kept, refused
+
+
+def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dry_run: bool = False,
+                 in_place: bool = False) -> RelabelResult:
+    target = _target(source, output, in_place)
+    if not dry_run and target != STDIN:
+        output_folder(target)  # before reading: a mistyped -o fails at once, not after minutes of work
+    trace = read(source, options)  # the step names' bytes are found beside the analysis (a dry run needs none)
+    if dry_run:
+        index, attribution, warnings = analyse(trace, options)
+        _, result = plan(trace, index, attribution, options, patches_wanted=False)
+        result.warnings.extend(warnings)
+        return result
+    index, attribution, warnings = analysed_and_located(trace, options)
+    return write_relabelled(trace, index, attribution, warnings, options, output, in_place=in_place)
+
+
+def analysed_and_located(trace: ReadTrace, options: RelabelOptions) -> tuple[TraceIndex, Attribution, list[str]]:
+    """analyse(), and the step names' bytes located into trace.step_slots. On a large trace a
+    forked child finds them (a pass over every byte) while this process indexes and attributes,
+    which takes longer: the pass then costs no time. A child that fails leaves it to this process,
+    which then reports what went wrong."""
+    wanted = any(is_step_name(event.name) for _, event in trace.events.selected())
+    if not wanted or len(trace.data) < parts.FORK_BYTES or not parts.can_fork():
+        analysed = analyse(trace, options)
+        trace.step_slots = _located(trace) if wanted else []
+        return analysed
+
+    def in_child() -> bytes:
+        return msgspec.msgpack.encode(_located(trace))
+    payload, analysed = parts.beside(in_child, lambda: analyse(trace, options))
+    trace.step_slots = _SLOTS.decode(payload) if payload is not None else _located(trace)
+    return analysed
+
+
+def _located(trace: ReadTrace) -> list[NameSlot]:
+    return locate_step_names(trace.source, trace.data, trace.events, trace.form)
+
+
+_SLOTS = msgspec.msgpack.Decoder(list[NameSlot])
+
+
+def _target(source: str, output: str | None, in_place: bool, read: Reads | None = None) -> str:
+    """Where the relabelled trace goes. Checked before reading, so a mistaken command fails at once,
+    not after minutes of work: only in_place replaces an input, and never standard input. read: the
+    files the output must not be (default: the input itself)."""
+    if in_place and is_standard_input(source):
+        raise TraceError(f"{source}: is standard input, which cannot be replaced; give -o for it")
+    target = source if in_place else (output or default_output(source))
+    if not in_place and (read or reads([source])).match(target) is not None:
+        raise TraceError(f"{source}: output would overwrite the input; pass --in-place to replace it")
+    if in_place:
+        _regular_file(source)
+    return target
+
+
+def write_relabelled(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warnings: list[str],
+                     options: RelabelOptions, output: str | None, *, in_place: bool = False,
+                     read: Reads | None = None) -> RelabelResult:
+    """Write a read and attributed trace with its spans renamed: all or nothing, only the renamed
+    bytes changed (an unchanged gzip input is copied as it is). read: the files the output must not
+    be (default: the trace's own file)."""
+    source = trace.source
+    target = _target(source, output, in_place, read)
+    if target != STDIN:
+        output_folder(target)
+    patches, result = plan(trace, index, attribution, options)
+    result.warnings.extend(warnings)
+    if in_place and not patches:
+        return result
+    progress.phase("writing", len(trace.data))
+    # The output's compression follows its name (-o t.json is JSON, -o t.json.gz gzip); beside the
+    # input, or the input itself, it keeps the input's.
+    gzip = trace.gzipped if target == source or output is None else target.endswith(".gz")
+    if patches or trace.compressed is None or target == STDIN or not gzip:
+        notes = write_output(target, patched_chunks(trace.data, patches), gzip=gzip and target != STDIN)
+    else:
+        notes = write_output(target, [trace.compressed], gzip=False)  # unchanged: the very same file
+    result.output = target
+    result.warnings.extend(notes)
+    return result
+
+
+def _regular_file(source: str) -> None:
+    """--in-place replaces a file: a device or a pipe has nothing to replace."""
+    if is_url(source):
+        return  # an object is replaced whole by one upload
+    try:
+        info = os.stat(local_path(source))
+    except OSError:
+        return  # reading it says what is wrong
+    if not stat.S_ISREG(info.st_mode) and not stat.S_ISDIR(info.st_mode):
+        raise TraceError(f"{source}: --in-place replaces regular files only; give -o for this one")
