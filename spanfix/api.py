@@ -55,7 +55,7 @@ _LAZY = {
                      "one_by_one", "plain_baseline", "speculation_over"), "runs"),
     **dict.fromkeys(("AcceptFigure", "SpeculationResult", "measure_speculation"), "speculation"),
     **dict.fromkeys(("Comparison", "compare_budget"), "speculation.compare"),
-    "named_runs": "comparing",
+    **dict.fromkeys(("named_runs", "resolve_run"), "comparing"),
     "write_compare_page": "report.compare_page",
     **dict.fromkeys(("Iterations", "Steps", "Table"), "tables"),
     **dict.fromkeys(("GROUP_KEYS", "IterationTiming", "KernelClasses", "StatsResult", "StepTiming", "TraceMeasures",

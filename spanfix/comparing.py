@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import SpanfixError, TraceError, UsageError, out_of_memory
-from .options import Options, checked_path
+from .options import Options, checked_path, checked_paths
 from .runs import Each, accept_figures, measure_path, one_by_one
 from .speculation import AcceptFigure, PlainDecode, measure_speculation, plain_of
 from .speculation.compare import Comparison, PlainRun, RunInput, compare_budget, compare_runs
@@ -105,7 +105,8 @@ def resolve_run(argument: str | os.PathLike[str]) -> NamedRun:
         if not found.sources:
             found.problem = f"{given}: no trace in this folder (*.trace.json, *.trace.json.gz, *.json)"
     elif not os.path.exists(path) and any(c in given for c in WILDCARDS):
-        found.sources = sorted(name for name in glob.glob(given) if os.path.isfile(name)
+        prefix = given[: len(given) - len(path)] if given.endswith(path) else ""  # file:// stays
+        found.sources = sorted(prefix + name for name in glob.glob(path) if os.path.isfile(name)
                                and os.path.basename(name) not in SIDE_FILES)
         if not found.sources:
             found.problem = f"{given}: no file matches this pattern"
@@ -125,8 +126,7 @@ def named_runs(arguments: Sequence[str | os.PathLike[str]] | Mapping[str, object
         for name, value in arguments.items():
             if not isinstance(name, str) or not name:
                 raise UsageError(f"a run's name is a non-empty string, not {name!r}")
-            values = [value] if isinstance(value, (str, os.PathLike)) else list(value)  # type: ignore[call-overload]
-            parts = [resolve_run(v) for v in values]
+            parts = [resolve_run(v) for v in checked_paths(value, f"runs[{name!r}]")]
             problems = [part.problem for part in parts if part.problem]
             found.append(NamedRun(name, ", ".join(part.given for part in parts),
                                   [s for part in parts for s in part.sources], problems[0] if problems else None))
@@ -246,8 +246,7 @@ def _outside_figures(runs: dict[str, NamedRun], spec_metrics: Mapping[str, Seque
             if name not in runs:
                 raise UsageError(f"{option}: no run is named {name!r}; the runs are {', '.join(runs)}")
             if option == "spec_metrics":
-                paths = [value] if isinstance(value, (str, os.PathLike)) else list(value)
-                found.setdefault(name, []).extend(accept_figures(paths))
+                found.setdefault(name, []).extend(accept_figures(checked_paths(value, f"spec_metrics[{name!r}]")))
             else:
                 found.setdefault(name, []).extend(accept_figures((), value))  # type: ignore[arg-type]
     return found
@@ -256,8 +255,7 @@ def _outside_figures(runs: dict[str, NamedRun], spec_metrics: Mapping[str, Seque
 def _baseline_runs(baseline: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None) -> list[NamedRun]:
     if baseline is None:
         return []
-    values = [baseline] if isinstance(baseline, (str, os.PathLike)) else list(baseline)
-    return [resolve_run(value) for value in values]
+    return [resolve_run(value) for value in checked_paths(baseline, "baseline")]
 
 
 def _baseline_among(runs: list[NamedRun], sources: list[str], owner: dict[object, str]) -> str | None:

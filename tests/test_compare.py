@@ -350,6 +350,9 @@ def test_the_page_is_self_contained_and_escaped(sweep, tmp_path):
     assert json.loads(result.stdout)["best"]  # the table still goes to standard output
     refused = run("compare", *folders(root), "--html", root / "plain" / "plain-bs4-TP-0.trace.json")
     assert refused.exit_code == 2 and "never writes over what it reads" in refused.stderr
+    baseline = run("compare", root / "eagle-s3", "--baseline", root / "plain", "--html",
+                   root / "plain" / "plain-bs4-TP-0.trace.json")
+    assert baseline.exit_code == 2 and "is the baseline" in baseline.stderr  # a baseline folder's traces too
     assert run("compare", *folders(root), "--html", tmp_path / "nowhere" / "x.html").exit_code == 2
 
 

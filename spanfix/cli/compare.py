@@ -10,6 +10,7 @@ from .. import api
 from ..errors import BudgetError, OutputError, ReaderGone
 from ..progress import human_size
 from ..render.escape import dumps, printable
+from ..sources import is_url
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .options import api_options, attribution_options, jobs_option, scheduler_option
 from .progress import file_progress
@@ -102,7 +103,10 @@ def compare(runs, baseline, budgets, allow_skipped, sweep, spec_metrics, accept_
     options = api_options(**attribution)
     named = api.named_runs(runs)
     sources = [source for run in named for source in run.sources]
-    read = api.reads(sources, list(baseline), [path for paths in (spec_metrics or {}).values() for path in paths]
+    # The baseline's traces too (a folder's, a glob's; those on a store are listed when read).
+    plain = [source for value in baseline for source in (api.resolve_run(value).sources if not is_url(value)
+                                                          else [value])]
+    read = api.reads(sources, plain, [path for paths in (spec_metrics or {}).values() for path in paths]
                      + ([sweep] if sweep else []))
     api.refuse_overwrite(api.STDOUT, read)  # `> t.json` would write into a trace
     if html:
@@ -151,7 +155,7 @@ def _write(result, output_format: str) -> None:
 
 def _page_output(output: str) -> str:
     """--html FILE: a folder that does not exist fails now, not after the traces are read."""
-    from ..sources import is_url, local_path
+    from ..sources import local_path
 
     if output == "-":
         raise click.UsageError("--html -: standard output holds the table; give the page a file")
