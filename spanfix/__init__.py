@@ -19,11 +19,12 @@ from ._version import __version__
 # Public name -> the module that defines it.
 _PUBLIC = {
     **dict.fromkeys(("ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Iteration",
-                     "Iterations", "Options", "Step", "Steps", "Table", "Trace", "check", "expand", "html_report",
+                     "Iterations", "Options", "Step", "Steps", "Table", "Trace", "check", "compare", "expand", "html_report",
                      "inspect", "open", "relabel", "relabelled_path", "stats"), "api"),
     **dict.fromkeys(("Budget", "CheckReport", "Outcome", "parse_budget"), "checking.rules"),
     **dict.fromkeys(("OutputError", "SpanfixError", "TraceError", "UsageError"), "errors"),
     "InspectReport": "attribution.inspection",
+    "Comparison": "speculation.compare",
     "Report": "report",
     **dict.fromkeys(("AcceptFigure", "ModelTime", "SpecIteration", "SpeculationResult", "SpeedRow"), "speculation"),
     **dict.fromkeys(("AmbiguityGroup", "AmbiguousSpan"), "attribution.ambiguity"),
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         Table,
         Trace,
         check,
+        compare,
         expand,
         html_report,
         inspect,
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
     from .relabelling.plan import RelabelResult
     from .report import Report
     from .speculation import AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow
+    from .speculation.compare import Comparison
     from .timing import IterationBreakdown, KernelGroup, StageRow, StatsResult, Summary
 
 
@@ -78,9 +81,9 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "AmbiguityGroup",
-    "AmbiguousSpan", "Budget", "CheckReport", "InspectReport", "Iteration", "IterationBreakdown", "Iterations",
+    "AmbiguousSpan", "Budget", "CheckReport", "Comparison", "InspectReport", "Iteration", "IterationBreakdown", "Iterations",
     "KernelGroup", "ModelTime", "Options", "Outcome", "OutputError", "RelabelResult", "Report", "SpanfixError",
     "SpecIteration", "SpeculationResult", "SpeedRow", "StageRow", "StatsResult", "Step", "Steps", "Summary", "Table",
-    "Trace", "TraceError", "UsageError", "__version__", "check", "expand", "html_report", "inspect", "open",
+    "Trace", "TraceError", "UsageError", "__version__", "check", "compare", "expand", "html_report", "inspect", "open",
     "parse_budget", "relabel", "relabelled_path", "stats",
 ]

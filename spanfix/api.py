@@ -10,7 +10,7 @@ import contextlib
 import importlib
 import math
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 # Only what relabel needs is imported here: a relabel of a small file is mostly start-up. The stats,
@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # with the names __getattr__ serves from _LAZY, typed for che
         plain_baseline,
     )
     from .speculation import AcceptFigure, SpeculationResult
+    from .speculation.compare import Comparison
     from .tables import Iterations, Steps, Table
     from .timing import IterationTiming, KernelClasses, StatsResult, StepTiming, TraceMeasures
     from .timing.device import DeviceReducer, DeviceWork
@@ -69,6 +70,10 @@ _LAZY = {
     **dict.fromkeys(("Each", "Measured", "accept_figures", "baseline_read", "compared", "measure_all", "measure_path",
                      "one_by_one", "plain_baseline", "speculation_over"), "runs.measure"),
     **dict.fromkeys(("AcceptFigure", "SpeculationResult", "measure_speculation"), "speculation"),
+    **dict.fromkeys(("Comparison",), "speculation.compare"),
+    **dict.fromkeys(("compare_budget",), "checking.compare"),
+    **dict.fromkeys(("named_runs", "resolve_run"), "runs.compare"),
+    "write_compare_page": "report.compare_page",
     **dict.fromkeys(("Iterations", "Steps", "Table"), "tables"),
     **dict.fromkeys(("GROUP_KEYS", "IterationTiming", "KernelClasses", "StatsResult", "StepTiming", "TraceMeasures",
                      "aggregate", "measure"), "timing"),
@@ -513,7 +518,44 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
                         accept_length=accept_length)
 
 
+def compare(runs: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | Mapping[str, Any],
+            baseline: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+            options: Options | None = None, *, budgets: Sequence[str] = (), sweep: str | os.PathLike[str] | None = None,
+            spec_metrics: Mapping[str, Any] | None = None, accept_length: Mapping[str, float] | None = None,
+            allow_skipped: bool = False, errors: str = "raise", device: bool | None = True, each: Each | None = None,
+            executor: Any = None, **option_fields: Any) -> Comparison:
+    """Runs side by side against their plain twin, as `spanfix compare` shows them: which configuration
+    pays most, at each batch size.
+
+    runs: each a folder of one configuration's traces (every rank and batch size; server_args.json
+    beside them), a glob or one trace, named by its folder or file; or a mapping of names to such (a
+    path, or several). baseline: the plain run (a folder, traces, a glob, or a saved `stats --format
+    json`); None: the one run among them without speculative decoding (UsageError when there is none,
+    or several). budgets: `speculation.*` and `model.iteration.*` budgets, judged per run and batch
+    size (Comparison.budgets, Comparison.passed; a skipped one fails it unless allow_skipped). sweep:
+    SGLang's bench_speculative.py JSONL, matched to the rows. spec_metrics, accept_length: a run's
+    accept length from outside its traces, by the run's name. device: read every launch and kernel
+    (the draft model's share on the device clock; as `report`, unlike `stats`, does by default; None:
+    only where device time needs them). errors, each, executor: as for stats(); every trace of every
+    run is read once, all of them in parallel."""
+    from .checking.compare import compare_budget, judge
+    from .runs.compare import compare as compare_runs
+    if not isinstance(errors, str) or errors not in ("raise", "collect"):
+        raise UsageError('errors is "raise" or "collect"')
+    checked_flag(allow_skipped, "allow_skipped")
+    checked_flag(device, "device", optional=True)
+    if not are_strings(budgets):
+        raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
+    if not isinstance(runs, (str, os.PathLike, Mapping)):
+        runs = checked_paths(runs, "runs")
+    options = _options(options, option_fields)
+    parsed = [compare_budget(budget) for budget in budgets]  # a bad one fails before any trace is read
+    return judge(compare_runs(runs, baseline, options, sweep=sweep, spec_metrics=spec_metrics,
+                              accept_length=accept_length, allow_skipped=allow_skipped, errors=errors, device=device,
+                              each=_each(each, executor)), parsed)
+
+
 # The API's part of spanfix.__all__ (what spanfix serves from this module); the rest here is the CLI's.
 __all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Iteration", "Iterations",
-           "Options", "Step", "Steps", "Table", "Trace", "check", "expand", "html_report", "inspect", "open", "relabel",
-           "relabelled_path", "stats"]
+           "Options", "Step", "Steps", "Table", "Trace", "check", "compare", "expand", "html_report", "inspect", "open",
+           "relabel", "relabelled_path", "stats"]

@@ -40,7 +40,8 @@ def test_every_public_name_is_there_and_documented():
 
 # What the stats, check, speculation and report commands need and relabel never does.
 NOT_FOR_RELABEL = ("spanfix.checking.rules", "spanfix.checking.budgets", "spanfix.runs.measure", "spanfix.speculation",
-                   "spanfix.tables", "spanfix.timing", "spanfix.attribution.inspection", "numpy")
+                   "spanfix.tables", "spanfix.timing", "spanfix.attribution.inspection", "spanfix.runs.compare",
+                   "spanfix.speculation.compare", "numpy")
 
 
 @pytest.mark.parametrize(("command", "left_out"), [
@@ -203,7 +204,8 @@ def test_the_public_api_type_checks_strictly(tmp_path):
                              Iterations, KernelGroup, Options, Outcome, OutputError, RelabelResult, Report,
                              SpanfixError, StageRow, StatsResult, Step, Steps, Summary, Table, Trace, TraceError,
                              UsageError, check, expand, html_report, inspect, open, parse_budget, relabel,
-                             relabelled_path, stats, AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow)
+                             relabelled_path, stats, AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow,
+                             Comparison, compare)
 
         path = {str(EAGLE)!r}
         options: Options = Options(algorithm=ALGORITHM_NAMES[0], num_steps=3)
@@ -244,12 +246,17 @@ def test_the_public_api_type_checks_strictly(tmp_path):
         overall: SpeedRow | None = spec.overall
         decodes: list[SpecIteration] = spec.iterations
         accepted: float | None = decodes[0].accept_length if decodes else None
+        compared: Comparison = compare({{"eagle": path}}, baseline={str(FIXTURES / "eagle-plain.trace.json.gz")!r},
+                                       budgets=["speculation.speedup>=1"], errors="collect")
+        best: list[tuple[int, str]] = compared.best
+        document: dict[str, object] = compared.to_json()
         try:
             open("missing.json")
         except (TraceError, OutputError, UsageError) as exc:
             problem: SpanfixError = exc
         print(spanfix.__version__, len(durations), table, rows, breakdown, groups, several, plan, ambiguous,
-              written, outcomes, budget, seen, also, mean, options, by_rank, beside, size, reasons, in_pool)
+              written, outcomes, budget, seen, also, mean, options, by_rank, beside, size, reasons, in_pool, best,
+              document)
     '''))
     # The package as installed, with its py.typed; its own modules' errors are not the script's.
     mypy = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-error-summary", "--follow-imports=silent",

@@ -504,6 +504,13 @@ WRONG = [
     ("Trace.relabel_plan", lambda: spanfix.open(FIX).relabel_plan(verify_only="no")),
     ("Report.write", lambda: spanfix.html_report(FIX).write(5)),
     ("expand", lambda: spanfix.expand(5)), ("expand", lambda: spanfix.expand([b"s3://b/*.json"])),
+    ("compare", lambda: spanfix.compare(5)), ("compare", lambda: spanfix.compare([FIX], baseline=5)),
+    ("compare", lambda: spanfix.compare({"a": 5})), ("compare", lambda: spanfix.compare([FIX], budgets=5)),
+    ("compare", lambda: spanfix.compare([FIX], sweep=5)), ("compare", lambda: spanfix.compare([FIX], spec_metrics=5)),
+    ("compare", lambda: spanfix.compare([FIX], accept_length={"eagle-stock": "a"})),
+    ("compare", lambda: spanfix.compare([FIX], spec_metrics={"eagle-stock": 5})),
+    ("compare", lambda: spanfix.compare([FIX], allow_skipped="yes")),
+    ("compare", lambda: spanfix.compare([FIX], errors="ignore")), ("compare", lambda: spanfix.compare([FIX], device=1)),
 ]
 
 

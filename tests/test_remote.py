@@ -514,3 +514,25 @@ def no_thread_is_left():
     assert threading.active_count() == 1, [thread.name for thread in threading.enumerate()]
     with pytest.raises(ChildProcessError):  # and no process of theirs either
         os.waitpid(-1, os.WNOHANG)
+
+
+def test_compare_runs_in_folders_on_the_store(s3, local):
+    """spanfix compare of a folder on the store (its traces and server_args.json) and a plain run beside it:
+    the figures the same folders on disk give."""
+    from synth import generate, plain_twin
+
+    twin = generate(plain_twin(RANKS[0].spec))
+    plain = local.parent / "plain"
+    plain.mkdir(exist_ok=True)
+    (plain / "plain-TP-0.trace.json").write_bytes(dumps(twin))
+    (plain / "server_args.json").write_text(json.dumps(twin.server_args))
+    store().pipe("out/compare/plain/plain-TP-0.trace.json", dumps(twin))
+    store().pipe("out/compare/plain/server_args.json", json.dumps(twin.server_args).encode())
+    stated = ["--accept-length", "run=2.5", "--format", "json", "-j", "1"]  # these ranks tell no accept length
+    remote = json.loads(run("compare", "s3://traces/run/", "s3://out/compare/plain/", *stated).stdout)
+    here = json.loads(run("compare", str(local), str(plain), *stated).stdout)
+    assert [r["name"] for r in remote["runs"]] == ["run", "plain"] and remote["best"] == here["best"] != []
+    for ours, theirs in zip(remote["runs"], here["runs"]):
+        assert ours["inputs"] == [f"s3://traces/run/{name}" for name in sorted(NAMES)] if ours["name"] == "run" \
+            else ["s3://out/compare/plain/plain-TP-0.trace.json"]
+        assert {**ours, "inputs": None} == {**theirs, "inputs": None}

@@ -16,7 +16,7 @@ from rich.text import Text
 from .escape import rich_text
 
 TEXT_COLUMNS = frozenset({"file", "rank", "stage", "name", "mode-name", "source", "part", "kernel", "category",
-                          "group", "figure"})  # left-aligned; figures go right
+                          "group", "figure", "run", "config", "note"})  # left-aligned; figures go right
 
 
 PATH_COLUMNS = ("file",)

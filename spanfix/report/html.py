@@ -47,7 +47,8 @@ def json_for_script(payload: dict) -> str:
     return log_commands_neutral(data.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
 
 
-def render_html(payload: dict) -> bytes:
+def render_html(payload: dict, script: str = "report.js") -> bytes:
+    """The page: the payload, Plotly and the page's script (one of assets/: the report's, or compare's)."""
     page = "".join([
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n",
@@ -60,7 +61,7 @@ def render_html(payload: dict) -> bytes:
         "<main id=\"report\"></main>\n",
         f"<script type=\"application/json\" id=\"spanfix-data\">{json_for_script(payload)}</script>\n",
         f"<script>\n{inline_script(asset(PLOTLY))}\n</script>\n",
-        f"<script>\n{inline_script(asset('report.js'))}</script>\n",
+        f"<script>\n{inline_script(asset(script))}</script>\n",
         "</body>\n</html>\n",
     ])
     return page.encode("utf-8", "backslashreplace")  # a file name that is not UTF-8, in the title

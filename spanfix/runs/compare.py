@@ -1,0 +1,294 @@
+"""spanfix compare's inputs: each RUN as a named set of traces, the baseline's, every trace measured once
+in one batch (in parallel, as `stats` runs its inputs), and the comparison of them
+(speculation/compare.py). api.compare() calls it; the CLI calls that.
+
+A RUN is a folder (its traces: `*.trace.json[.gz]`, as SGLang's profiler names them, or, where it
+holds none, every `*.json[.gz]` but the side files SGLang writes beside them), a glob (quoted: a
+shell would make each file a run of its own) or one trace; on a store (a URL) alike. It is named by
+its folder, the folder of its glob, or the file's name without `.trace.json.gz`. `--baseline` takes
+the same (or a saved `stats --format json`); a baseline that is one of the RUNs is not read twice.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ..errors import SpanfixError, TraceError, UsageError, out_of_memory
+from ..options import Options, checked_path, checked_paths
+from ..speculation import AcceptFigure, PlainDecode, measure_speculation, plain_of
+from ..speculation.compare import Comparison, PlainRun, RunInput, compare_runs
+from ..speculation.sweep import Sweep, read_sweep
+from ..timing import BaselineRead, TraceMeasures, read_baseline
+from ..timing.once import counted_once
+from .measure import Each, accept_figures, measure_path, one_by_one
+
+TRACE_ENDINGS = (".trace.json", ".trace.json.gz")
+JSON_ENDINGS = (".json", ".json.gz")
+# What SGLang writes beside its captures: JSON, but not traces.
+SIDE_FILES = frozenset({"server_args.json", "server_info.json", "generate_outputs.json"})
+WILDCARDS = "*?["
+
+
+@dataclass(slots=True)
+class NamedRun:
+    """A RUN as given: its name, the argument, the traces it names, and why it names none."""
+
+    name: str
+    given: str
+    sources: list[str] = field(default_factory=list)
+    problem: str | None = None
+
+
+def run_name(argument: str, pattern: bool | None = None) -> str:
+    """A run's name: its folder's, its glob's folder's, or the trace's name without its endings.
+    pattern: whether the argument is a glob (None: if it holds * ? or [)."""
+    from ..sources import basename, is_url, split_url
+
+    text = argument.rstrip("/") or argument
+    path = split_url(text)[1] if is_url(text) else text
+    if pattern is None:
+        pattern = any(c in path for c in WILDCARDS)
+    if pattern:
+        folder = os.path.dirname(path)
+        return basename(folder) if folder and not any(c in folder for c in WILDCARDS) else argument
+    name = basename(text)
+    for ending in (*TRACE_ENDINGS, *JSON_ENDINGS):
+        if name.endswith(ending) and len(name) > len(ending):
+            return name[: -len(ending)]
+    return name or argument
+
+
+def _traces_among(names: list[str]) -> list[str]:
+    """The traces of a folder's files: SGLang's `*.trace.json[.gz]`, else every JSON file but the side files."""
+    from ..sources import basename
+
+    traces = [name for name in names if basename(name).endswith(TRACE_ENDINGS)]
+    if traces:
+        return traces
+    return [name for name in names if basename(name).endswith(JSON_ENDINGS) and basename(name) not in SIDE_FILES]
+
+
+def resolve_run(argument: str | os.PathLike[str]) -> NamedRun:
+    """A RUN argument as a name and its traces (a problem, not an exception, when it names none)."""
+    from ..sources import expand, is_folder, is_url, join, local_path
+
+    given = checked_path(argument, "run")
+    literal = not is_url(given) and os.path.exists(local_path(given))  # a folder named [x] is no pattern
+    found = NamedRun(run_name(given, False if literal else None), given)
+    try:
+        if is_url(given):
+            if any(c in given for c in WILDCARDS):
+                expanded = expand([given])
+                names = [name for name in expanded.names if not name.rstrip("/").endswith(tuple(SIDE_FILES))]
+                if expanded.unmatched and not names:
+                    found.problem = expanded.unmatched[0][1]
+                found.sources = names
+            elif not given.endswith(JSON_ENDINGS) and is_folder(given):  # a trace's name asks the store nothing
+                expanded = expand([join(given, "*.json"), join(given, "*.json.gz")])
+                found.sources = _traces_among(sorted(expanded.names))
+                if not found.sources:
+                    found.problem = f"{given}: no trace in this folder (*.trace.json, *.trace.json.gz, *.json)"
+            else:
+                found.sources = [given]
+            return found
+    except TraceError as exc:
+        found.problem = str(exc)
+        return found
+    path = local_path(given)
+    if os.path.isdir(path):
+        names = sorted(os.path.join(given, entry) for entry in os.listdir(path)
+                       if os.path.isfile(os.path.join(path, entry)))
+        found.sources = _traces_among(names)
+        if not found.sources:
+            found.problem = f"{given}: no trace in this folder (*.trace.json, *.trace.json.gz, *.json)"
+    elif not os.path.exists(path) and any(c in given for c in WILDCARDS):
+        prefix = given[: len(given) - len(path)] if given.endswith(path) else ""  # file:// stays
+        found.sources = sorted(prefix + name for name in glob.glob(path) if os.path.isfile(name)
+                               and os.path.basename(name) not in SIDE_FILES)
+        if not found.sources:
+            found.problem = f"{given}: no file matches this pattern"
+    elif os.path.exists(path) or given == "-":
+        found.sources = [given]
+    else:
+        found.problem = f"{given}: no such file or folder"
+    return found
+
+
+def named_runs(arguments: Sequence[str | os.PathLike[str]] | Mapping[str, object]) -> list[NamedRun]:
+    """The RUNs resolved and named apart: runs named alike (two folders `a/eagle`, `b/eagle`) take the
+    argument as given for a name. A mapping names its runs itself: name -> a folder, glob, trace or
+    several traces."""
+    if isinstance(arguments, Mapping):
+        found = []
+        for name, value in arguments.items():
+            if not isinstance(name, str) or not name:
+                raise UsageError(f"a run's name is a non-empty string, not {name!r}")
+            parts = [resolve_run(v) for v in checked_paths(value, f"runs[{name!r}]")]
+            problems = [part.problem for part in parts if part.problem]
+            found.append(NamedRun(name, ", ".join(part.given for part in parts),
+                                  [s for part in parts for s in part.sources], problems[0] if problems else None))
+        return found
+    if isinstance(arguments, (str, os.PathLike)):
+        arguments = [arguments]
+    found = [resolve_run(argument) for argument in arguments]
+    names = [run.name for run in found]
+    for run in found:
+        if names.count(run.name) > 1:
+            run.name = run.given.rstrip("/") or run.given
+    names = [run.name for run in found]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise UsageError(f"the run {twice} is given twice")
+    return found
+
+
+def _measure(source: str, options: Options, device: bool | None, saved: bool) -> object:
+    """One trace measured (a run's), or read as a baseline, which may be a saved stats result; or why
+    not (returned, so that it crosses from a worker process)."""
+    if not saved:
+        return measure_path(source, options, None, device)
+    try:
+        return read_baseline(source, options.relabel_options(), then=measure_speculation, device=device)
+    except SpanfixError as exc:
+        return exc
+    except MemoryError:
+        return out_of_memory(source)
+
+
+def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
+            baseline: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None, options: Options, *,
+            sweep: str | os.PathLike[str] | None = None,
+            spec_metrics: Mapping[str, Sequence[str | os.PathLike[str]]] | None = None,
+            accept_length: Mapping[str, float] | None = None, allow_skipped: bool = False, errors: str = "raise",
+            device: bool | None = True, each: Each | None = None) -> Comparison:
+    """See spanfix.compare() (which parses the budgets before, and judges them after). What is wrong with
+    the call (a sweep file, a run's accept length) is said before any trace is read."""
+    from ..sources import place_key
+
+    read: Sweep | None = read_sweep(checked_path(sweep, "sweep")) if sweep is not None else None
+    named = named_runs(runs)
+    if not named:
+        raise UsageError("compare needs at least one run")
+    by_name = {run.name: run for run in named}
+    figures = _outside_figures(by_name, spec_metrics, accept_length)
+    problems = [run.problem for run in named if run.problem]
+    base = _baseline_runs(baseline)
+    for run in base:  # no comparison without it
+        if run.problem:
+            raise TraceError(f"baseline {run.problem}")
+    if problems and errors == "raise":
+        raise TraceError(problems[0])
+    owner: dict[object, str] = {}
+    for run in named:
+        for source in run.sources:
+            key = place_key(source)
+            if key in owner and owner[key] != run.name:
+                raise UsageError(f"{source} is in the runs {owner[key]} and {run.name}: a trace belongs to one run")
+            owner[key] = run.name
+    base_sources = [source for run in base for source in run.sources]
+    among = _baseline_among(named, base_sources, owner)
+    jobs = [(source, options, device, False) for run in named for source in run.sources]
+    if among is None:
+        jobs += [(source, options, device, True) for source in base_sources]
+    outcomes: dict[str, object] = {}
+    for source, outcome in (each or one_by_one)(_measure, jobs):
+        outcomes[source] = outcome
+    found_errors = list(problems)
+    inputs: list[RunInput] = []
+    warnings: list[str] = []
+    for run in named:
+        measures: list[TraceMeasures] = []
+        for source in run.sources:
+            outcome = outcomes.get(source)
+            if isinstance(outcome, SpanfixError):
+                found_errors.append(str(outcome))
+            elif isinstance(outcome, TraceMeasures):
+                measures.append(outcome)
+        measures, copies = counted_once(measures)
+        warnings += copies
+        inputs.append(RunInput(run.name, tuple(run.sources), tuple(measures), tuple(figures.get(run.name, ()))))
+    if found_errors and errors == "raise":
+        raise TraceError(found_errors[0])
+    plain_run = None
+    if among is not None:
+        run = next(found for found in inputs if found.name == among)
+        if not run.measures:
+            raise TraceError(f"the baseline {among}: none of its traces could be read")
+        from ..speculation.compare import plain_decode
+        plain_run = PlainRun(run.name, plain_decode(run.name, run.measures), run)
+    elif base:
+        plain_run = _read_baseline(base, outcomes)
+    comparison = compare_runs(inputs, plain_run, sweep=read, allow_skipped=allow_skipped)
+    comparison.errors[:0] = found_errors
+    comparison.warnings[:0] = warnings
+    if read is not None:
+        comparison.notes[:0] = read.problems
+    return comparison
+
+
+def _outside_figures(runs: dict[str, NamedRun], spec_metrics: Mapping[str, Sequence] | None,
+                     accept_length: Mapping[str, float] | None) -> dict[str, list[AcceptFigure]]:
+    """Each run's accept lengths from outside its traces, read now (a bad file or figure stops the
+    command before any trace is read)."""
+    found: dict[str, list[AcceptFigure]] = {}
+    for option, given in (("spec_metrics", spec_metrics), ("accept_length", accept_length)):
+        if given is None:
+            continue
+        if not isinstance(given, Mapping):
+            raise UsageError(f"{option} is a mapping of a run's name to its {option.replace('_', ' ')}, not "
+                             f"{type(given).__name__}")
+        for name, value in given.items():
+            if name not in runs:
+                raise UsageError(f"{option}: no run is named {name!r}; the runs are {', '.join(runs)}")
+            if option == "spec_metrics":
+                found.setdefault(name, []).extend(accept_figures(checked_paths(value, f"spec_metrics[{name!r}]")))
+            else:
+                found.setdefault(name, []).extend(accept_figures((), value))  # type: ignore[arg-type]
+    return found
+
+
+def _baseline_runs(baseline: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None) -> list[NamedRun]:
+    if baseline is None:
+        return []
+    return [resolve_run(value) for value in checked_paths(baseline, "baseline")]
+
+
+def _baseline_among(runs: list[NamedRun], sources: list[str], owner: dict[object, str]) -> str | None:
+    """The run that --baseline names (its traces exactly), or None when the baseline is not a run.
+    A baseline that holds some of a run's traces, but not all, is a usage error."""
+    from ..sources import place_key
+
+    if not sources:
+        return None
+    owners = {owner.get(place_key(source)) for source in sources}
+    if owners == {None}:
+        return None
+    named = next(iter(owners - {None}))
+    run = next(found for found in runs if found.name == named)
+    if len(owners) == 1 and {place_key(s) for s in run.sources} == {place_key(s) for s in sources}:
+        return named
+    raise UsageError(f"--baseline names some of the run {named}'s traces: give the run itself as the baseline, or "
+                     "a plain capture of its own")
+
+
+def _read_baseline(base: list[NamedRun], outcomes: dict[str, object]) -> PlainRun:
+    reads: list[BaselineRead] = []
+    for run in base:
+        for source in run.sources:
+            outcome = outcomes.get(source)
+            if isinstance(outcome, SpanfixError):
+                raise TraceError(f"baseline {outcome}")
+            if isinstance(outcome, BaselineRead):
+                reads.append(outcome)
+    if not reads:
+        raise TraceError("the baseline names no trace")
+    read = BaselineRead.together(reads)
+    if read.measures is not None:  # traces: counted once, as a run's are
+        kept, _ = counted_once(read.every)
+        read = BaselineRead(read.source, measures=kept[0], others=tuple(kept[1:]))
+    plain: PlainDecode = plain_of(read)
+    name = " + ".join(run.name for run in base)
+    return PlainRun(name, plain, None, tuple(source for run in base for source in run.sources))
