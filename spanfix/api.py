@@ -28,6 +28,7 @@ from .reader import locate_step_names, read_trace
 from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
 
 if TYPE_CHECKING:
+    from .capture import CaptureResult, capture
     from .gate import CheckReport, parse_budget
     from .inspection import InspectReport
     from .report import Report  # pandas is optional: spanfix[pandas]
@@ -57,6 +58,7 @@ _LAZY = {
     **dict.fromkeys(("GROUP_KEYS", "IterationTiming", "KernelClasses", "StatsResult", "StepTiming", "TraceMeasures",
                      "aggregate", "measure"), "timing"),
     **dict.fromkeys(("DeviceReducer", "DeviceWork", "device_work"), "timing.device"),
+    **dict.fromkeys(("capture", "CaptureResult"), "capture"),
 }
 # Public names made from those: name -> (module, the name there).
 _ALIASES = {"Step": ("timing", "StepTiming"), "Iteration": ("timing", "IterationTiming"),
@@ -490,7 +492,7 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
                         accept_length=accept_length)
 
 
-__all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "Each",
-           "Iteration", "Iterations", "Measured", "Options", "SpeculationResult", "Step", "Steps", "Table", "Trace",
-           "accept_figures", "check", "expand", "html_report", "inspect", "measure_all", "measure_path", "open",
+__all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure",
+           "CaptureResult", "Each", "Iteration", "Iterations", "Measured", "Options", "SpeculationResult", "Step", "Steps", "Table", "Trace",
+           "accept_figures", "capture", "check", "expand", "html_report", "inspect", "measure_all", "measure_path", "open",
            "parse_budget", "plain_baseline", "relabel", "relabelled_path", "stats"]

@@ -1,0 +1,253 @@
+"""SGLang's profiler, driven over HTTP: what to ask of it (the ProfileReq body), starting and stopping
+it, and the trace files it writes, found where they are written and brought into the capture's
+folder, each only once it is whole.
+
+When SGLang writes (managers/scheduler_components/profiler_manager.py, SchedulerProfilerManager):
+with `num_steps`, each scheduler stops its profiler by itself at the first batch after that many
+forward steps (`_profile_batch_predicate`) and exports `<profile_id>-TP-<r>[-DP-<d>][-PP-<p>][-EP-<e>]
+.trace.json.gz` into `output_dir` (`_stop_profile`; torch writes the gzip file progressively, so a
+file is whole only when its gzip stream ends). A server without traffic takes no step and never
+stops; `/stop_profile` stops it at once and answers once every rank has written its file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import SpanfixError, TraceError
+from ..sources import is_url, join, local_path
+from .server import Server, ServerError, ServerInfo
+
+# The first release whose ProfileReq has detailed_annotations (the iteration-level c_/g_ aggregates in
+# each step span's name, which give the accept length from the trace itself): SGLang 0.5.19. Older
+# releases ignore the field without a word, so the version decides.
+DETAILED_SINCE = (0, 5, 19)
+TRACE_SUFFIXES = (".trace.json.gz", ".trace.json")
+STOP_TIMEOUT = 600.0  # seconds /stop_profile may take: every rank exports its trace before it answers
+
+
+@dataclass(frozen=True)
+class ProfileRequest:
+    """The /start_profile body capture sends (io_struct.py, ProfileReq)."""
+
+    output_dir: str
+    num_steps: int
+    activities: tuple[str, ...]
+    with_stack: bool
+    record_shapes: bool
+    detailed_annotations: bool
+    profile_id: str
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"output_dir": self.output_dir, "num_steps": self.num_steps,
+                                "activities": list(self.activities), "with_stack": self.with_stack,
+                                "record_shapes": self.record_shapes, "profile_id": self.profile_id}
+        if self.detailed_annotations:  # only where the version has the field
+            body["detailed_annotations"] = True
+        return body
+
+
+def new_profile_id() -> str:
+    """A profile id of this capture's own: the trace files' names start with it."""
+    return f"spanfix-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def activities(info: ServerInfo) -> tuple[str, ...]:
+    """What the server's profiler can record: the host always (CPU); the device where SGLang has one to
+    profile: "GPU" for CUDA and ROCm (both torch's CUDA activity) and Ascend NPUs (SGLang maps CUDA to
+    its NPU activity), "XPU" for Intel GPUs. A CPU server (device "cpu") records the host alone."""
+    device = info.device.lower()
+    if device in ("cuda", "gpu", "hip", "rocm", "npu", "musa"):
+        return ("CPU", "GPU")
+    if device == "xpu":
+        return ("CPU", "XPU")
+    return ("CPU",)
+
+
+def has_detailed(info: ServerInfo) -> bool | None:
+    """Does the server's version take detailed_annotations? None when its version does not read as one."""
+    version = info.version_tuple
+    if version is None:
+        return None
+    return version >= DETAILED_SINCE or version == (0, 0, 0)  # 0.0.0: a build from a source tree, new
+
+
+class Refused(ServerError):
+    """The server answered /start_profile, and not with a start: no profile of ours runs there."""
+
+
+def start(server: Server, request: ProfileRequest) -> None:
+    """POST /start_profile. Refused when the server says no: a 500 is SGLang's answer when a scheduler
+    refused it, which for a start is a profile already in progress (profiler_manager.py:
+    `_init_profile`'s "Profiling is already in progress", then torch refusing a second profiler).
+    Another ServerError (no answer) leaves it unknown whether the profiler started."""
+    answer = server.post("/start_profile", request.body())
+    if answer.ok:
+        return
+    if answer.status == 500:
+        raise Refused(f"{server.url} is profiling already (POST /start_profile answered {answer.said()}; SGLang "
+                          "refuses a second profile): let it finish, or end it with POST /stop_profile")
+    if answer.status in (401, 403):
+        raise Refused(f"{server.url} refused POST /start_profile ({answer.said()}): the server asks for an "
+                          "admin API key, which spanfix capture does not send")
+    raise Refused(f"{server.url}: POST /start_profile answered {answer.said()}")
+
+
+def stop(server: Server) -> bool:
+    """POST /stop_profile: True when it stopped a profile in progress (every rank has written its trace
+    when it answers), False when none was (it had stopped by itself). ServerError when unreachable."""
+    answer = server.post("/stop_profile", read_timeout=STOP_TIMEOUT)
+    return answer.ok
+
+
+@dataclass
+class Found:
+    """The trace files seen so far: every one of this profile's (name -> size), and the whole ones."""
+
+    names: dict[str, int]
+    whole: list[str]
+
+
+class Traces:
+    """This profile's trace files, where the server writes them (`where`: the folder as this machine
+    sees it, a local path or a URL), brought into `folder` once whole (when `where` is not `folder`,
+    a copy). `expected`: how many (one per scheduler)."""
+
+    def __init__(self, where: str, folder: str, profile_id: str, expected: int):
+        self.where, self.folder, self.profile_id, self.expected = where, folder, profile_id, expected
+        self.remote = is_url(where)
+        self.same = not self.remote and os.path.abspath(local_path(where)) == os.path.abspath(folder)
+        self._sizes: dict[str, int] = {}  # name -> size at the last look
+        self._whole: dict[str, str] = {}  # name -> its path in folder, once whole there
+
+    def ours(self, name: str) -> bool:
+        return name.startswith(self.profile_id + "-") and name.endswith(TRACE_SUFFIXES)
+
+    def look(self) -> Found:
+        """One look: which of this profile's files are there, and which are whole now (copied in)."""
+        listed = self._listed()
+        for name, size in sorted(listed.items()):
+            if name in self._whole:
+                continue
+            steady = size > 0 and self._sizes.get(name) == size  # unchanged since the last look
+            if steady and self._bring(name, size):
+                self._whole[name] = os.path.join(self.folder, name)
+        self._sizes = listed
+        return Found(listed, sorted(self._whole.values()))
+
+    @property
+    def done(self) -> bool:
+        return len(self._whole) >= self.expected
+
+    def paths(self) -> list[str]:
+        return sorted(self._whole.values())
+
+    def _listed(self) -> dict[str, int]:
+        if self.remote:
+            from ..sources import expand
+            from ..sources.store import size_of
+
+            found = expand([join(self.where, f"{self.profile_id}-*")])
+            names = {}
+            for url in found.names:
+                name = url.rstrip("/").rsplit("/", 1)[-1]
+                if self.ours(name):
+                    names[name] = size_of(url) or 0
+            return names
+        folder = local_path(self.where)
+        names = {}
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(folder) as entries:
+            for entry in entries:
+                if self.ours(entry.name):
+                    with contextlib.suppress(OSError):
+                        if entry.is_file():
+                            names[entry.name] = entry.stat().st_size
+        return names
+
+    def _bring(self, name: str, size: int) -> bool:
+        """The file in folder, whole: True; not whole yet (its gzip stream has not ended): False."""
+        target = os.path.join(self.folder, name)
+        if self.same:
+            return is_whole(target)
+        partial = target + ".part"
+        try:
+            if self.remote:
+                _download(join(self.where, name), partial)
+            else:
+                shutil.copyfile(os.path.join(local_path(self.where), name), partial)
+            if not is_whole(partial):
+                os.unlink(partial)
+                return False
+            os.replace(partial, target)
+        except (OSError, TraceError):
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
+            return False
+        return True
+
+
+def is_whole(path: str) -> bool:
+    """A trace file written to its end: a gzip stream that ends (with its trailer), or JSON whose last
+    byte closes it. A file still being written fails."""
+    try:
+        with open(path, "rb") as stream:
+            if stream.read(2) != b"\x1f\x8b":
+                stream.seek(0, os.SEEK_END)
+                if stream.tell() == 0:
+                    return False
+                stream.seek(-1, os.SEEK_END)
+                return stream.read(1) in (b"}", b"]")
+            stream.seek(0)
+            inflater = zlib.decompressobj(wbits=31)
+            while chunk := stream.read(4 * 2**20):
+                inflater.decompress(chunk, 2**20)
+                while inflater.unconsumed_tail:
+                    inflater.decompress(inflater.unconsumed_tail, 2**20)
+                if inflater.eof:
+                    return True
+            return inflater.eof
+    except (OSError, zlib.error, EOFError):
+        return False
+
+
+def _download(url: str, target: str) -> None:
+    from ..sources.isolated import isolated
+
+    isolated(url, _download_here, url, target)
+
+
+def _download_here(url: str, target: str) -> None:
+    from ..sources.store import failure, opened
+
+    try:
+        with opened(url, 8 * 2**20) as (stream, _size), open(target, "wb") as out:
+            shutil.copyfileobj(stream, out, 8 * 2**20)
+    except OSError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a store's errors are many; each becomes one line
+        raise TraceError(f"{url}: cannot read: {failure(exc)}") from None
+
+
+def stop_quietly(server: Server, say: Callable[[str], None]) -> bool | None:
+    """Stop the profile this capture started, whatever else is going wrong, and say what came of it:
+    True (stopped), False (it had stopped by itself), None (the server did not answer)."""
+    say("stopping the profiler it started (POST /stop_profile; the server writes what it recorded first)")
+    try:
+        stopped = stop(server)
+    except SpanfixError as exc:
+        say(f"could not stop the profiler: {exc}")
+        return None
+    say("the profiler was stopped (POST /stop_profile)" if stopped else "the profiler had stopped by itself")
+    return stopped
+
+
+__all__ = ["DETAILED_SINCE", "Found", "ProfileRequest", "Refused", "ServerError", "Traces", "activities", "has_detailed",
+           "is_whole", "new_profile_id", "start", "stop", "stop_quietly"]
