@@ -22,6 +22,7 @@ OutputError (the folder); Ctrl-C stops the profiler it started before it goes on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Sequence
@@ -30,20 +31,22 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..errors import OutputError, SpanfixError, UsageError
+from ..errors import OutputError, UsageError
 from ..sources import is_url, local_path
 from .load import BUILT_IN_PROMPTS, Load, read_prompts
 from .profile import (
+    CANCELLED,
     DETAILED_SINCE,
+    STOPPED,
     ProfileRequest,
     Refused,
     Traces,
     activities,
+    end,
     has_detailed,
+    has_start_step,
     new_profile_id,
     start,
-    stop,
-    stop_quietly,
 )
 from .server import Server, ServerError, ServerInfo
 
@@ -77,8 +80,9 @@ class Watcher:
     """Receives what a capture has to say while it runs; the default says nothing. The CLI's draws a
     status line and prints the notes."""
 
-    def note(self, text: str) -> None:
-        """A line for the person, as it happens (what is asked of the server, what is waited for)."""
+    def note(self, url: str, text: str) -> None:
+        """A line for the person about the server at url, as it happens (what is asked of it, what is
+        waited for)."""
 
     def status(self, status: Status) -> None:
         """The wait, as it goes."""
@@ -164,15 +168,21 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
         _check_twin(servers, infos, watcher)
     plan = [_asked(server, info, detailed, watcher) for server, info in zip(servers, infos)]
     folders = [folder] if twin is None else [os.path.join(folder, "spec"), os.path.join(folder, "plain")]
-    _prepare(folder, folders)
-    places = [_where(server, target, server_dir, read_from) for server, target in zip(servers, folders)]
+    made = _prepare(folder, folders)
     captures = []
-    for server, info, target, (output_dir, where), detail in zip(servers, infos, folders, places, plan):
-        request = ProfileRequest(output_dir=output_dir, num_steps=steps, activities=activities(info),
-                                 with_stack=stack, record_shapes=record_shapes, detailed_annotations=detail,
-                                 profile_id=new_profile_id())
-        captures.append(_capture_one(server, info, target, where, request, load, prompt_list, max_new_tokens,
-                                     timeout, watcher))
+    try:
+        places = [_where(server, target, server_dir, read_from) for server, target in zip(servers, folders)]
+        for server, info, target, (output_dir, where), detail in zip(servers, infos, folders, places, plan):
+            request = ProfileRequest(output_dir=output_dir, num_steps=steps, activities=activities(info),
+                                     with_stack=stack, record_shapes=record_shapes, detailed_annotations=detail,
+                                     profile_id=new_profile_id(), start_step=1 if has_start_step(info) else None)
+            captures.append(_capture_one(server, info, target, where, request, load, prompt_list, max_new_tokens,
+                                         timeout, watcher))
+    except BaseException:
+        for path in reversed(made):  # the folders it made and left empty: a second try may use them
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+        raise
     result = CaptureResult(captures[0], captures[1] if twin is not None else None)
     if verdict:
         measure(result, options, by=by, kernels=kernels, kernel_categories=kernel_categories, baseline=baseline,
@@ -224,8 +234,8 @@ def _check_twin(servers: list[Server], infos: list[ServerInfo], watcher: Watcher
     if servers[0].url == servers[1].url:
         raise UsageError(f"{servers[0].url} is given twice: the twin is another server")
     if spec.document.get("model_path") != plain.document.get("model_path"):
-        watcher.note(f"the twin serves another model ({plain.document.get('model_path')!s} against "
-                     f"{spec.document.get('model_path')!s}): the speedup compares different models")
+        watcher.note(servers[1].url, f"the twin serves another model ({plain.document.get('model_path')!s} against "
+                                     f"{spec.document.get('model_path')!s}): the speedup compares different models")
 
 
 def _asked(server: Server, info: ServerInfo, detailed: bool | None, watcher: Watcher) -> bool:
@@ -238,23 +248,28 @@ def _asked(server: Server, info: ServerInfo, detailed: bool | None, watcher: Wat
                           f"came with {since}): --no-detailed captures without them")
     if detailed is None and not has:
         what = f"SGLang {info.version}" if has is False else f"SGLang's version {info.version!r}"
-        watcher.note(f"{server.url}: {what} has no detailed annotations (since {since}): the accept length "
+        watcher.note(server.url, f"{what} has no detailed annotations (since {since}): the accept length "
                      "comes from /server_info instead of the trace")
     return bool(has) if detailed is None else detailed
 
 
-def _prepare(folder: str, folders: list[str]) -> None:
-    """The capture's folder, new or empty (a capture never mixes with older files), and its parts."""
+def _prepare(folder: str, folders: list[str]) -> list[str]:
+    """The capture's folder, new or empty (a capture never mixes with older files), and its parts;
+    the folders made, parents first."""
+    made = []
     try:
         if os.path.isdir(folder):
             if os.listdir(folder):
                 raise OutputError(f"{folder}: not empty; a capture goes into a new or empty folder (-o)")
         elif os.path.exists(folder):
             raise OutputError(f"{folder}: not a folder")
-        for path in folders:
-            os.makedirs(path, exist_ok=True)
+        for path in dict.fromkeys([folder, *folders]):
+            if not os.path.isdir(path):
+                os.makedirs(path)
+                made.append(path)
     except OSError as exc:
         raise OutputError(f"{folder}: cannot make the folder: {exc.strerror or exc}") from None
+    return made
 
 
 def _where(server: Server, folder: str, server_dir: str | None, read_from: str | None) -> tuple[str, str]:
@@ -279,31 +294,36 @@ def _where(server: Server, folder: str, server_dir: str | None, read_from: str |
 def _capture_one(server: Server, info: ServerInfo, folder: str, where: str, request: ProfileRequest, load: int,
                  prompts: list[str], max_new_tokens: int, timeout: float, watcher: Watcher) -> Capture:
     server_args = os.path.join(folder, SERVER_ARGS)
-    _write_json(server_args, info.arguments())
-    traces = Traces(where, folder, request.profile_id, info.world_size)
+    traces = Traces(where, folder, request, info.world_size)
     runner = Load(server.url, prompts, load, max_new_tokens, read_timeout=timeout) if load else None
     capture = Capture(server.url, folder, [], server_args, os.path.join(folder, SERVER_INFO), None, info.version,
                       info.speculative_algorithm, request.body())
+    ranks = f", {traces.expected} ranks" if traces.expected > 1 else ""
+    watcher.note(server.url, f"capturing {server.url}: SGLang {info.version}, "
+                             f"{info.speculative_algorithm or 'no speculative decoding'}{ranks}")
     started = stopped = False
     try:
         if runner is not None:
-            watcher.note(f"{server.url}: warming up, {load} requests outside the profile")
+            watcher.note(server.url, f"warming up: {load} requests outside the profile")
             _warm_up(runner, watcher, server.url, timeout, load)
-        watcher.note(f"{server.url}: profiling {request.num_steps} steps ({_described(request)}) into "
-                     f"{where}" + (f" (as the server sees it: {request.output_dir})" if where != request.output_dir
-                                   else ""))
         started = True  # from here, a Ctrl-C stops it: the request may have reached the server
         try:
             start(server, request)
         except Refused:
             started = False  # someone else's profile, maybe: never stopped by this capture
             raise
+        _write_json(server_args, info.arguments())  # the server as it was asked to profile
+        shown = folder if where == os.path.abspath(folder) else where
+        seen = f" (as the server sees it: {request.output_dir})" if where != request.output_dir else ""
+        watcher.note(server.url, f"profiling {request.num_steps} forward steps into {shown}{os.sep}{seen}: "
+                                 f"{_described(request)}")
         if runner is not None:
             runner.start()
-            watcher.note(f"{server.url}: load: {load} requests at once, {max_new_tokens} new tokens each, greedy")
+            watcher.note(server.url, f"load: {load} requests at once, {max_new_tokens} new tokens each, greedy")
         else:
-            watcher.note(f"{server.url}: no --load: waiting for the server's own traffic; the profiler stops "
-                         f"itself after {request.num_steps} forward steps")
+            how = ("the profile starts at its next forward step and records " if request.start_step else
+                   "the profile stops itself after ")
+            watcher.note(server.url, f"no --load: waiting for the server's own traffic; {how}{request.num_steps}")
         began = time.monotonic()
         pause = 2.0 if traces.remote else 0.5
         while True:
@@ -326,7 +346,7 @@ def _capture_one(server: Server, info: ServerInfo, folder: str, where: str, requ
         if runner is not None:
             runner.abort()
         if started and not stopped:
-            stop_quietly(server, lambda line: watcher.note(f"{server.url}: {line}"))
+            end(server, traces, lambda line: watcher.note(server.url, line))
         raise
     capture.traces = traces.paths()
     after = server.info()
@@ -340,8 +360,7 @@ def _capture_one(server: Server, info: ServerInfo, folder: str, where: str, requ
 
 
 def _described(request: ProfileRequest) -> str:
-    parts = ["+".join(request.activities)]
-    parts.append("with stack" if request.with_stack else "no stack")
+    parts = ["+".join(request.activities), "python stacks" if request.with_stack else "no python stacks"]
     if request.record_shapes:
         parts.append("shapes")
     parts.append("detailed annotations" if request.detailed_annotations else "no detailed annotations")
@@ -391,27 +410,26 @@ def _finish(runner: Load, watcher: Watcher, url: str, timeout: float, load: int)
 
 
 def _timed_out(server: Server, traces: Traces, timeout: float, request: ProfileRequest, watcher: Watcher) -> None:
-    """No whole trace of every rank in time: stop the profiler, see what that wrote, and say it in one line."""
-    try:
-        stopped: bool | None = stop(server)
-    except SpanfixError as exc:
-        watcher.note(f"{server.url}: could not stop the profiler: {exc}")
-        stopped = None
+    """No whole trace of every rank in time: end the profile, see what that wrote, and say it in one line."""
+    ended = end(server, traces, lambda line: watcher.note(server.url, line))
+    if ended == CANCELLED:
+        raise ServerError(f"{server.url}: no forward step in {timeout:g} s, so no trace: the server had no traffic "
+                          "(--load N sends some; --timeout waits longer); the profile was cancelled")
     for _ in range(3):  # the stop answers once the ranks have written: two looks see a file steady
         found = traces.look()
         if traces.done:
             break
         time.sleep(1.0)
-    ranks = f"{len(found.whole)} of {traces.expected} rank files" if traces.expected > 1 else "its trace"
     if not found.names:
         raise ServerError(f"{server.url}: no trace in {traces.where} after {timeout:g} s, nor after stopping the "
                           "profiler: the server writes where this machine does not see it (--server-dir: the folder "
                           "as the server sees it; --read-from: where it is read here)")
+    ranks = f"{len(found.whole)} of {traces.expected} rank files" if traces.expected > 1 else "its trace"
     kept = ", ".join(os.path.basename(path) for path in traces.paths()) or "nothing whole"
-    how = "the profiler was stopped" if stopped else "the profiler had stopped" if stopped is False else \
+    how = "the profiler was stopped" if ended == STOPPED else "the profiler had stopped" if ended else \
         "the profiler may still run"
     raise ServerError(f"{server.url}: {ranks} not written within {timeout:g} s: the server ran fewer than "
-                      f"{request.num_steps} forward steps (no traffic? --load N sends some; --timeout waits longer); "
+                      f"{request.num_steps} forward steps (--load N sends traffic; --timeout waits longer); "
                       f"{how}, and what it recorded is in {traces.folder}: {kept}")
 
 

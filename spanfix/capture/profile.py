@@ -2,18 +2,28 @@
 it, and the trace files it writes, found where they are written and brought into the capture's
 folder, each only once it is whole.
 
-When SGLang writes (managers/scheduler_components/profiler_manager.py, SchedulerProfilerManager):
-with `num_steps`, each scheduler stops its profiler by itself at the first batch after that many
-forward steps (`_profile_batch_predicate`) and exports `<profile_id>-TP-<r>[-DP-<d>][-PP-<p>][-EP-<e>]
-.trace.json.gz` into `output_dir` (`_stop_profile`; torch writes the gzip file progressively, so a
-file is whole only when its gzip stream ends). A server without traffic takes no step and never
-stops; `/stop_profile` stops it at once and answers once every rank has written its file.
+What SGLang does (managers/scheduler_components/profiler_manager.py, SchedulerProfilerManager._profile):
+
+- A start without `start_step` (nor `profile_by_stage`) starts at once, and a profile already in
+  progress does not refuse it: `_init_profile`'s "Profiling is already in progress" is dropped, and
+  `_start_profile` starts torch's profiler again, which cancels the trace of the one running (which
+  then writes into ITS folder, under ITS profile id). So capture sends `start_step` (1: the next
+  forward step), whose start answers `_init_profile`'s result: 500 when a profile is in progress.
+- With `start_step`, the profile is armed, not running, until the next forward step
+  (`_profile_batch_predicate`); records exactly `num_steps` forward steps, then stops by itself at the
+  next batch and exports `<profile_id>-TP-<r>[-DP-<d>][-PP-<p>][-EP-<e>].trace.json.gz` into `output_dir`
+  (`_stop_profile`; torch writes the gzip file progressively, so a file is whole only when its gzip
+  stream ends). A server without traffic takes no step: nothing starts, nothing is written.
+- `/stop_profile` stops a running profile and answers once every rank has written its file; an
+  armed one it refuses (500, "not in progress") and leaves armed: it would start at the next request.
+  A start without start_step followed by a stop disarms it (`_stop_profile` clears the armed step).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import time
@@ -30,7 +40,8 @@ from .server import Server, ServerError, ServerInfo
 # each step span's name, which give the accept length from the trace itself): SGLang 0.5.19. Older
 # releases ignore the field without a word, so the version decides.
 DETAILED_SINCE = (0, 5, 19)
-TRACE_SUFFIXES = (".trace.json.gz", ".trace.json")
+# start_step came in mid-2025 (sglang pull request 7608), before 0.5.0; older servers start at once.
+START_STEP_SINCE = (0, 5, 0)
 STOP_TIMEOUT = 600.0  # seconds /stop_profile may take: every rank exports its trace before it answers
 
 
@@ -45,14 +56,24 @@ class ProfileRequest:
     record_shapes: bool
     detailed_annotations: bool
     profile_id: str
+    start_step: int | None = 1  # the next forward step; None where the version has no start_step
 
     def body(self) -> dict[str, Any]:
         body: dict[str, Any] = {"output_dir": self.output_dir, "num_steps": self.num_steps,
                                 "activities": list(self.activities), "with_stack": self.with_stack,
                                 "record_shapes": self.record_shapes, "profile_id": self.profile_id}
+        if self.start_step is not None:
+            body["start_step"] = self.start_step
         if self.detailed_annotations:  # only where the version has the field
             body["detailed_annotations"] = True
         return body
+
+    def ours(self, name: str) -> bool:
+        """A trace file of this profile: `<profile_id>-TP-<r>[-DP-<d>][-PP-<p>][-EP-<e>].trace.json[.gz]`."""
+        return _RANK_FILE.fullmatch(name[len(self.profile_id):]) is not None and name.startswith(self.profile_id)
+
+
+_RANK_FILE = re.compile(r"-TP-\d+(?:-DP-\d+)?(?:-PP-\d+)?(?:-EP-\d+)?\.trace\.json(?:\.gz)?")
 
 
 def new_profile_id() -> str:
@@ -72,6 +93,11 @@ def activities(info: ServerInfo) -> tuple[str, ...]:
     return ("CPU",)
 
 
+def has_start_step(info: ServerInfo) -> bool:
+    version = info.version_tuple
+    return version is None or version >= START_STEP_SINCE or version == (0, 0, 0)
+
+
 def has_detailed(info: ServerInfo) -> bool | None:
     """Does the server's version take detailed_annotations? None when its version does not read as one."""
     version = info.version_tuple
@@ -86,15 +112,15 @@ class Refused(ServerError):
 
 def start(server: Server, request: ProfileRequest) -> None:
     """POST /start_profile. Refused when the server says no: a 500 is SGLang's answer when a scheduler
-    refused it, which for a start is a profile already in progress (profiler_manager.py:
-    `_init_profile`'s "Profiling is already in progress", then torch refusing a second profiler).
-    Another ServerError (no answer) leaves it unknown whether the profiler started."""
+    refused it, which for a start with start_step is a profile already in progress (profiler_manager.py:
+    `_init_profile`'s "Profiling is already in progress. Call /stop_profile first."). Another
+    ServerError (no answer) leaves it unknown whether the profile was armed."""
     answer = server.post("/start_profile", request.body())
     if answer.ok:
         return
     if answer.status == 500:
-        raise Refused(f"{server.url} is profiling already (POST /start_profile answered {answer.said()}; SGLang "
-                          "refuses a second profile): let it finish, or end it with POST /stop_profile")
+        raise Refused(f"{server.url} is profiling already (POST /start_profile answered 500; SGLang refuses a "
+                      "second profile): let it finish, or end it with POST /stop_profile")
     if answer.status in (401, 403):
         raise Refused(f"{server.url} refused POST /start_profile ({answer.said()}): the server asks for an "
                           "admin API key, which spanfix capture does not send")
@@ -117,19 +143,20 @@ class Found:
 
 
 class Traces:
-    """This profile's trace files, where the server writes them (`where`: the folder as this machine
-    sees it, a local path or a URL), brought into `folder` once whole (when `where` is not `folder`,
-    a copy). `expected`: how many (one per scheduler)."""
+    """A profile's trace files, where the server writes them (`where`: the folder as this machine sees
+    it, a local path or a URL), brought into `folder` once whole (when `where` is not `folder`, a
+    copy). `expected`: how many (one per scheduler)."""
 
-    def __init__(self, where: str, folder: str, profile_id: str, expected: int):
-        self.where, self.folder, self.profile_id, self.expected = where, folder, profile_id, expected
+    def __init__(self, where: str, folder: str, request: ProfileRequest, expected: int):
+        self.where, self.folder, self.request, self.expected = where, folder, request, expected
+        self.profile_id = request.profile_id
         self.remote = is_url(where)
         self.same = not self.remote and os.path.abspath(local_path(where)) == os.path.abspath(folder)
         self._sizes: dict[str, int] = {}  # name -> size at the last look
         self._whole: dict[str, str] = {}  # name -> its path in folder, once whole there
 
     def ours(self, name: str) -> bool:
-        return name.startswith(self.profile_id + "-") and name.endswith(TRACE_SUFFIXES)
+        return self.request.ours(name)
 
     def look(self) -> Found:
         """One look: which of this profile's files are there, and which are whole now (copied in)."""
@@ -236,18 +263,52 @@ def _download_here(url: str, target: str) -> None:
         raise TraceError(f"{url}: cannot read: {failure(exc)}") from None
 
 
-def stop_quietly(server: Server, say: Callable[[str], None]) -> bool | None:
-    """Stop the profile this capture started, whatever else is going wrong, and say what came of it:
-    True (stopped), False (it had stopped by itself), None (the server did not answer)."""
+STOPPED, FINISHED, CANCELLED = "stopped", "finished", "cancelled"
+
+
+def end(server: Server, traces: Traces, say: Callable[[str], None]) -> str | None:
+    """End the profile this capture asked for, whatever else is going wrong, and say what came of it:
+    STOPPED (it ran; what it recorded is written), FINISHED (it had stopped by itself), CANCELLED (armed,
+    it had not started: disarmed, so that it never starts), None (the server did not answer)."""
     say("stopping the profiler it started (POST /stop_profile; the server writes what it recorded first)")
     try:
-        stopped = stop(server)
+        if stop(server):
+            say("the profiler was stopped (POST /stop_profile)")
+            return STOPPED
+        traces.look()
+        traces.look()  # twice: a file is taken once steady
+        if traces.done or traces.request.start_step is None:
+            say("the profiler had stopped by itself")
+            return FINISHED
+        cancel(server, traces.request, None if traces.remote else local_path(traces.where))
     except SpanfixError as exc:
         say(f"could not stop the profiler: {exc}")
         return None
-    say("the profiler was stopped (POST /stop_profile)" if stopped else "the profiler had stopped by itself")
-    return stopped
+    say("the profile had not started (no forward step yet): cancelled, so that it never will")
+    return CANCELLED
 
 
-__all__ = ["DETAILED_SINCE", "Found", "ProfileRequest", "Refused", "ServerError", "Traces", "activities", "has_detailed",
-           "is_whole", "new_profile_id", "start", "stop", "stop_quietly"]
+def cancel(server: Server, request: ProfileRequest, here: str | None) -> None:
+    """Disarm a profile armed with start_step that has not started: a start without start_step, then a
+    stop, which clears the armed step (profiler_manager.py, _stop_profile). That start writes a short
+    trace of its own, `<profile_id>-cancelled-TP-<r>...`, removed from `here` (the server's folder as
+    this machine sees it, if it does)."""
+    short = ProfileRequest(request.output_dir, 0, ("CPU",), False, False, False, f"{request.profile_id}-cancelled",
+                           start_step=None)
+    body = short.body()
+    del body["num_steps"]
+    answer = server.post("/start_profile", body)
+    if not answer.ok:
+        raise ServerError(f"{server.url}: POST /start_profile answered {answer.said()}")
+    stop(server)
+    if here is None:
+        return
+    with contextlib.suppress(OSError), os.scandir(here) as entries:
+        for entry in entries:
+            if short.ours(entry.name):
+                os.unlink(entry.path)
+
+
+__all__ = ["CANCELLED", "DETAILED_SINCE", "FINISHED", "START_STEP_SINCE", "STOPPED", "Found", "ProfileRequest", "Refused",
+           "ServerError", "Traces", "activities", "cancel", "end", "has_detailed", "has_start_step", "is_whole",
+           "new_profile_id", "start", "stop"]

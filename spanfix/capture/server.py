@@ -319,5 +319,5 @@ def _why(exc: BaseException) -> str:
     if isinstance(exc, ssl.SSLError):
         return f"TLS failed ({exc.reason or exc})"
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror.lower() if exc.strerror[:1].isupper() and exc.strerror[1:2].islower() else exc.strerror
+        return exc.strerror[:1].lower() + exc.strerror[1:]  # "No route to host" -> "no route to host"
     return str(exc) or type(exc).__name__

@@ -3,6 +3,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,6 +11,7 @@ import click
 
 from .. import api
 from ..capture import DEFAULT_MAX_NEW_TOKENS, DEFAULT_STEPS, DEFAULT_TIMEOUT, CaptureResult, Status, Watcher, measure
+from ..errors import UsageError
 from ..progress import human_size
 from ..render.escape import printable
 from . import EXIT_BAD_INPUT
@@ -93,11 +95,12 @@ def capture(url, folder, steps, detailed, stack, load, prompts, max_new_tokens, 
           --server-dir /shared/traces --read-from s3://bucket/traces
     """
     options = api_options(**attribution)
-    with capture_watcher() as watcher:
+    labels = {} if twin is None else {_url(url): "spec", _url(twin): "plain"}
+    with capture_watcher(labels) as watcher:
         result = api.capture(url, folder, steps=steps, detailed=detailed, stack=stack, load=load, prompts=prompts,
                              max_new_tokens=max_new_tokens, server_dir=server_dir, read_from=read_from, twin=twin,
                              timeout=timeout, verdict=False, watcher=watcher, baseline=baseline)
-    for line in written(result):
+    for line in written(result, labels):
         say_wrapped(line)
     machine = output_format != "table"
     with file_progress(result.paths, machine_output=machine) as progress:
@@ -118,15 +121,33 @@ _at = next(i for i, param in enumerate(capture.params) if param.name == "spec_me
 capture.params[_at:_at] = [param for param in stats_command.params if param.name in _BORROWED]
 
 
-def written(result: CaptureResult) -> list[str]:
+def written(result: CaptureResult, labels: dict[str, str]) -> list[str]:
     """What the capture left, a line per server."""
     lines = []
     for one in filter(None, (result.capture, result.twin)):
         sizes = ", ".join(f"{os.path.basename(path)} ({human_size(_size(path))})" for path in one.traces)
-        extra = ", requests.jsonl" + (f" ({one.responses} responses)" if one.responses else "") if one.requests else ""
-        lines.append(f"{one.url}: SGLang {one.version}, {one.algorithm or 'no speculative decoding'}: wrote "
-                     f"{one.folder}{os.sep}: {sizes}, server_args.json, server_info.json{extra}")
+        extra = f", requests.jsonl ({_count(one.responses, 'response')})" if one.requests else ""
+        lines.append(_labelled(labels.get(one.url), f"wrote {one.folder}{os.sep}: {sizes}, server_args.json, "
+                                                    f"server_info.json{extra}"))
     return lines
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def _labelled(label: str | None, text: str) -> str:
+    return f"{label}: {text}" if label else text
+
+
+def _url(url: str) -> str:
+    """The URL as the library names the server in what it says."""
+    from ..capture.server import Server
+
+    try:
+        return Server(url).url
+    except UsageError:
+        return url
 
 
 def _size(path: str) -> int:
@@ -143,31 +164,43 @@ def _quoted(arg: str) -> str:
 
 
 class CaptureWatcher(Watcher):
-    """The notes on standard error as they come; on a terminal, a status line under them."""
+    """The notes on standard error as they come (wrapped at a terminal's width, as say_wrapped does; with
+    --twin, each named spec or plain), and on a terminal a status line under them."""
 
-    def __init__(self, progress: Any = None, task: Any = None):
-        self._progress, self._task = progress, task
+    def __init__(self, labels: dict[str, str], progress: Any = None, task: Any = None):
+        self._labels, self._progress, self._task = labels, progress, task
 
-    def note(self, text: str) -> None:
+    def note(self, url: str, text: str) -> None:
+        line = printable(_labelled(self._labels.get(url), text), 4000)
         if self._progress is None:
-            say_wrapped(printable(text, 4000))
+            say_wrapped(line)
             return
         from rich.text import Text
 
-        self._progress.console.print(Text(printable(text, 4000)), soft_wrap=False)
+        width = self._progress.console.width
+        wrapped = "\n".join(textwrap.wrap(line, width, subsequent_indent="  ", break_long_words=False,
+                                          break_on_hyphens=False)) or line
+        self._progress.console.print(Text(wrapped), soft_wrap=True)
 
     def status(self, status: Status) -> None:
         if self._progress is None:
             return
-        parts = [status.phase]
-        if status.load:
-            parts.append(f"{status.responses} responses")
+        parts = []
+        if status.load and status.phase != "warming up":
+            parts.append(_count(status.responses, "response"))
         if status.expected:
-            parts.append(f"traces {status.traces_whole}/{status.expected} written"
-                         + (f" ({status.traces_seen} being written)" if status.traces_seen > status.traces_whole
-                            else ""))
+            parts.append(_traces(status))
         parts.append(f"{_clock(status.elapsed)} of {_clock(status.timeout)}")
-        self._progress.update(self._task, what=", ".join(parts), refresh=True)
+        what = _labelled(self._labels.get(status.url), f"{status.phase}: {', '.join(parts)}")
+        self._progress.update(self._task, what=what, refresh=True)
+
+
+def _traces(status: Status) -> str:
+    writing = status.traces_seen - status.traces_whole
+    if status.expected == 1:
+        return "trace written" if status.traces_whole else "trace being written" if writing else "no trace yet"
+    return (f"traces: {status.traces_whole} of {status.expected} written"
+            + (f", {writing} being written" if writing else ""))
 
 
 def _clock(seconds: float) -> str:
@@ -176,9 +209,9 @@ def _clock(seconds: float) -> str:
 
 
 @contextlib.contextmanager
-def capture_watcher() -> Iterator[CaptureWatcher]:
+def capture_watcher(labels: dict[str, str]) -> Iterator[CaptureWatcher]:
     if not is_terminal(sys.stderr):
-        yield CaptureWatcher()
+        yield CaptureWatcher(labels)
         return
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn
@@ -187,7 +220,7 @@ def capture_watcher() -> Iterator[CaptureWatcher]:
     with Progress(SpinnerColumn(), TextColumn("{task.fields[what]}", markup=False), console=console,
                   transient=True) as progress:
         task = progress.add_task("", total=None, what="reading /server_info")
-        yield CaptureWatcher(progress, task)
+        yield CaptureWatcher(labels, progress, task)
 
 
 __all__ = ["capture"]
