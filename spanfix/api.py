@@ -28,7 +28,9 @@ from .reader import locate_step_names, read_trace
 from .relabelling import AmbiguousSpan, RelabelOptions, RelabelResult, analyse, default_output, plan, write_relabelled
 
 if TYPE_CHECKING:
-    from .capture import CaptureResult, capture
+    from .capture import CaptureResult, capture, capture_verdict
+    from .capture import Status as CaptureStatus
+    from .capture import Watcher as CaptureWatcher
     from .gate import CheckReport, parse_budget
     from .inspection import InspectReport
     from .report import Report  # pandas is optional: spanfix[pandas]
@@ -58,11 +60,12 @@ _LAZY = {
     **dict.fromkeys(("GROUP_KEYS", "IterationTiming", "KernelClasses", "StatsResult", "StepTiming", "TraceMeasures",
                      "aggregate", "measure"), "timing"),
     **dict.fromkeys(("DeviceReducer", "DeviceWork", "device_work"), "timing.device"),
-    **dict.fromkeys(("capture", "CaptureResult"), "capture"),
+    **dict.fromkeys(("capture", "capture_verdict", "CaptureResult"), "capture"),
 }
 # Public names made from those: name -> (module, the name there).
 _ALIASES = {"Step": ("timing", "StepTiming"), "Iteration": ("timing", "IterationTiming"),
-            "GROUPINGS": ("timing", "GROUP_KEYS")}
+            "GROUPINGS": ("timing", "GROUP_KEYS"), "CaptureWatcher": ("capture", "Watcher"),
+            "CaptureStatus": ("capture", "Status")}
 
 
 def __getattr__(name: str) -> Any:
@@ -493,6 +496,7 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
 
 
 __all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure",
-           "CaptureResult", "Each", "Iteration", "Iterations", "Measured", "Options", "SpeculationResult", "Step", "Steps", "Table", "Trace",
-           "accept_figures", "capture", "check", "expand", "html_report", "inspect", "measure_all", "measure_path", "open",
+           "CaptureResult", "CaptureStatus", "CaptureWatcher", "Each", "Iteration", "Iterations", "Measured",
+           "Options", "SpeculationResult", "Step", "Steps", "Table", "Trace", "accept_figures", "capture",
+           "capture_verdict", "check", "expand", "html_report", "inspect", "measure_all", "measure_path", "open",
            "parse_budget", "plain_baseline", "relabel", "relabelled_path", "stats"]

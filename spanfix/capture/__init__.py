@@ -65,6 +65,7 @@ SERVER_ARGS, SERVER_INFO, REQUESTS = "server_args.json", "server_info.json", "re
 class Status:
     """Where a capture stands, reported to the Watcher about twice a second while it waits."""
 
+    role: str  # "" for one server; "spec" or "plain" with a twin
     url: str
     phase: str  # "warming up", "profiling", "finishing the load"
     elapsed: float  # seconds since the profiler started (or the phase did)
@@ -80,12 +81,27 @@ class Watcher:
     """Receives what a capture has to say while it runs; the default says nothing. The CLI's draws a
     status line and prints the notes."""
 
-    def note(self, url: str, text: str) -> None:
-        """A line for the person about the server at url, as it happens (what is asked of it, what is
-        waited for)."""
+    def note(self, role: str, text: str) -> None:
+        """A line for the person, as it happens (what is asked of a server, what is waited for); role:
+        which server, "" for the only one, "spec" or "plain" with a twin."""
 
     def status(self, status: Status) -> None:
         """The wait, as it goes."""
+
+
+class _Said:
+    """What a capture says of one server, to the Watcher."""
+
+    def __init__(self, watcher: Watcher, role: str, url: str):
+        self.watcher, self.role, self.url = watcher, role, url
+
+    def note(self, text: str) -> None:
+        self.watcher.note(self.role, text)
+
+    def status(self, phase: str, elapsed: float, timeout: float, responses: int, seen: int, whole: int, expected: int,
+               load: int) -> None:
+        self.watcher.status(Status(self.role, self.url, phase, elapsed, timeout, responses, seen, whole, expected,
+                                   load))
 
 
 @dataclass
@@ -164,20 +180,21 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
     if twin is not None:
         servers.append(Server(twin, read_timeout=30.0))
     infos = [server.info() for server in servers]  # every server answers, as SGLang, before anything is asked
+    said = [_Said(watcher, role, server.url) for role, server in zip(("spec", "plain") if twin else ("",), servers)]
     if twin is not None:
-        _check_twin(servers, infos, watcher)
-    plan = [_asked(server, info, detailed, watcher) for server, info in zip(servers, infos)]
+        _check_twin(servers, infos, said[1])
+    plan = [_asked(server, info, detailed, one) for server, info, one in zip(servers, infos, said)]
     folders = [folder] if twin is None else [os.path.join(folder, "spec"), os.path.join(folder, "plain")]
     made = _prepare(folder, folders)
     captures = []
     try:
         places = [_where(server, target, server_dir, read_from) for server, target in zip(servers, folders)]
-        for server, info, target, (output_dir, where), detail in zip(servers, infos, folders, places, plan):
+        for server, info, target, (output_dir, where), detail, one in zip(servers, infos, folders, places, plan, said):
             request = ProfileRequest(output_dir=output_dir, num_steps=steps, activities=activities(info),
                                      with_stack=stack, record_shapes=record_shapes, detailed_annotations=detail,
                                      profile_id=new_profile_id(), start_step=1 if has_start_step(info) else None)
             captures.append(_capture_one(server, info, target, where, request, load, prompt_list, max_new_tokens,
-                                         timeout, watcher))
+                                         timeout, one))
     except BaseException:
         for path in reversed(made):  # the folders it made and left empty: a second try may use them
             with contextlib.suppress(OSError):
@@ -185,8 +202,9 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
         raise
     result = CaptureResult(captures[0], captures[1] if twin is not None else None)
     if verdict:
-        measure(result, options, by=by, kernels=kernels, kernel_categories=kernel_categories, baseline=baseline,
-                device=device, each=each, spec_metrics=spec_metrics, accept_length=accept_length, **option_fields)
+        capture_verdict(result, options, by=by, kernels=kernels, kernel_categories=kernel_categories,
+                        baseline=baseline, device=device, each=each, spec_metrics=spec_metrics,
+                        accept_length=accept_length, **option_fields)
     return result
 
 
@@ -223,7 +241,7 @@ def _prompts(prompts: str | os.PathLike[str] | Sequence[str] | None) -> list[str
     return found
 
 
-def _check_twin(servers: list[Server], infos: list[ServerInfo], watcher: Watcher) -> None:
+def _check_twin(servers: list[Server], infos: list[ServerInfo], said: _Said) -> None:
     spec, plain = infos
     if spec.speculative_algorithm is None:
         raise UsageError(f"{servers[0].url} runs without speculative decoding: --twin compares a speculative "
@@ -234,11 +252,11 @@ def _check_twin(servers: list[Server], infos: list[ServerInfo], watcher: Watcher
     if servers[0].url == servers[1].url:
         raise UsageError(f"{servers[0].url} is given twice: the twin is another server")
     if spec.document.get("model_path") != plain.document.get("model_path"):
-        watcher.note(servers[1].url, f"the twin serves another model ({plain.document.get('model_path')!s} against "
-                                     f"{spec.document.get('model_path')!s}): the speedup compares different models")
+        said.note(f"the twin serves another model ({plain.document.get('model_path')!s} against "
+                  f"{spec.document.get('model_path')!s}): the speedup compares different models")
 
 
-def _asked(server: Server, info: ServerInfo, detailed: bool | None, watcher: Watcher) -> bool:
+def _asked(server: Server, info: ServerInfo, detailed: bool | None, said: _Said) -> bool:
     """Detailed annotations for this server: asked for and there, on by default where there, off with a
     note where not; asked for where the version lacks them: ServerError."""
     has = has_detailed(info)
@@ -248,7 +266,7 @@ def _asked(server: Server, info: ServerInfo, detailed: bool | None, watcher: Wat
                           f"came with {since}): --no-detailed captures without them")
     if detailed is None and not has:
         what = f"SGLang {info.version}" if has is False else f"SGLang's version {info.version!r}"
-        watcher.note(server.url, f"{what} has no detailed annotations (since {since}): the accept length "
+        said.note(f"{what} has no detailed annotations (since {since}): the accept length "
                      "comes from /server_info instead of the trace")
     return bool(has) if detailed is None else detailed
 
@@ -292,20 +310,20 @@ def _where(server: Server, folder: str, server_dir: str | None, read_from: str |
 
 
 def _capture_one(server: Server, info: ServerInfo, folder: str, where: str, request: ProfileRequest, load: int,
-                 prompts: list[str], max_new_tokens: int, timeout: float, watcher: Watcher) -> Capture:
+                 prompts: list[str], max_new_tokens: int, timeout: float, said: _Said) -> Capture:
     server_args = os.path.join(folder, SERVER_ARGS)
     traces = Traces(where, folder, request, info.world_size)
     runner = Load(server.url, prompts, load, max_new_tokens, read_timeout=timeout) if load else None
     capture = Capture(server.url, folder, [], server_args, os.path.join(folder, SERVER_INFO), None, info.version,
                       info.speculative_algorithm, request.body())
     ranks = f", {traces.expected} ranks" if traces.expected > 1 else ""
-    watcher.note(server.url, f"capturing {server.url}: SGLang {info.version}, "
-                             f"{info.speculative_algorithm or 'no speculative decoding'}{ranks}")
+    said.note(f"capturing {server.url}: SGLang {info.version}, {info.speculative_algorithm or 'no speculative decoding'}"
+              f"{ranks}")
     started = stopped = False
     try:
         if runner is not None:
-            watcher.note(server.url, f"warming up: {load} requests outside the profile")
-            _warm_up(runner, watcher, server.url, timeout, load)
+            said.note(f"warming up: {load} requests outside the profile")
+            _warm_up(runner, said, timeout, load)
         started = True  # from here, a Ctrl-C stops it: the request may have reached the server
         try:
             start(server, request)
@@ -315,38 +333,37 @@ def _capture_one(server: Server, info: ServerInfo, folder: str, where: str, requ
         _write_json(server_args, info.arguments())  # the server as it was asked to profile
         shown = folder if where == os.path.abspath(folder) else where
         seen = f" (as the server sees it: {request.output_dir})" if where != request.output_dir else ""
-        watcher.note(server.url, f"profiling {request.num_steps} forward steps into {shown}{os.sep}{seen}: "
-                                 f"{_described(request)}")
+        said.note(f"profiling {request.num_steps} forward steps into {shown}{os.sep}{seen}: {_described(request)}")
         if runner is not None:
             runner.start()
-            watcher.note(server.url, f"load: {load} requests at once, {max_new_tokens} new tokens each, greedy")
+            said.note(f"load: {load} requests at once, {max_new_tokens} new tokens each, greedy")
         else:
             how = ("the profile starts at its next forward step and records " if request.start_step else
                    "the profile stops itself after ")
-            watcher.note(server.url, f"no --load: waiting for the server's own traffic; {how}{request.num_steps}")
+            said.note(f"no --load: waiting for the server's own traffic; {how}{request.num_steps}")
         began = time.monotonic()
         pause = 2.0 if traces.remote else 0.5
         while True:
             found = traces.look()
             elapsed = time.monotonic() - began
-            watcher.status(Status(server.url, "profiling", elapsed, timeout, len(runner.responses) if runner else 0,
-                                  len(found.names), len(found.whole), traces.expected, load))
+            said.status("profiling", elapsed, timeout, len(runner.responses) if runner else 0, len(found.names),
+                        len(found.whole), traces.expected, load)
             if traces.done:
                 break
             if runner is not None and runner.failure is not None:
                 raise runner.failure
             if elapsed > timeout:
                 stopped = True
-                _timed_out(server, traces, timeout, request, watcher)
+                _timed_out(server, traces, timeout, request, said)
             time.sleep(pause)
         stopped = True  # by itself
         if runner is not None:
-            _finish(runner, watcher, server.url, timeout, load)
+            _finish(runner, said, timeout, load)
     except BaseException:
         if runner is not None:
             runner.abort()
         if started and not stopped:
-            end(server, traces, lambda line: watcher.note(server.url, line))
+            end(server, traces, said.note)
         raise
     capture.traces = traces.paths()
     after = server.info()
@@ -367,7 +384,7 @@ def _described(request: ProfileRequest) -> str:
     return ", ".join(parts)
 
 
-def _warm_up(runner: Load, watcher: Watcher, url: str, timeout: float, load: int) -> None:
+def _warm_up(runner: Load, said: _Said, timeout: float, load: int) -> None:
     import threading
 
     done = threading.Event()
@@ -386,22 +403,22 @@ def _warm_up(runner: Load, watcher: Watcher, url: str, timeout: float, load: int
     began = time.monotonic()
     while not done.wait(0.5):  # the main thread stays where Ctrl-C reaches it
         elapsed = time.monotonic() - began
-        watcher.status(Status(url, "warming up", elapsed, timeout, 0, 0, 0, 0, load))
+        said.status("warming up", elapsed, timeout, 0, 0, 0, 0, load)
         if elapsed > timeout:
             runner.abort()
-            raise ServerError(f"{url}: the warm-up requests got no answer within {timeout:g} s")
+            raise ServerError(f"{said.url}: the warm-up requests got no answer within {timeout:g} s")
     thread.join()
     if failure:
         raise failure[0]
 
 
-def _finish(runner: Load, watcher: Watcher, url: str, timeout: float, load: int) -> None:
+def _finish(runner: Load, said: _Said, timeout: float, load: int) -> None:
     """The profile is written: no new request; those in flight are answered (kept) or cut at timeout."""
     runner.stop()
     began = time.monotonic()
     while not runner.join(0.5):
         elapsed = time.monotonic() - began
-        watcher.status(Status(url, "finishing the load", elapsed, timeout, len(runner.responses), 0, 0, 0, load))
+        said.status("finishing the load", elapsed, timeout, len(runner.responses), 0, 0, 0, load)
         if elapsed > timeout:
             runner.abort()
             break
@@ -409,9 +426,9 @@ def _finish(runner: Load, watcher: Watcher, url: str, timeout: float, load: int)
         raise runner.failure
 
 
-def _timed_out(server: Server, traces: Traces, timeout: float, request: ProfileRequest, watcher: Watcher) -> None:
+def _timed_out(server: Server, traces: Traces, timeout: float, request: ProfileRequest, said: _Said) -> None:
     """No whole trace of every rank in time: end the profile, see what that wrote, and say it in one line."""
-    ended = end(server, traces, lambda line: watcher.note(server.url, line))
+    ended = end(server, traces, said.note)
     if ended == CANCELLED:
         raise ServerError(f"{server.url}: no forward step in {timeout:g} s, so no trace: the server had no traffic "
                           "(--load N sends some; --timeout waits longer); the profile was cancelled")
@@ -449,10 +466,11 @@ def _write_lines(path: str, documents: list[dict[str, Any]]) -> None:
         raise OutputError(f"{path}: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
 
 
-def measure(result: CaptureResult, options: Options | None = None, *, by: Sequence[str] = (), kernels: bool = False,
-            kernel_categories: Sequence[str] = (), baseline: str | os.PathLike[str] | None = None,
-            device: bool | None = None, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
-            accept_length: float | None = None, **option_fields: Any) -> StatsResult:
+def capture_verdict(result: CaptureResult, options: Options | None = None, *, by: Sequence[str] = (),
+                    kernels: bool = False, kernel_categories: Sequence[str] = (),
+                    baseline: str | os.PathLike[str] | None = None, device: bool | None = None, each: Each | None = None,
+                    spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
+                    **option_fields: Any) -> StatsResult:
     """The verdict of a capture: stats() over its traces (errors collected), with server_info.json as
     spec_metrics where it has an accept length (after the caller's own), against baseline or the
     twin's traces (one rank: its trace; several: their stats). Kept in result.stats, and returned."""
@@ -476,4 +494,4 @@ def measure(result: CaptureResult, options: Options | None = None, *, by: Sequen
 
 
 __all__ = ["DEFAULT_MAX_NEW_TOKENS", "DEFAULT_STEPS", "DEFAULT_TIMEOUT", "Capture", "CaptureResult", "ServerError",
-           "Status", "Watcher", "capture", "measure"]
+           "Status", "Watcher", "capture", "capture_verdict"]

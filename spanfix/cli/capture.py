@@ -10,8 +10,6 @@ from typing import Any
 import click
 
 from .. import api
-from ..capture import DEFAULT_MAX_NEW_TOKENS, DEFAULT_STEPS, DEFAULT_TIMEOUT, CaptureResult, Status, Watcher, measure
-from ..errors import UsageError
 from ..progress import human_size
 from ..render.escape import printable
 from . import EXIT_BAD_INPUT
@@ -20,6 +18,13 @@ from .progress import file_progress
 from .stats import show
 from .stats import stats as stats_command
 from .streams import is_terminal, say_wrapped
+
+
+def _default(name: str) -> Any:
+    """capture()'s own default for an argument: the command states none of its own."""
+    import inspect
+
+    return inspect.signature(api.capture).parameters[name].default
 
 
 class Seconds(click.ParamType):
@@ -39,7 +44,7 @@ class Seconds(click.ParamType):
 @click.argument("url")
 @click.option("-o", "--output", "folder", metavar="FOLDER",
               help="Where the capture goes: a new or empty folder (created). Default: capture-DATE-TIME here.")
-@click.option("--steps", type=click.IntRange(min=1), default=DEFAULT_STEPS, show_default=True, metavar="N",
+@click.option("--steps", type=click.IntRange(min=1), default=_default("steps"), show_default=True, metavar="N",
               help="Forward steps the profiler records (SGLang's num_steps); it then stops by itself.")
 @click.option("--detailed/--no-detailed", default=None,
               help="Detailed annotations (the accept length from the trace itself). Default: on where the "
@@ -54,7 +59,7 @@ class Seconds(click.ParamType):
 @click.option("--prompts", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="The load's prompts: one a line (a JSON string or {\"text\": ...} for several lines). "
                    "Default: a few built-in ones.")
-@click.option("--max-new-tokens", type=click.IntRange(min=1), default=DEFAULT_MAX_NEW_TOKENS, show_default=True,
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=_default("max_new_tokens"), show_default=True,
               metavar="N", help="Tokens each load request generates (ignore_eos: always N).")
 @click.option("--server-dir", metavar="PATH",
               help="The folder the server writes its traces into, as the server sees it: needed when the "
@@ -65,7 +70,7 @@ class Seconds(click.ParamType):
 @click.option("--twin", metavar="URL_PLAIN",
               help="A server of the same model without speculative decoding: captured after URL with the same "
                    "load, into FOLDER/spec and FOLDER/plain, and the verdict of one against the other.")
-@click.option("--timeout", type=Seconds(), default=DEFAULT_TIMEOUT, show_default=True, metavar="SECONDS",
+@click.option("--timeout", type=Seconds(), default=_default("timeout"), show_default=True, metavar="SECONDS",
               help="How long to wait for the traces (and for any one request); then the profiler is stopped and "
                    "capture fails.")
 @speculation_options
@@ -95,16 +100,15 @@ def capture(url, folder, steps, detailed, stack, load, prompts, max_new_tokens, 
           --server-dir /shared/traces --read-from s3://bucket/traces
     """
     options = api_options(**attribution)
-    labels = {} if twin is None else {_url(url): "spec", _url(twin): "plain"}
-    with capture_watcher(labels) as watcher:
+    with capture_watcher() as watcher:
         result = api.capture(url, folder, steps=steps, detailed=detailed, stack=stack, load=load, prompts=prompts,
                              max_new_tokens=max_new_tokens, server_dir=server_dir, read_from=read_from, twin=twin,
                              timeout=timeout, verdict=False, watcher=watcher, baseline=baseline)
-    for line in written(result, labels):
+    for line in written(result):
         say_wrapped(line)
     machine = output_format != "table"
     with file_progress(result.paths, machine_output=machine) as progress:
-        stats = measure(result, options, by=by, kernels=kernels, kernel_categories=kernel_categories,
+        stats = api.capture_verdict(result, options, by=by, kernels=kernels, kernel_categories=kernel_categories,
                         baseline=baseline, device=True if device else None, each=progress.each(jobs),
                         spec_metrics=spec_metrics, accept_length=accept_length)
         for error in stats.errors:
@@ -121,14 +125,15 @@ _at = next(i for i, param in enumerate(capture.params) if param.name == "spec_me
 capture.params[_at:_at] = [param for param in stats_command.params if param.name in _BORROWED]
 
 
-def written(result: CaptureResult, labels: dict[str, str]) -> list[str]:
+def written(result: api.CaptureResult) -> list[str]:
     """What the capture left, a line per server."""
     lines = []
-    for one in filter(None, (result.capture, result.twin)):
+    for role, one in (("spec" if result.twin else "", result.capture), ("plain", result.twin)):
+        if one is None:
+            continue
         sizes = ", ".join(f"{os.path.basename(path)} ({human_size(_size(path))})" for path in one.traces)
         extra = f", requests.jsonl ({_count(one.responses, 'response')})" if one.requests else ""
-        lines.append(_labelled(labels.get(one.url), f"wrote {one.folder}{os.sep}: {sizes}, server_args.json, "
-                                                    f"server_info.json{extra}"))
+        lines.append(_labelled(role, f"wrote {one.folder}{os.sep}: {sizes}, server_args.json, server_info.json{extra}"))
     return lines
 
 
@@ -136,18 +141,8 @@ def _count(n: int, what: str) -> str:
     return f"{n} {what}" + ("" if n == 1 else "s")
 
 
-def _labelled(label: str | None, text: str) -> str:
-    return f"{label}: {text}" if label else text
-
-
-def _url(url: str) -> str:
-    """The URL as the library names the server in what it says."""
-    from ..capture.server import Server
-
-    try:
-        return Server(url).url
-    except UsageError:
-        return url
+def _labelled(role: str, text: str) -> str:
+    return f"{role}: {text}" if role else text
 
 
 def _size(path: str) -> int:
@@ -163,15 +158,15 @@ def _quoted(arg: str) -> str:
     return shlex.quote(arg)
 
 
-class CaptureWatcher(Watcher):
+class CaptureWatcher(api.CaptureWatcher):
     """The notes on standard error as they come (wrapped at a terminal's width, as say_wrapped does; with
     --twin, each named spec or plain), and on a terminal a status line under them."""
 
-    def __init__(self, labels: dict[str, str], progress: Any = None, task: Any = None):
-        self._labels, self._progress, self._task = labels, progress, task
+    def __init__(self, progress: Any = None, task: Any = None):
+        self._progress, self._task = progress, task
 
-    def note(self, url: str, text: str) -> None:
-        line = printable(_labelled(self._labels.get(url), text), 4000)
+    def note(self, role: str, text: str) -> None:
+        line = printable(_labelled(role, text), 4000)
         if self._progress is None:
             say_wrapped(line)
             return
@@ -182,7 +177,7 @@ class CaptureWatcher(Watcher):
                                           break_on_hyphens=False)) or line
         self._progress.console.print(Text(wrapped), soft_wrap=True)
 
-    def status(self, status: Status) -> None:
+    def status(self, status: api.CaptureStatus) -> None:
         if self._progress is None:
             return
         parts = []
@@ -191,11 +186,11 @@ class CaptureWatcher(Watcher):
         if status.expected:
             parts.append(_traces(status))
         parts.append(f"{_clock(status.elapsed)} of {_clock(status.timeout)}")
-        what = _labelled(self._labels.get(status.url), f"{status.phase}: {', '.join(parts)}")
-        self._progress.update(self._task, what=what, refresh=True)
+        self._progress.update(self._task, what=_labelled(status.role, f"{status.phase}: {', '.join(parts)}"),
+                              refresh=True)
 
 
-def _traces(status: Status) -> str:
+def _traces(status: api.CaptureStatus) -> str:
     writing = status.traces_seen - status.traces_whole
     if status.expected == 1:
         return "trace written" if status.traces_whole else "trace being written" if writing else "no trace yet"
@@ -209,9 +204,9 @@ def _clock(seconds: float) -> str:
 
 
 @contextlib.contextmanager
-def capture_watcher(labels: dict[str, str]) -> Iterator[CaptureWatcher]:
+def capture_watcher() -> Iterator[CaptureWatcher]:
     if not is_terminal(sys.stderr):
-        yield CaptureWatcher(labels)
+        yield CaptureWatcher()
         return
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn
@@ -220,7 +215,7 @@ def capture_watcher(labels: dict[str, str]) -> Iterator[CaptureWatcher]:
     with Progress(SpinnerColumn(), TextColumn("{task.fields[what]}", markup=False), console=console,
                   transient=True) as progress:
         task = progress.add_task("", total=None, what="reading /server_info")
-        yield CaptureWatcher(labels, progress, task)
+        yield CaptureWatcher(progress, task)
 
 
 __all__ = ["capture"]
