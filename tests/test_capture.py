@@ -31,6 +31,7 @@ from conftest import ROOT
 
 import spanfix
 from spanfix.capture import Capture, CaptureResult, Watcher, capture
+from spanfix.capture.load import generate_body
 from spanfix.capture.profile import (
     DETAILED_SINCE,
     ProfileRequest,
@@ -326,6 +327,30 @@ def test_a_server_elsewhere_needs_server_dir(tmp_path, fake, monkeypatch):
     assert f"into {seen}/ (as the server sees it: /data/traces): CPU, python stacks" in result.stderr
 
 
+def test_a_server_writing_into_a_store_is_read_through_fsspec(tmp_path, fake, monkeypatch):
+    """--read-from a URL: the store is listed, a file taken once steady and copied into the folder whole
+    (fsspec's memory:// store stands for the bucket the server's folder is mounted from)."""
+    fsspec = pytest.importorskip("fsspec")
+    store = fsspec.filesystem("memory")
+    fake.sglang()
+    monkeypatch.setattr("spanfix.capture.server.is_local_host", lambda host: False)
+    trace = gzip.compress(b'{"traceEvents": [' + b'{"ph": "X", "name": "x", "ts": 1, "dur": 1},' * 1000 + b"{}]}")
+
+    def started(body):
+        name = f"{body['profile_id']}-TP-0.trace.json.gz"
+        store.pipe(f"/bucket/run/{name}", trace[:1000])  # being written: a part only, then the whole
+        threading.Timer(1.5, lambda: store.pipe(f"/bucket/run/{name}", trace)).start()
+        return (200, "text/plain", b"Start profiling.\n")
+
+    fake.answers[("POST", "/start_profile")] = started
+    result = run("capture", fake.url, "-o", tmp_path / "c", "--server-dir", "/mnt/bucket/run", "--read-from",
+                 "memory://bucket/run", "--timeout", "20")
+    body = fake.asked("POST", "/start_profile")[0]
+    name = f"{body['profile_id']}-TP-0.trace.json.gz"
+    assert (tmp_path / "c" / name).read_bytes() == trace, result.stderr
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == sorted([name, "server_args.json", "server_info.json"])
+
+
 def test_usage_errors_before_anything_is_asked(tmp_path, fake):
     fake.sglang()
     (tmp_path / "full").mkdir()
@@ -430,6 +455,7 @@ def test_a_trace_is_whole_only_once_written_to_its_end(tmp_path):
 def test_the_api_names_it(fake, tmp_path):
     from spanfix import api
     assert api.capture is capture and api.CaptureResult is CaptureResult  # (spanfix.capture is the package)
+    assert api.CaptureWatcher is Watcher and api.capture_verdict is spanfix.capture.capture_verdict
     with pytest.raises(UsageError, match="steps is a whole number of at least 1"):
         capture(fake.url, tmp_path / "c", steps=0)
     with pytest.raises(ServerError, match="is not an SGLang server"):
@@ -538,14 +564,20 @@ def sglang_servers(tmp_path_factory):
         spec.stop()
 
 
-def _profiling(url: str) -> bool:
-    """Is the server profiling? A start of our own is refused then (and stopped at once otherwise)."""
+def _profiling(url: str, folder: Path) -> bool:
+    """Is the server profiling? A start with start_step is refused then (profiler_manager.py,
+    _init_profile); taken, it is run by one request and stops by itself, leaving nothing behind."""
     server = Server(url)
-    answer = server.post("/start_profile", {"output_dir": "/tmp/spanfix-probe", "num_steps": 1, "activities": ["CPU"],
-                                            "with_stack": False})
-    if answer.ok:
-        assert server.post("/stop_profile", read_timeout=300).ok
-    return not answer.ok
+    answer = server.post("/start_profile", {"output_dir": str(folder), "num_steps": 1, "start_step": 1,
+                                            "activities": ["CPU"], "with_stack": False, "profile_id": "probe"})
+    if not answer.ok:
+        return True
+    assert server.post("/generate", generate_body("def probe():", 4), read_timeout=300).ok
+    deadline = time.monotonic() + 300
+    while not is_whole(str(folder / "probe-TP-0.trace.json.gz")):
+        assert time.monotonic() < deadline, "the probe's profile did not end"
+        time.sleep(0.5)
+    return False
 
 
 def _stats_stdout(*args) -> str:
@@ -584,7 +616,7 @@ def test_real_capture_writes_everything_and_its_verdict_is_stats(sglang_servers,
     assert _verdict_args(done.stderr) == [str(traces[0]), "--spec-metrics", str(folder / "server_info.json")]
     assert done.stdout == _stats_stdout(traces[0], "--spec-metrics", folder / "server_info.json")
     assert "speculation" in done.stdout
-    assert not _profiling(spec.url)
+    assert not _profiling(spec.url, tmp_path / "probe")
 
 
 @needs_sglang
@@ -603,8 +635,9 @@ def test_real_twin_gives_the_speedup_of_the_pair(sglang_servers, tmp_path):
     verdict = json.loads(done.stdout)
     assert verdict == json.loads(_stats_stdout(spec_trace, "--baseline", plain_trace, "--spec-metrics",
                                                folder / "spec" / "server_info.json", "--format", "json"))
-    overall = verdict["speculation"]["overall"]
-    assert overall is not None and overall["speedup"] > 0
+    overall = verdict["speculation"]["overall"]  # host clock only: a CPU capture has no device
+    assert overall["cpu"]["speedup"] > 0 and overall["cpu"]["plain_decode_count"] > 0
+    assert overall["gpu"]["speedup"] is None
 
 
 @needs_sglang
@@ -625,4 +658,8 @@ def test_real_ctrl_c_leaves_the_server_not_profiling(sglang_servers, tmp_path):
     assert process.returncode == 130, "".join(lines) + err
     assert err.splitlines()[-2:] == ["the profile had not started (no forward step yet): cancelled, so that it never will",
                                      "spanfix: interrupted"]
-    assert not _profiling(plain.url)  # a second start is taken: nothing was left running
+    # Nothing left armed: traffic now starts no profile of the capture's.
+    assert Server(plain.url).post("/generate", generate_body("def f():", 8), read_timeout=300).ok
+    time.sleep(5)
+    assert sorted(path.name for path in (tmp_path / "c").iterdir()) == ["server_args.json"]
+    assert not _profiling(plain.url, tmp_path / "probe")  # and nothing running: a start is taken
