@@ -361,7 +361,7 @@ def test_usage_errors_before_anything_is_asked(tmp_path, fake):
                                      "empty folder (-o)")
     assert fake.asked("POST", "/start_profile") == []
     result = run("capture", fake.url, "--twin", fake.url, "--baseline", tmp_path / "full" / "old.trace.json.gz")
-    assert result.exit_code == 2 and "give it or baseline (--baseline), not both" in result.stderr
+    assert result.exit_code == 2 and "would both be the verdict's baseline: give one" in result.stderr
     result = run("capture", fake.url, "--read-from", tmp_path)
     assert result.exit_code == 2 and "give that folder too (server_dir, --server-dir)" in result.stderr
     result = run("capture", fake.url, "--twin", fake.url, "-o", tmp_path / "t")

@@ -220,7 +220,7 @@ def _checked_arguments(steps: int, load: int, max_new_tokens: int, timeout: floa
         raise UsageError("read_from (--read-from) is where this machine reads the server's folder: give that "
                          "folder too (server_dir, --server-dir)")
     if twin is not None and baseline is not None:
-        raise UsageError("twin (--twin) is the baseline of the verdict: give it or baseline (--baseline), not both")
+        raise UsageError("twin (--twin) and baseline (--baseline) would both be the verdict's baseline: give one")
     if folder is None:
         return f"capture-{time.strftime('%Y%m%d-%H%M%S')}"
     folder = os.fspath(folder)
@@ -484,7 +484,7 @@ def capture_verdict(result: CaptureResult, options: Options | None = None, *, by
         else:  # several ranks: their stats stand for the baseline
             against = api.stats(plain, options, by=by, errors="collect", **option_fields)
     result.baseline = against if isinstance(against, str) else None
-    result.spec_metrics = [*map(os.fspath, spec_metrics), *result.capture.spec_metrics()]
+    result.spec_metrics = [*(os.fspath(path) for path in spec_metrics), *result.capture.spec_metrics()]
     result.stats = api.stats(result.paths, options, by=by, kernels=kernels, kernel_categories=kernel_categories,
                              baseline=against, errors="collect", device=device, each=each,
                              spec_metrics=result.spec_metrics, accept_length=accept_length, **option_fields)
