@@ -270,7 +270,7 @@ def end(server: Server, traces: Traces, say: Callable[[str], None]) -> str | Non
     """End the profile this capture asked for, whatever else is going wrong, and say what came of it:
     STOPPED (it ran; what it recorded is written), FINISHED (it had stopped by itself), CANCELLED (armed,
     it had not started: disarmed, so that it never starts), None (the server did not answer)."""
-    say("stopping the profiler it started (POST /stop_profile; the server writes what it recorded first)")
+    say("ending its profile (POST /stop_profile; a profile that ran writes what it recorded first)")
     try:
         if stop(server):
             say("the profiler was stopped (POST /stop_profile)")
