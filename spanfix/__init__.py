@@ -19,14 +19,16 @@ from ._version import __version__
 # Public name -> the module that defines it.
 _PUBLIC = {
     **dict.fromkeys(("ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Iteration",
-                     "Iterations", "Options", "Step", "Steps", "Table", "Trace", "check", "compare", "expand", "html_report",
-                     "inspect", "open", "relabel", "relabelled_path", "stats"), "api"),
+                     "Iterations", "Options", "Step", "Steps", "Table", "Trace", "capture", "check", "compare", "expand",
+                     "html_report", "inspect", "open", "relabel", "relabelled_path", "stats"), "api"),
     **dict.fromkeys(("Budget", "CheckReport", "Outcome", "parse_budget"), "checking.rules"),
     **dict.fromkeys(("OutputError", "SpanfixError", "TraceError", "UsageError"), "errors"),
     "InspectReport": "attribution.inspection",
     "Comparison": "speculation.compare",
+    "CaptureResult": "capturing",
     "Report": "report",
-    **dict.fromkeys(("AcceptFigure", "ModelTime", "SpecIteration", "SpeculationResult", "SpeedRow"), "speculation"),
+    **dict.fromkeys(("AcceptFigure", "ModelTime", "SpecIteration", "SpeculationResult", "SpeedRow", "Verdict"),
+                    "speculation"),
     **dict.fromkeys(("AmbiguityGroup", "AmbiguousSpan"), "attribution.ambiguity"),
     "RelabelResult": "relabelling.plan",
     **dict.fromkeys(("IterationBreakdown", "KernelGroup", "StageRow", "StatsResult", "Summary"), "timing"),
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
         Steps,
         Table,
         Trace,
+        capture,
         check,
         compare,
         expand,
@@ -57,11 +60,12 @@ if TYPE_CHECKING:
     )
     from .attribution.ambiguity import AmbiguityGroup, AmbiguousSpan
     from .attribution.inspection import InspectReport
+    from .capturing import CaptureResult
     from .checking.rules import Budget, CheckReport, Outcome, parse_budget
     from .errors import OutputError, SpanfixError, TraceError, UsageError
     from .relabelling.plan import RelabelResult
     from .report import Report
-    from .speculation import AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow
+    from .speculation import AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow, Verdict
     from .speculation.compare import Comparison
     from .timing import IterationBreakdown, KernelGroup, StageRow, StatsResult, Summary
 
@@ -81,9 +85,9 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "AmbiguityGroup",
-    "AmbiguousSpan", "Budget", "CheckReport", "Comparison", "InspectReport", "Iteration", "IterationBreakdown", "Iterations",
-    "KernelGroup", "ModelTime", "Options", "Outcome", "OutputError", "RelabelResult", "Report", "SpanfixError",
-    "SpecIteration", "SpeculationResult", "SpeedRow", "StageRow", "StatsResult", "Step", "Steps", "Summary", "Table",
-    "Trace", "TraceError", "UsageError", "__version__", "check", "compare", "expand", "html_report", "inspect", "open",
-    "parse_budget", "relabel", "relabelled_path", "stats",
+    "AmbiguousSpan", "Budget", "CaptureResult", "CheckReport", "Comparison", "InspectReport", "Iteration",
+    "IterationBreakdown", "Iterations", "KernelGroup", "ModelTime", "Options", "Outcome", "OutputError", "RelabelResult",
+    "Report", "SpanfixError", "SpecIteration", "SpeculationResult", "SpeedRow", "StageRow", "StatsResult", "Step",
+    "Steps", "Summary", "Table", "Trace", "TraceError", "UsageError", "Verdict", "__version__", "capture", "check",
+    "compare", "expand", "html_report", "inspect", "open", "parse_budget", "relabel", "relabelled_path", "stats",
 ]

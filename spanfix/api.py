@@ -37,6 +37,9 @@ from .sources.overwrite import STDOUT, Reads, is_standard_input, reads, refuse_o
 
 if TYPE_CHECKING:  # with the names __getattr__ serves from _LAZY, typed for checkers
     from .attribution.inspection import InspectReport
+    from .capturing import CaptureResult, capture, capture_verdict  # noqa: F401
+    from .capturing import Status as CaptureStatus  # noqa: F401
+    from .capturing import Watcher as CaptureWatcher  # noqa: F401
     from .checking.rules import CheckReport, parse_budget  # noqa: F401
     from .report import Report  # pandas is optional: spanfix[pandas]
     from .runs.measure import (  # noqa: F401
@@ -48,7 +51,7 @@ if TYPE_CHECKING:  # with the names __getattr__ serves from _LAZY, typed for che
         measure_path,
         plain_baseline,
     )
-    from .speculation import AcceptFigure, SpeculationResult
+    from .speculation import SpeculationResult
     from .speculation.compare import Comparison
     from .tables import Iterations, Steps, Table
     from .timing import IterationTiming, KernelClasses, StatsResult, StepTiming, TraceMeasures
@@ -78,10 +81,12 @@ _LAZY = {
     **dict.fromkeys(("GROUP_KEYS", "IterationTiming", "KernelClasses", "StatsResult", "StepTiming", "TraceMeasures",
                      "aggregate", "measure"), "timing"),
     **dict.fromkeys(("DeviceReducer", "DeviceWork", "device_work"), "timing.device"),
+    **dict.fromkeys(("capture", "capture_verdict", "CaptureResult"), "capturing"),
 }
 # Public names made from those: name -> (module, the name there).
 _ALIASES = {"Step": ("timing", "StepTiming"), "Iteration": ("timing", "IterationTiming"),
-            "GROUPINGS": ("timing", "GROUP_KEYS")}
+            "GROUPINGS": ("timing", "GROUP_KEYS"), "CaptureWatcher": ("capturing", "Watcher"),
+            "CaptureStatus": ("capturing", "Status")}
 
 
 def __getattr__(name: str) -> Any:
@@ -211,24 +216,19 @@ class Trace:
               baseline: Baselines = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
               accept_length: float | None = None) -> StatsResult:
         """Per-stage statistics of this trace, as `spanfix stats` gives them (see stats())."""
-        from .runs.measure import accept_figures, baseline_read, compared, speculation_over
-        from .timing import aggregate
+        from .runs.measure import Runs
         checked_flag(kernels, "kernels")
         classes = _classes(kernels, kernel_categories)
-        measures = [self.measures(classes)]
-        result = aggregate(measures, _by(by), kernel_categories=classes.names if classes else ())
-        read = baseline_read(baseline, self._options)  # read and measured once, for both comparisons
-        result = compared(result, read)
-        result.speculation = speculation_over(measures, accept_figures(spec_metrics, accept_length), read)
-        return result
+        runs = Runs.prepared(self._options, baseline=baseline, spec_metrics=spec_metrics, accept_length=accept_length)
+        return runs.add([self.measures(classes)]).stats(_by(by), classes.names if classes else ())
 
     def speculation(self, *, spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
                     baseline: Baselines = None) -> SpeculationResult:
         """Does speculation pay? The model view, the accept length and its source, time per token and,
         against a plain twin, the speedup, break-even and verdict (see stats())."""
-        from .runs.measure import accept_figures, baseline_read, speculation_over
-        return speculation_over([self.measures()], accept_figures(spec_metrics, accept_length),
-                            baseline_read(baseline, self._options))
+        from .runs.measure import Runs
+        runs = Runs.prepared(self._options, baseline=baseline, spec_metrics=spec_metrics, accept_length=accept_length)
+        return runs.add([self.measures()]).speculation()
 
     def relabel_plan(self, *, verify_only: bool = False) -> RelabelResult:
         """What relabel would rename, and why; nothing is written."""
@@ -364,45 +364,18 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     baseline) the speedup, break-even and the verdict (SpeculationResult.verdict). executor: run
     each input as a task of a concurrent.futures executor or a Dask distributed.Client (whose
     workers read the inputs themselves); the result is the same as here."""
-    from .runs.measure import accept_figures, baseline_read, compared, measure_all, speculation_over
-    from .timing import aggregate
+    from .runs.measure import Runs
     if not isinstance(errors, str) or errors not in ("raise", "collect"):
         raise UsageError('errors is "raise" or "collect"')
     checked_flag(kernels, "kernels")
     checked_flag(device, "device", optional=True)
     options = _options(options, option_fields)
-    figures: list[AcceptFigure] = []
-    for path in checked_paths(spec_metrics, "spec_metrics") if spec_metrics else ():  # before any trace is read
-        try:
-            figures += accept_figures([path])
-        except TraceError as exc:
-            if errors == "raise":
-                raise
-            figures_errors = [str(exc)]
-            break
-    else:
-        figures_errors = []
-    figures += accept_figures((), accept_length)
-    by = _by(by)
     classes = _classes(kernels, kernel_categories)
     paths = checked_paths(sources)
-    measured = measure_all(paths, options, classes, _each(each, executor), device)
-    if measured.errors and errors == "raise":
-        raise TraceError(measured.errors[0])
-    result = aggregate(measured.measures, by, kernel_categories=classes.names if classes else ())
-    result.errors = [*figures_errors, *measured.errors]
-    result.warnings[:0] = measured.repeated
-    read = None
-    try:
-        read = baseline_read(baseline, options)
-        result = compared(result, read)
-    except TraceError as exc:
-        if errors == "raise":
-            raise
-        result.errors.append(f"baseline {exc}")
-    result.speculation = speculation_over(measured.measures, figures, read,
-                                          None if errors == "raise" else result.errors)
-    return result
+    runs = Runs.prepared(options, baseline=baseline, spec_metrics=spec_metrics, accept_length=accept_length,
+                         errors=errors)
+    runs.measure(paths, classes, device=device, each=_each(each, executor))
+    return runs.stats(_by(by), classes.names if classes else ())
 
 
 def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | None = None, options: Options | None = None,
@@ -557,5 +530,5 @@ def compare(runs: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | Ma
 
 # The API's part of spanfix.__all__ (what spanfix serves from this module); the rest here is the CLI's.
 __all__ = ["ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Iteration", "Iterations",
-           "Options", "Step", "Steps", "Table", "Trace", "check", "compare", "expand", "html_report", "inspect", "open",
-           "relabel", "relabelled_path", "stats"]
+           "Options", "Step", "Steps", "Table", "Trace", "capture", "check", "compare", "expand", "html_report", "inspect",
+           "open", "relabel", "relabelled_path", "stats"]

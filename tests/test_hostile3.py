@@ -511,6 +511,9 @@ WRONG = [
     ("compare", lambda: spanfix.compare([FIX], spec_metrics={"eagle-stock": 5})),
     ("compare", lambda: spanfix.compare([FIX], allow_skipped="yes")),
     ("compare", lambda: spanfix.compare([FIX], errors="ignore")), ("compare", lambda: spanfix.compare([FIX], device=1)),
+    ("capture", lambda: spanfix.capture(5)), ("capture", lambda: spanfix.capture("http://127.0.0.1:1", steps="a")),
+    ("capture", lambda: spanfix.capture("http://127.0.0.1:1", twin=5)),
+    ("capture", lambda: spanfix.capture("http://127.0.0.1:1", timeout=0)),
 ]
 
 

@@ -19,7 +19,7 @@ RANKS = [
     ("relabelling", "timing", "options"),  # relabel's rooms; stats' measures; the API's options
     ("speculation", "tables"),  # does speculation pay (reads timing); the API's tables of rows
     ("runs",),  # several runs measured, and where the per-file work runs
-    ("checking",),  # the CI gate
+    ("checking", "capturing"),  # the CI gate; profiling a live server, then its verdict
     ("render",),  # what people and CI read
     ("report",),  # the HTML report
     ("api",),  # the public API

@@ -242,7 +242,7 @@ def test_relabel_shows_what_would_decide_an_ambiguous_span_whole(tmp_path):
 
 def test_every_help_fits_80_columns():
     """--help teaches in a terminal of 80 columns: no line of it, examples included, is wider."""
-    for command in ([], ["relabel"], ["stats"], ["check"], ["inspect"], ["report"], ["compare"]):
+    for command in ([], ["relabel"], ["stats"], ["check"], ["inspect"], ["report"], ["compare"], ["capture"]):
         result = CliRunner().invoke(main, [*command, "--help"], terminal_width=80, env={"COLUMNS": "80"})
         assert result.exit_code == 0
         wide = [line for line in result.output.splitlines() if len(line) > 80]
@@ -255,7 +255,7 @@ def test_the_option_lists_in_docs_commands_are_the_help_itself():
 
     text = (Path(__file__).parent.parent / "docs" / "commands.md").read_text()
     helps = {name: CliRunner().invoke(main, [name, "--help"], terminal_width=98).output  # COLUMNS=100, less 2
-             for name in ("relabel", "stats", "check", "inspect", "report", "compare")}
+             for name in ("relabel", "stats", "check", "inspect", "report", "compare", "capture")}
     section = "stats"  # the attribution options come first, quoted from stats
     quoted = 0
     for part in re.split(r"^## (\w+)", text, flags=re.MULTILINE):

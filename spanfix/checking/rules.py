@@ -24,21 +24,19 @@ from ..attribution.attribute import Attribution
 from ..attribution.index import TraceIndex
 from ..attribution.naming import parse_step_name
 from ..errors import BudgetError, out_of_memory
+from ..options import Options
 from ..read.clock import offset_text
 from ..read.reader import ReadTrace, TraceError
 from ..relabelling.plan import plan
 from ..render.escape import clip
-from ..runs.measure import Each, accept_figures, baseline_names, one_by_one, read_baselines
-from ..speculation import MetricsError, measure_speculation, plain_of, speculation_result
+from ..runs.measure import COLLECT, Each, Runs, one_by_one
+from ..speculation import SpeculationResult, measure_speculation
 from ..timing import (
     GPU,
     Baseline,
-    BaselineRead,
     Change,
     StatsResult,
     TraceMeasures,
-    aggregate,
-    compare,
     format_us,
     measure,
 )
@@ -146,61 +144,47 @@ def check_file(source: str, options: RelabelOptions, check: CheckOptions
         return out_of_memory(source)
 
 
-def run_check(sources: Iterable[str], options: RelabelOptions, check: CheckOptions, *,
+def run_check(sources: Iterable[str], options: Options | RelabelOptions, check: CheckOptions, *,
               each: Each = one_by_one) -> CheckReport:
     """each(check_file, jobs) yields (input, outcome) in input order: the CLI passes one that runs
     the files in parallel. The baseline is read and measured once, first, for both its comparisons
     (the regression rules' means, the speculation's plain DECODE steps): when it holds the device
     clock, the inputs' device view is read too, so that both sides have the same figures to compare."""
-    errors: list[str] = []
-    try:  # before any trace is read: a wrong file fails in a second
-        figures = accept_figures(check.spec_metrics, check.accept_length)
-    except TraceError as exc:
-        figures = []
-        errors.append(str(exc))
-    read: BaselineRead | None = None
-    baseline = baseline_error = None
-    if check.baseline:
+    runs = Runs.prepared(options, baseline=check.baseline, spec_metrics=check.spec_metrics,
+                         accept_length=check.accept_length, errors=COLLECT)  # a wrong file fails in a second
+    baseline = None
+    if runs.read is not None:
         try:
-            names = baseline_names(check.baseline)
-            read = read_baselines(names, options)
-            baseline = read.timing(("stage",)) if read is not None else None
+            baseline = runs.read.timing(("stage",))
         except TraceError as exc:
-            baseline_error = f"baseline {exc}"
+            runs.baseline_problem = str(exc)
         if baseline is not None and baseline.has_device_iterations:
             check = replace(check, device_view=True)
     unique, repeated = same_files(list(sources))
     measures: list[TraceMeasures] = []
     outcomes: list[Outcome] = []
-    for _, result in each(check_file, [(source, options, check) for source in unique]):
+    for _, result in each(check_file, [(source, runs.relabel_options, check) for source in unique]):
         if isinstance(result, TraceError):
-            errors.append(str(result))
+            runs.problems.append(str(result))
             continue
         measured_file, trusted = result
         measures.append(measured_file)
         outcomes += trusted  # a copy is still an input to trust; its figures count once, below
     measures, copies = counted_once(measures)
-    stats = aggregate(measures)
-    stats.warnings[:0] = repeated + copies
-    speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
-    plain = plain_of(read) if read is not None and speculative else None
+    stats = runs.add(measures, repeated=repeated + copies).stats(("stage",))
     if baseline is not None:
-        stats = compare(stats, baseline)
-        if plain is not None and plain.plain:
+        twin = stats.speculation.baseline if isinstance(stats.speculation, SpeculationResult) else None
+        if twin is not None and twin.plain:
             # The same server without speculation: the speedup's baseline. Its means are another kind
             # of run's (DECODE steps, no VERIFY nor iteration): no regression rule compares with them.
-            stats.notes.append(f"baseline {read.source} runs without speculative decoding: it serves the "
+            stats.notes.append(f"baseline {runs.read.source} runs without speculative decoding: it serves the "
                                "speculation figures (speedup, break-even); no regression rule compares these "
                                "speculative inputs with it")
         else:
             outcomes += regression_outcomes(stats, baseline, check.max_regression, check.min_count)
-    try:
-        stats.speculation = speculation_result(measures, figures, plain)
-    except MetricsError as exc:  # a file's accept length no run can have, and no other source's
-        errors.append(str(exc))
-        stats.speculation = speculation_result(measures, [], plain)
     outcomes += [budget_outcome(budget, stats, measured=bool(measures)) for budget in check.budgets]
-    return CheckReport(outcomes, stats, errors, check.allow_skipped, baseline_error)
+    return CheckReport(outcomes, stats, runs.problems, check.allow_skipped,
+                       f"baseline {runs.baseline_problem}" if runs.baseline_problem else None)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ EXIT_READER_GONE = 141  # 128 + SIGPIPE: what a shell reports for `cat big | hea
 # Each command's module is imported only when that command runs (or help lists it): a relabel
 # of a small file should not pay for importing the stats, check and rendering code.
 COMMANDS = {"relabel": "relabel", "stats": "stats", "check": "check", "inspect": "inspect", "report": "report",
-            "compare": "compare"}
+            "compare": "compare", "capture": "capture"}
 
 
 class LazyGroup(click.Group):

@@ -94,6 +94,14 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
         result.errors[:0] = [line for _, line in unmatched]
         for error in result.errors:
             progress.say_line(f"spanfix: error: {error}")
+    show(result, output_format, top)
+    if result.errors:
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def show(result: api.StatsResult, output_format: str, top: int) -> None:
+    """A result as stats prints it: the figures on standard output, then its warnings and notes
+    (`capture` prints its verdict so too)."""
     if result.inputs:
         width = terminal_width(sys.stdout)
         out = STATS_FORMATS[output_format].render(result, Shown(width, top))
@@ -101,5 +109,3 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
         write_out(out if isinstance(out, (str, bytes)) else render(out, width=width or 200))
     for line in stats_messages(result):  # in every format: standard output holds the figures alone
         say_wrapped(line)
-    if result.errors:
-        sys.exit(EXIT_BAD_INPUT)

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._version import __version__
-from ..errors import TraceError, UsageError, out_of_memory
+from ..errors import UsageError
 from ..options import Options
-from ..runs.measure import accept_figures, baseline_read, measure_all, speculation_over
+from ..runs.measure import COLLECT, Runs
 from ..sources.overwrite import Reads, reads, refuse_overwrite
-from ..timing import KernelClasses, StatsResult, TraceMeasures, aggregate, compare
+from ..timing import KernelClasses, StatsResult, TraceMeasures
 from .html import render_html
 from .model import build_payload
 
@@ -64,34 +64,22 @@ def build_report(sources: Sequence[str | os.PathLike[str]], options=None, *,
         else [os.fspath(name) for name in baseline]
     files_read = reads([os.fspath(source) for source in sources], named,
                        [os.fspath(path) for path in spec_metrics])
-    try:  # before any trace is read
-        figures = accept_figures(spec_metrics, accept_length)
-    except TraceError as exc:
-        return Report(b"", None, [str(exc)], reads=files_read)
+    runs = Runs.prepared(options, baseline=named or None, spec_metrics=spec_metrics, accept_length=accept_length,
+                         errors=COLLECT)  # before any trace is read: the files given, the baseline
+    if runs.problems:  # a --spec-metrics file without an accept length: no page
+        return Report(b"", None, list(runs.problems), reads=files_read)
     classes = KernelClasses.with_overrides(tuple(kernel_categories))
     # The device view is always read (the kernels section needs it): the figures are those of
     # `stats --device` (equal to plain stats wherever plain stats has them).
-    measured = measure_all([os.fspath(source) for source in sources], options, classes, each, True)
-    errors = list(measured.errors)
-    if not measured.measures:
-        return Report(b"", None, errors, reads=files_read)
-    baseline_measures = baseline_document = read = None
-    result = aggregate(measured.measures, (), kernel_categories=classes.names)
-    result.warnings[:0] = measured.repeated
-    if named:
-        try:  # read and measured once (as stats measures a baseline trace), for every comparison below
-            read = baseline_read(named, options)
-            if read is not None:
-                result = compare(result, read.timing(result.by))
-                baseline_measures, baseline_document = read.measures, read.document
-        except TraceError as exc:
-            errors.append(f"baseline {exc}")
-        except MemoryError:
-            errors.append(f"baseline {out_of_memory(', '.join(named))}")
-    result.speculation = speculation_over(measured.measures, figures, read, errors)
-    payload = render_payload(measured.measures, result, command=command, baseline_measures=baseline_measures,
-                             baseline_document=baseline_document, errors=errors)
-    return Report(render_html(payload), result, errors, payload, files_read)
+    runs.measure([os.fspath(source) for source in sources], classes, device=True, each=each)
+    if not runs.measures:
+        return Report(b"", None, list(runs.problems), reads=files_read)
+    result = runs.stats(("stage",), classes.names)
+    read = runs.read
+    payload = render_payload(runs.measures, result, command=command,
+                             baseline_measures=None if read is None else read.measures,
+                             baseline_document=None if read is None else read.document, errors=result.errors)
+    return Report(render_html(payload), result, list(result.errors), payload, files_read)
 
 
 def render_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, command: str = "",

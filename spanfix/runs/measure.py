@@ -158,3 +158,104 @@ def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, cla
     found.measures, copies = counted_once(found.measures)
     found.repeated += copies
     return found
+
+
+RAISE, COLLECT = "raise", "collect"
+
+
+@dataclass
+class Runs:
+    """Several inputs measured once, their baseline read and measured once, the accept lengths given
+    from outside the traces, and the figures stats, check and the report make of them: one orchestration
+    with one error policy. errors="raise": the first problem is raised (TraceError, MetricsError);
+    "collect": each is one line in `problems` (a baseline's in `baseline_problem`), and the rest goes on.
+    A usage error (a stated accept length no run can have) is raised whatever the policy.
+
+        runs = Runs.prepared(options, baseline=..., spec_metrics=..., accept_length=...)  # files first
+        runs.measure(sources, classes, device=None, each=each)  # or runs.add(measures) for work of one's own
+        result = runs.stats(by)                                  # timing, the comparison, speculation
+    """
+
+    options: Options | RelabelOptions  # how spans are attributed (the API's, or already as relabel takes them)
+    errors: str = RAISE
+    figures: list[AcceptFigure] = field(default_factory=list)
+    read: BaselineRead | None = None
+    measured: Measured = field(default_factory=Measured)
+    problems: list[str] = field(default_factory=list)  # files and inputs that could not be used, one line each
+    baseline_problem: str | None = None  # why the baseline could not be used
+
+    @classmethod
+    def prepared(cls, options: Options, *, baseline: Baselines = None,
+                 spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
+                 errors: str = RAISE) -> Runs:
+        """Before any input is read, so that a wrong file fails in a second: the accept lengths given
+        (--spec-metrics, --accept-length) and the baseline, read and measured once for every comparison."""
+        if errors not in (RAISE, COLLECT):
+            raise UsageError('errors is "raise" or "collect"')
+        runs = cls(options, errors)
+        for path in checked_paths(spec_metrics, "spec_metrics") if spec_metrics else ():
+            try:
+                runs.figures += accept_figures([path])
+            except TraceError as exc:
+                runs._problem(exc)
+                break  # one line for the files: the figures then come from the traces alone
+        runs.figures += accept_figures((), accept_length)
+        try:
+            runs.read = (baseline_read(baseline, options) if isinstance(baseline, StatsResult)
+                         else read_baselines(baseline_names(baseline), runs.relabel_options))
+        except TraceError as exc:
+            runs._problem(exc, baseline=True)
+        except MemoryError:
+            runs._problem(out_of_memory(", ".join(baseline_names(baseline))), baseline=True)
+        return runs
+
+    def measure(self, sources: Iterable[str | os.PathLike[str]], classes: KernelClasses | None = None, *,
+                device: bool | None = None, each: Each | None = None) -> Runs:
+        """Every input measured once (measure_all): in parallel as `each` runs them."""
+        if not isinstance(self.options, Options):
+            raise TypeError("Runs.measure needs the API's Options (a worker attributes each input with them)")
+        found = measure_all(sources, self.options, classes, each, device)
+        for error in found.errors:
+            self._problem(TraceError(error))
+        return self.add(found.measures, repeated=found.repeated)
+
+    def add(self, measures: Sequence[TraceMeasures], *, repeated: Sequence[str] = ()) -> Runs:
+        """Inputs measured by the caller's own work (check's trust rules come with each input's measures)."""
+        self.measured.measures += measures
+        self.measured.repeated += repeated
+        return self
+
+    @property
+    def measures(self) -> list[TraceMeasures]:
+        return self.measured.measures
+
+    @property
+    def relabel_options(self) -> RelabelOptions:
+        return self.options.relabel_options() if isinstance(self.options, Options) else self.options
+
+    def stats(self, by: Sequence[str] = ("stage",), kernel_categories: Sequence[str] = ()) -> StatsResult:
+        """The inputs' stats (timing.aggregate), their means against the baseline, and the speculation
+        figures against it; the problems collected so far in result.errors (the baseline's last)."""
+        from ..timing import aggregate
+
+        result = aggregate(self.measures, tuple(by), kernel_categories=tuple(kernel_categories))
+        result.warnings[:0] = self.measured.repeated
+        try:
+            result = compared(result, self.read)
+        except TraceError as exc:  # a saved result grouped by other keys
+            self._problem(exc, baseline=True)
+        result.speculation = self.speculation()
+        result.errors = [*self.problems, *([f"baseline {self.baseline_problem}"] if self.baseline_problem else [])]
+        return result
+
+    def speculation(self) -> SpeculationResult:
+        return speculation_over(self.measures, self.figures, self.read,
+                                self.problems if self.errors == COLLECT else None)
+
+    def _problem(self, exc: Exception, *, baseline: bool = False) -> None:
+        if self.errors == RAISE:
+            raise exc
+        if baseline:
+            self.baseline_problem = self.baseline_problem or str(exc)
+        else:
+            self.problems.append(str(exc))

@@ -1,0 +1,168 @@
+"""Traffic for the profiler to record: N requests at once to SGLang's native `/generate`, greedy
+(temperature 0) and of a fixed length (`max_new_tokens`, `ignore_eos`), each slot sending its next
+request as soon as its last one is answered, until told to stop. Every response is kept as SGLang
+answered it (`text`, `meta_info`: `completion_tokens`, `spec_verify_ct`, `spec_accept_length`,
+`e2e_latency`, ...), in the order they arrived.
+
+The prompts: a file (`--prompts FILE`: one prompt a line; a line that is a JSON string, or an object
+with "text" or "prompt", may hold several lines), or a few built-in ones (code and prose, so that a
+draft model has something to predict).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from ..errors import SpanfixError, UsageError
+from .server import Server, ServerError
+
+BUILT_IN_PROMPTS = (
+    "def fibonacci(n):\n    if n < 2:\n        return n\n    return",
+    "import os\nimport sys\n\nclass Config:\n    def __init__(self, path):",
+    "for i in range(10):\n    for j in range(10):\n        print(i, j)\n",
+    "The quick brown fox jumps over the lazy dog. The quick brown fox",
+    "while True:\n    line = f.readline()\n    if not line:\n        break",
+    "x = [1, 2, 3, 4, 5]\ny = [a * a for a in x]\nprint(y)",
+    "try:\n    import json\nexcept ImportError:\n    json = None\n",
+    "Speculative decoding drafts several tokens with a small model and verifies them",
+)
+MAX_PROMPTS_BYTES = 64 * 2**20
+
+
+def read_prompts(path: str) -> list[str]:
+    """The prompts of a file, in order (UsageError when there are none, or it cannot be read)."""
+    try:
+        with open(path, "rb") as stream:
+            data = stream.read(MAX_PROMPTS_BYTES + 1)
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the prompts: {exc.strerror or exc}") from None
+    if len(data) > MAX_PROMPTS_BYTES:
+        raise UsageError(f"{path}: more than {MAX_PROMPTS_BYTES >> 20} MiB of prompts")
+    prompts = []
+    for line in data.decode("utf-8", "replace").splitlines():
+        if not line.strip():
+            continue
+        prompt: Any = line
+        if line.lstrip().startswith(("{", '"')):
+            try:
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                value = line
+            if isinstance(value, dict):
+                value = value.get("text", value.get("prompt"))
+            if isinstance(value, str):
+                prompt = value
+        prompts.append(prompt)
+    if not prompts:
+        raise UsageError(f"{path}: no prompt in it (one a line)")
+    return prompts
+
+
+def generate_body(prompt: str, max_new_tokens: int) -> dict[str, Any]:
+    """One greedy request of exactly max_new_tokens tokens (ignore_eos: the same work every time)."""
+    return {"text": prompt, "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens,
+                                                "ignore_eos": True}}
+
+
+class Load:
+    """`concurrency` slots, each a thread sending /generate requests one after the other. start() them;
+    stop() lets each finish the request it is in and send no other; join() waits for that; abort()
+    cuts the requests in flight. responses: every answer, in order of arrival; failure: the first
+    request that failed (the load then stops)."""
+
+    def __init__(self, url: str, prompts: Sequence[str], concurrency: int, max_new_tokens: int, read_timeout: float):
+        self.server = Server(url, read_timeout=read_timeout)  # its own: abort() cuts these calls alone
+        self.prompts, self.concurrency, self.max_new_tokens = list(prompts), concurrency, max_new_tokens
+        self.responses: list[dict[str, Any]] = []
+        self.failure: SpanfixError | None = None
+        self._next = 0
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def warm_up(self, max_new_tokens: int) -> None:
+        """One round of `concurrency` short requests at once, outside the profile: the first requests of
+        a fresh server compile and allocate for their batch sizes, which a profile should not record.
+        Raises the first failure."""
+        threads = [threading.Thread(target=self._one, args=(i, max_new_tokens, None), daemon=True,
+                                    name=f"spanfix-warm-up-{i}") for i in range(self.concurrency)]
+        self._run(threads)
+        for thread in threads:
+            thread.join()
+        if self.failure is not None:
+            raise self.failure
+
+    def start(self) -> None:
+        self._stopping.clear()
+        self._threads = [threading.Thread(target=self._slot, daemon=True, name=f"spanfix-load-{i}")
+                         for i in range(self.concurrency)]
+        self._run(self._threads)
+
+    def _run(self, threads: list[threading.Thread]) -> None:
+        try:
+            for thread in threads:
+                thread.start()
+        except BaseException:
+            self.abort()
+            raise
+
+    @property
+    def failed(self) -> bool:
+        return self.failure is not None
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for every slot to end (True), or until timeout (False: some are still in a request)."""
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            thread.join(left)
+        return not any(thread.is_alive() for thread in self._threads)
+
+    def abort(self) -> None:
+        """Stop now: no new request, the ones in flight cut (their connections closed), slots joined."""
+        self._stopping.set()
+        self.server.abort()
+        for thread in self._threads:
+            thread.join(5.0)
+
+    def _slot(self) -> None:
+        while not self._stopping.is_set():
+            with self._lock:
+                index, self._next = self._next, self._next + 1
+            if not self._one(index, self.max_new_tokens, self.responses):
+                self._stopping.set()
+                return
+
+    def _one(self, index: int, max_new_tokens: int, keep: list[dict[str, Any]] | None) -> bool:
+        prompt = self.prompts[index % len(self.prompts)]
+        try:
+            answer = self.server.post("/generate", generate_body(prompt, max_new_tokens))
+            if not answer.ok:
+                raise ServerError(f"{self.server.url}: POST /generate answered {answer.said()}")
+            response = answer.json()
+            if isinstance(response, list) and len(response) == 1:
+                response = response[0]
+            if not isinstance(response, dict):
+                raise ServerError(f"{self.server.url}: POST /generate answered something other than a response "
+                                  "object")
+        except SpanfixError as exc:
+            with self._lock:
+                if self.failure is None and not (self._stopping.is_set() and "abandoned" in str(exc)):
+                    self.failure = exc
+            return False
+        if keep is not None:
+            with self._lock:
+                keep.append(response)
+        return True
+
+
+__all__ = ["BUILT_IN_PROMPTS", "Load", "generate_body", "read_prompts"]

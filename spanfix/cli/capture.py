@@ -1,0 +1,221 @@
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
+
+import click
+
+from .. import api
+from ..render.escape import printable
+from ..runtime.progress import human_size
+from . import EXIT_BAD_INPUT
+from .options import api_options, attribution_options, jobs_option, speculation_options
+from .progress import file_progress
+from .stats import show
+from .stats import stats as stats_command
+from .streams import is_terminal, say_wrapped
+
+
+def _default(name: str) -> Any:
+    """capture()'s own default for an argument: the command states none of its own."""
+    import inspect
+
+    return inspect.signature(api.capture).parameters[name].default
+
+
+class Seconds(click.ParamType):
+    name = "seconds"
+
+    def convert(self, value, param, ctx):
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if not seconds > 0 or seconds == float("inf"):
+            self.fail(f"{value!r}: more than 0 seconds", param, ctx)
+        return seconds
+
+
+@click.command()
+@click.argument("url")
+@click.option("-o", "--output", "folder", metavar="FOLDER",
+              help="Where the capture goes: a new or empty folder (created). Default: capture-DATE-TIME here.")
+@click.option("--steps", type=click.IntRange(min=1), default=_default("steps"), show_default=True, metavar="N",
+              help="Forward steps the profiler records (SGLang's num_steps); it then stops by itself.")
+@click.option("--detailed/--no-detailed", default=None,
+              help="Detailed annotations (the accept length from the trace itself). Default: on where the "
+                   "server's SGLang has them (0.5.19 and later); --detailed on an older one is an error.")
+@click.option("--stack/--no-stack", default=True, show_default=True,
+              help="Python call stacks in the trace (with_stack): the strongest evidence of which model ran a "
+                   "step; the trace grows several times larger.")
+@click.option("--load", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+              help="Send N greedy /generate requests at once while it profiles, each slot the next as soon as "
+                   "its last is answered (after one unprofiled warm-up round). 0: wait for the server's own "
+                   "traffic.")
+@click.option("--prompts", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="The load's prompts: one a line (a JSON string or {\"text\": ...} for several lines). "
+                   "Default: a few built-in ones.")
+@click.option("--max-new-tokens", type=click.IntRange(min=1), default=_default("max_new_tokens"), show_default=True,
+              metavar="N", help="Tokens each load request generates (ignore_eos: always N).")
+@click.option("--server-dir", metavar="PATH",
+              help="The folder the server writes its traces into, as the server sees it: needed when the "
+                   "server is on another machine (or in a container).")
+@click.option("--read-from", metavar="LOCATION",
+              help="Where this machine reads --server-dir: a local path (a shared mount) or a URL of the same "
+                   "store (s3://bucket/prefix, read through fsspec). Default: --server-dir itself.")
+@click.option("--twin", metavar="URL_PLAIN",
+              help="A server of the same model without speculative decoding: captured after URL with the same "
+                   "load, into FOLDER/spec and FOLDER/plain, and the verdict of one against the other.")
+@click.option("--timeout", type=Seconds(), default=_default("timeout"), show_default=True, metavar="SECONDS",
+              help="How long to wait for the traces (and for any one request); then the profiler is stopped and "
+                   "capture fails.")
+@speculation_options
+@jobs_option
+@attribution_options
+def capture(url, folder, steps, detailed, stack, load, prompts, max_new_tokens, server_dir, read_from, twin, timeout,
+            by, device, kernels, kernel_categories, top, baseline, output_format, spec_metrics, accept_length, jobs,
+            **attribution):
+    """Profile a running SGLang server and print the verdict of `stats` on what it wrote.
+
+    Reads URL's /server_info, starts its profiler (/start_profile: FOLDER, --steps, the
+    activities the server has, python stacks, shapes, detailed annotations where its
+    version has them), waits until every rank's trace is written whole, and leaves in
+    FOLDER the traces as SGLang wrote them, server_args.json (/server_info before, less
+    internal_states), server_info.json (/server_info after) and, with --load, requests.jsonl
+    (one /generate response a line). Then it measures them as `spanfix stats` does (the
+    stats options below pass through), with server_info.json as --spec-metrics where it
+    has an accept length. Ctrl-C stops the profiler it started.
+
+    \b
+    Examples:
+      spanfix capture http://127.0.0.1:30000 --load 8 -o run/
+      spanfix capture http://127.0.0.1:30000 -o run/  # your own traffic
+      spanfix capture http://127.0.0.1:30000 --load 8 -o pair/ \\
+          --twin http://127.0.0.1:30001               # against no speculation
+      spanfix capture http://gpu-box:30000 --load 8 -o run/ \\
+          --server-dir /shared/traces --read-from s3://bucket/traces
+    """
+    options = api_options(**attribution)
+    with capture_watcher() as watcher:
+        result = api.capture(url, folder, steps=steps, detailed=detailed, stack=stack, load=load, prompts=prompts,
+                             max_new_tokens=max_new_tokens, server_dir=server_dir, read_from=read_from, twin=twin,
+                             timeout=timeout, verdict=False, watcher=watcher, baseline=baseline)
+    for line in written(result):
+        say_wrapped(line)
+    machine = output_format != "table"
+    with file_progress(result.paths, machine_output=machine) as progress:
+        stats = api.capture_verdict(result, options, by=by, kernels=kernels, kernel_categories=kernel_categories,
+                        baseline=baseline, device=True if device else None, each=progress.each(jobs),
+                        spec_metrics=spec_metrics, accept_length=accept_length)
+        for error in stats.errors:
+            progress.say_line(f"spanfix: error: {error}")
+    say_wrapped("verdict: " + " ".join(_quoted(arg) for arg in result.command()))
+    show(stats, output_format, top)
+    if stats.errors:
+        sys.exit(EXIT_BAD_INPUT)
+
+
+# The stats options, as stats declares them, pass through (--scheduler aside: the capture is local).
+_BORROWED = ("by", "device", "kernels", "kernel_categories", "top", "baseline", "output_format")
+_at = next(i for i, param in enumerate(capture.params) if param.name == "spec_metrics")
+capture.params[_at:_at] = [param for param in stats_command.params if param.name in _BORROWED]
+
+
+def written(result: api.CaptureResult) -> list[str]:
+    """What the capture left, a line per server."""
+    lines = []
+    for role, one in (("spec" if result.twin else "", result.capture), ("plain", result.twin)):
+        if one is None:
+            continue
+        sizes = ", ".join(f"{os.path.basename(path)} ({human_size(_size(path))})" for path in one.traces)
+        extra = f", requests.jsonl ({_count(one.responses, 'response')})" if one.requests else ""
+        lines.append(_labelled(role, f"wrote {one.folder}{os.sep}: {sizes}, server_args.json, server_info.json{extra}"))
+    return lines
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
+
+
+def _labelled(role: str, text: str) -> str:
+    return f"{role}: {text}" if role else text
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _quoted(arg: str) -> str:
+    import shlex
+
+    return shlex.quote(arg)
+
+
+class CaptureWatcher(api.CaptureWatcher):
+    """The notes on standard error as they come (wrapped at a terminal's width, as say_wrapped does; with
+    --twin, each named spec or plain), and on a terminal a status line under them."""
+
+    def __init__(self, progress: Any = None, task: Any = None):
+        self._progress, self._task = progress, task
+
+    def note(self, role: str, text: str) -> None:
+        line = printable(_labelled(role, text), 4000)
+        if self._progress is None:
+            say_wrapped(line)
+            return
+        from rich.text import Text
+
+        width = self._progress.console.width
+        wrapped = "\n".join(textwrap.wrap(line, width, subsequent_indent="  ", break_long_words=False,
+                                          break_on_hyphens=False)) or line
+        self._progress.console.print(Text(wrapped), soft_wrap=True)
+
+    def status(self, status: api.CaptureStatus) -> None:
+        if self._progress is None:
+            return
+        parts = []
+        if status.load and status.phase != "warming up":
+            parts.append(_count(status.responses, "response"))
+        if status.expected:
+            parts.append(_traces(status))
+        parts.append(f"{_clock(status.elapsed)} of {_clock(status.timeout)}")
+        self._progress.update(self._task, what=_labelled(status.role, f"{status.phase}: {', '.join(parts)}"),
+                              refresh=True)
+
+
+def _traces(status: api.CaptureStatus) -> str:
+    writing = status.traces_seen - status.traces_whole
+    if status.expected == 1:
+        return "trace written" if status.traces_whole else "trace being written" if writing else "no trace yet"
+    return (f"traces: {status.traces_whole} of {status.expected} written"
+            + (f", {writing} being written" if writing else ""))
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+@contextlib.contextmanager
+def capture_watcher() -> Iterator[CaptureWatcher]:
+    if not is_terminal(sys.stderr):
+        yield CaptureWatcher()
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    console = Console(stderr=True, markup=False, emoji=False, highlight=False)
+    with Progress(SpinnerColumn(), TextColumn("{task.fields[what]}", markup=False), console=console,
+                  transient=True) as progress:
+        task = progress.add_task("", total=None, what="reading /server_info")
+        yield CaptureWatcher(progress, task)
+
+
+__all__ = ["capture"]
