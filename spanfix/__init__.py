@@ -15,6 +15,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
+from .runtime.threads import single_threaded_blas
+
+# Where no thread can be started (a pids limit), numpy's OpenBLAS would stop the process when imported.
+single_threaded_blas()
 
 # Public name -> the module that defines it.
 _PUBLIC = {

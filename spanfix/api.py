@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import io
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -319,6 +320,9 @@ def _read_source(source: Source, options: RelabelOptions, reduce: DeviceReducer 
     # The step names' bytes are located by Trace.relabel, if it is called: opening needs none.
     if isinstance(source, (str, os.PathLike)):
         return read(os.fspath(source), options, reduce)
+    if isinstance(source, io.TextIOBase):  # its read() gives str: the bytes of the trace are not there to keep
+        raise UsageError(f"{_label(source, name)}: a text stream; give the trace as a binary file object (opened "
+                         "with 'rb'), bytes or a path")
     if isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "read"):
         return read(str(_label(source, name)), options, reduce, content=source)
     raise UsageError(f"cannot read a trace from {type(source).__name__}: give a path, bytes or a binary file object")

@@ -26,6 +26,11 @@ def main() -> None:
     # Only where Ctrl-C would interrupt: a caller that ignores it (nohup, a background job) keeps that.
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _interrupted)
+    # numpy's BLAS threads: none wanted (spanfix makes no BLAS call), and under a pids limit OpenBLAS
+    # stops the process with SIGINT when it cannot start them (runtime/threads.py).
+    from .runtime.threads import single_threaded_blas
+
+    single_threaded_blas(always=True)
     try:
         from .cli import run
 

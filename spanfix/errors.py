@@ -1,12 +1,18 @@
 """spanfix's own exceptions. Everything the library raises on bad input or a failed write is one of
 these, so that a caller (the CLI, a notebook) catches SpanfixError and shows one line: str() of each
-is that line, naming the file and the problem."""
+is that line, naming the file and the problem, with the secrets of any URL in it hidden (a store's
+own message quoting the URL's password, a presigned URL's signature: runtime/redact.py)."""
 
 from __future__ import annotations
+
+from .runtime.redact import redact
 
 
 class SpanfixError(Exception):
     """Base of every error spanfix raises on purpose."""
+
+    def __str__(self) -> str:
+        return redact(super().__str__())
 
 
 class TraceError(SpanfixError):

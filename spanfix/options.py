@@ -13,6 +13,8 @@ from .attribution.analyse import RelabelOptions
 from .attribution.attribute import DraftRules
 from .attribution.patterns import UserPattern
 from .errors import UsageError
+from .render.escape import printable
+from .runtime.redact import remember
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,9 @@ def checked_path(value: object, name: str) -> str:
     path = os.fspath(value)  # type: ignore[arg-type]
     if not isinstance(path, str):
         raise UsageError(f"{name} must be a path as str, not bytes")
+    if "\x00" in path:  # the system takes no path that holds one: open() raised ValueError
+        raise UsageError(f"{name} {printable(path, 300)!r} holds a NUL byte, which no path can hold")
+    remember(path)  # a URL's secrets, hidden wherever spanfix shows text (runtime/redact.py)
     return path
 
 

@@ -329,8 +329,12 @@ def test_a_server_elsewhere_needs_server_dir(tmp_path, fake, monkeypatch):
 
 def test_a_server_writing_into_a_store_is_read_through_fsspec(tmp_path, fake, monkeypatch):
     """--read-from a URL: the store is listed, a file taken once steady and copied into the folder whole
-    (fsspec's memory:// store stands for the bucket the server's folder is mounted from)."""
+    (fsspec's memory:// store stands for the bucket the server's folder is mounted from; spanfix takes
+    the schemes it names only, so this test names memory:// too)."""
     fsspec = pytest.importorskip("fsspec")
+    from spanfix.sources.names import SCHEMES, Scheme
+
+    monkeypatch.setitem(SCHEMES, "memory", Scheme("remote", "fsspec", "memory"))
     store = fsspec.filesystem("memory")
     fake.sglang()
     monkeypatch.setattr("spanfix.capturing.server.is_local_host", lambda host: False)

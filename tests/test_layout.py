@@ -12,7 +12,8 @@ PACKAGE = Path(spanfix.__file__).parent
 # The rooms, lowest first: a module may import its own room's modules and those of lower rooms only.
 # Rooms of one rank (relabelling and timing, say) import neither each other.
 RANKS = [
-    ("errors", "_version", "runtime", "render.escape"),  # what every stage may use: errors, processes, safe text
+    ("_version", "runtime"),  # what every stage may use: the version; processes, limits, secrets hidden
+    ("errors", "render.escape"),  # spanfix's errors and safe text (both hide secrets: runtime/redact.py)
     ("sources",),  # where bytes live, both ways
     ("read",),  # the bytes in, the events decoded
     ("attribution",),  # who ran each step span: the front every command goes through

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..errors import OutputError, UsageError
+from ..runtime.redact import remember
 from ..sources import is_url, local_path
 from .load import BUILT_IN_PROMPTS, Load, read_prompts
 from .profile import (
@@ -179,6 +180,7 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
     for name, value in (("url", url), ("twin", twin), ("server_dir", server_dir), ("read_from", read_from)):
         if value is not None and not isinstance(value, str) or name == "url" and not isinstance(value, str):
             raise UsageError(f"{name} is a string (an address or a folder), not {type(value).__name__}")
+    remember(url, twin, server_dir, read_from)  # their secrets, hidden wherever spanfix shows text
     folder = _checked_arguments(steps, load, max_new_tokens, timeout, server_dir, read_from, twin, baseline, folder)
     watcher = watcher or Watcher()
     prompt_list = _prompts(prompts) if load else []

@@ -21,6 +21,15 @@ COMMANDS = {"relabel": "relabel", "stats": "stats", "check": "check", "inspect":
 
 
 class LazyGroup(click.Group):
+    def main(self, args=None, *pos, **kwargs):
+        # The secrets of the URLs given (a password, a presigned URL's signature) are hidden wherever
+        # spanfix shows text, a store's messages and click's own included (runtime/redact.py).
+        from ..runtime.redact import remember
+
+        args = sys.argv[1:] if args is None else list(args)
+        remember(*args, os.environ.get("SPANFIX_SCHEDULER"))
+        return super().main(args, *pos, **kwargs)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
 
@@ -54,7 +63,12 @@ class LazyGroup(click.Group):
             except MemoryError:
                 say("spanfix: error: out of memory (--max-bytes refuses larger inputs before reading them)")
                 sys.exit(EXIT_BAD_INPUT)
-            except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            except click.exceptions.ClickException as exc:  # a usage error may quote an argument: a URL
+                from ..runtime.redact import redact
+
+                exc.message = redact(exc.message)
+                raise
+            except (click.exceptions.Exit, click.exceptions.Abort):
                 raise
             except Exception as exc:
                 if isinstance(exc, OSError) and _written_by_click(exc):  # a command's --help, to a full device

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..render.escape import printable, shown
 from ..runtime.progress import Reporter, human_size, reporting
+from ..runtime.redact import redact
 from ..sources import is_url, local_path
 from ..sources import work_size as url_size
 from .cluster import cluster_each
@@ -80,7 +81,7 @@ class FileProgress(Reporter):
             say_rendered(rendered)
             return
         from rich.text import Text
-        self._progress.console.print(Text.from_ansi(rendered.rstrip("\n")), soft_wrap=True)
+        self._progress.console.print(Text.from_ansi(redact(rendered).rstrip("\n")), soft_wrap=True)
 
     def say_line(self, line: str) -> None:
         """One line for the person (an error, a notice), its data made printable, above the bar."""

@@ -15,6 +15,7 @@ from rich.console import Console, RenderableType
 
 from ..render.escape import ci_reads_commands, ci_safe, printable
 from ..runtime.limits import memory_budget
+from ..runtime.redact import redact, redact_bytes
 from ..sources.stdout import standard_output, stdout_failure, write_all
 
 STDIN = "-"  # as an input; as an output (-o -), standard output
@@ -48,8 +49,11 @@ def for_the_log(text: str) -> str:
 
 
 def write_out(data: bytes | str) -> None:
-    """A command's output on standard output, all at once. OutputError when it cannot be written."""
+    """A command's output on standard output, all at once. OutputError when it cannot be written.
+    The renderers hid every URL's secrets (render.escape); what they did not make passes the same
+    filter here (runtime/redact.py), the last point before the text leaves spanfix."""
     stream = standard_output()
+    data = redact(data) if isinstance(data, str) else redact_bytes(bytes(data))
     if ci_reads_commands():
         text = data if isinstance(data, str) else bytes(data).decode("utf-8", "surrogateescape")
         data = for_the_log(text) if isinstance(data, str) else for_the_log(text).encode("utf-8", "surrogateescape")
@@ -100,6 +104,7 @@ def _to_stderr(text: str, *, command: bool = False) -> None:
     stream = sys.stderr
     if stream is None:
         return
+    text = redact(text)  # the secrets of URLs (runtime/redact.py), in anything said: a store's message too
     text = text if command else for_the_log(text)
     try:
         stream.write(text)

@@ -29,7 +29,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from ..errors import TraceError
+from ..errors import TraceError, UsageError
 from ..runtime.limits import default_max_bytes, max_bytes_phrase
 from ..runtime.notice import notice
 from ..sources import fetch, local_path
@@ -93,8 +93,10 @@ def document_bytes_of(source: str, content: bytes | bytearray | memoryview | Bin
     else:
         try:
             raw = _read_all(content, source, limit)
-        except OSError as exc:
-            raise TraceError(f"{source}: cannot read: {exc.strerror or exc}") from None
+        except (OSError, ValueError) as exc:  # ValueError: a closed file
+            if isinstance(exc, UsageError):
+                raise
+            raise TraceError(f"{source}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     if not raw:
         raise TraceError(f"{source}: empty input")
     if raw[:2] != GZIP_MAGIC:
@@ -128,7 +130,7 @@ def _read_all(stream: BinaryIO, source: str, limit: Limit | int) -> Buffer:
     max_bytes = limit.bytes
     try:
         info = os.fstat(stream.fileno())
-    except OSError:  # also io.UnsupportedOperation: an in-memory stream, as in tests
+    except (OSError, AttributeError, ValueError):  # io.UnsupportedOperation: an in-memory stream; no fileno()
         info = None
     if info is not None and stat.S_ISREG(info.st_mode):
         if info.st_size > max_bytes:
@@ -148,6 +150,9 @@ def _read_all(stream: BinaryIO, source: str, limit: Limit | int) -> Buffer:
         data = bytearray()
     looked = False
     while chunk := stream.read(_CHUNK):
+        if not isinstance(chunk, (bytes, bytearray, memoryview)):  # a text stream's str, or anything else
+            raise UsageError(f"{source}: its read() gives {type(chunk).__name__}, not bytes; give the trace as a "
+                             "binary file object (opened with 'rb'), bytes or a path")
         data += chunk
         if len(data) > max_bytes:
             raise limit.refusal(source, "larger than")

@@ -5,6 +5,10 @@ Step and thread names, paths and warnings that quote them reach rich (whose mark
 characters at all), CSV (a cell starting with "=" is a formula to a spreadsheet), GitHub workflow
 commands and terminals (an ESC byte is a terminal command). Every renderer passes such text through
 one of the functions here. JSON output needs no escaping but for what orjson refuses (see dumps).
+
+Both printable() (under every other function here) and dumps() hide the secrets of URLs
+(runtime/redact.py): a name given as `https://user:password@host/...` or a presigned URL is shown,
+in every format, with its userinfo and credentials as `***`, before any escaping can respell them.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from collections.abc import Iterable
 
 import orjson
 from rich.text import Text
+
+from ..runtime.redact import redact, redact_bytes
 
 # Control characters (C0, DEL, C1), lone surrogates (a JSON escape such as "\udc80" decodes to one),
 # the two noncharacters XML forbids, line and paragraph separators, and the invisible bidirectional
@@ -41,8 +47,9 @@ SHOWN = 300  # characters of one name or message shown to a person; JSON and CSV
 def printable(text: object, limit: int | None = None) -> str:
     """text on one line, every character that is not plain printable text shown as an escape
     (\\n, \\x1b, \\udc80): safe in a terminal, in XML and in any encoding that holds Unicode. With
-    limit, a longer text is cut there and says how much was left out."""
-    text = str(text)
+    limit, a longer text is cut there and says how much was left out. Secrets of URLs are hidden first
+    (runtime/redact.py), so that a cut never leaves part of one."""
+    text = redact(str(text))
     if limit is not None and len(text) > limit:
         text = f"{text[:limit]}... ({len(text) - limit} more characters)"
     return _UNPRINTABLE.sub(_escape_one, text) if _UNPRINTABLE.search(text) else text
@@ -145,12 +152,13 @@ def dumps(document: object, *, indent: bool = True) -> bytes:
     device work without an end) is written as null, never as the Infinity or NaN that no JSON
     parser must accept. orjson refuses two things a trace can hold: integers beyond 64 bits (a pid,
     a bs) and lone surrogates (a name with an escape such as "\\udc80", a file name that is not
-    UTF-8); then the standard library writes them, as the numbers they are and as \\u escapes."""
+    UTF-8); then the standard library writes them, as the numbers they are and as \\u escapes. The
+    secrets of URLs in its strings are hidden (runtime/redact.py: a URL ends at the string's quote)."""
     try:  # orjson writes non-finite floats as null itself
-        return orjson.dumps(document, option=orjson.OPT_INDENT_2 if indent else 0)
+        return redact_bytes(orjson.dumps(document, option=orjson.OPT_INDENT_2 if indent else 0))
     except (orjson.JSONEncodeError, TypeError):
-        return json.dumps(_finite(document), indent=2 if indent else None, ensure_ascii=True, allow_nan=False,
-                          default=repr).encode()
+        return redact_bytes(json.dumps(_finite(document), indent=2 if indent else None, ensure_ascii=True,
+                                       allow_nan=False, default=repr).encode())
 
 
 def _finite(value: object) -> object:

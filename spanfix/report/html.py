@@ -17,7 +17,7 @@ import re
 from functools import cache
 from importlib import resources
 
-from ..render.escape import dumps, log_commands_neutral
+from ..render.escape import dumps, log_commands_neutral, printable
 
 ASSETS = "assets"
 PLOTLY = "plotly-cartesian.min.js"
@@ -47,6 +47,13 @@ def json_for_script(payload: dict) -> str:
     return log_commands_neutral(data.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e"))
 
 
+def _title(payload: dict) -> str:
+    """The page's title: the inputs' names, printable and with the secrets of URLs hidden (as the
+    payload's strings are, by dumps)."""
+    title = payload.get("title", "spanfix report")
+    return printable(title) if isinstance(title, str) else "spanfix report"
+
+
 def render_html(payload: dict, script: str = "report.js") -> bytes:
     """The page: the payload, Plotly and the page's script (one of assets/: the report's, or compare's)."""
     page = "".join([
@@ -54,7 +61,7 @@ def render_html(payload: dict, script: str = "report.js") -> bytes:
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n",
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
         f"<meta name=\"generator\" content=\"spanfix {html.escape(str(payload.get('version', '')))}\">\n",
-        f"<title>{html.escape(payload.get('title', 'spanfix report')).replace('[', '&#91;')}</title>\n",
+        f"<title>{html.escape(_title(payload)).replace('[', '&#91;')}</title>\n",
         f"<style>\n{asset('report.css')}</style>\n</head>\n<body>\n",
         ("<noscript><p class=\"noscript\">This report draws its tables and charts with JavaScript: "
          "open it in a browser with scripts allowed.</p></noscript>\n"),

@@ -168,12 +168,12 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
     the call (a sweep file, a run's accept length) is said before any trace is read."""
     from ..sources import place_key
 
-    read: Sweep | None = read_sweep(checked_path(sweep, "sweep")) if sweep is not None else None
+    read: Sweep | None = read_sweep(checked_path(sweep, "sweep"), options.max_bytes) if sweep is not None else None
     named = named_runs(runs)
     if not named:
         raise UsageError("compare needs at least one run")
     by_name = {run.name: run for run in named}
-    figures = _outside_figures(by_name, spec_metrics, accept_length)
+    figures = _outside_figures(by_name, spec_metrics, accept_length, options.max_bytes)
     problems = [run.problem for run in named if run.problem]
     base = _baseline_runs(baseline)
     for run in base:  # no comparison without it
@@ -230,7 +230,8 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
 
 
 def _outside_figures(runs: dict[str, NamedRun], spec_metrics: Mapping[str, Sequence] | None,
-                     accept_length: Mapping[str, float] | None) -> dict[str, list[AcceptFigure]]:
+                     accept_length: Mapping[str, float] | None, max_bytes: int | None = None
+                     ) -> dict[str, list[AcceptFigure]]:
     """Each run's accept lengths from outside its traces, read now (a bad file or figure stops the
     command before any trace is read)."""
     found: dict[str, list[AcceptFigure]] = {}
@@ -244,7 +245,8 @@ def _outside_figures(runs: dict[str, NamedRun], spec_metrics: Mapping[str, Seque
             if name not in runs:
                 raise UsageError(f"{option}: no run is named {name!r}; the runs are {', '.join(runs)}")
             if option == "spec_metrics":
-                found.setdefault(name, []).extend(accept_figures(checked_paths(value, f"spec_metrics[{name!r}]")))
+                found.setdefault(name, []).extend(accept_figures(checked_paths(value, f"spec_metrics[{name!r}]"),
+                                                                 max_bytes=max_bytes))
             else:
                 found.setdefault(name, []).extend(accept_figures((), value))  # type: ignore[arg-type]
     return found

@@ -5,7 +5,6 @@ report all measure this way (api, gate and report import it; it imports none of 
 from __future__ import annotations
 
 import glob
-import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,13 +33,15 @@ Each = Callable[[Callable[..., Any], list[tuple[Any, ...]]], Iterable[tuple[str,
 
 
 def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
-                   accept_length: float | None = None) -> list[AcceptFigure]:
+                   accept_length: float | None = None, *, max_bytes: int | None = None) -> list[AcceptFigure]:
     """The accept lengths given from outside the traces: --spec-metrics files (TraceError for one that
-    holds none) and --accept-length (UsageError unless it is at least 1)."""
-    figures = [read_spec_metrics(path) for path in checked_paths(spec_metrics, "spec_metrics")] if spec_metrics else []
+    holds none; each read within max_bytes, as the traces are) and --accept-length (UsageError unless it
+    is a number spanfix can use: at least 1, finite, below 2**53 like any figure read from a file)."""
+    figures = [read_spec_metrics(path, max_bytes) for path in checked_paths(spec_metrics, "spec_metrics")] \
+        if spec_metrics else []
     if accept_length is not None:
         if isinstance(accept_length, bool) or not isinstance(accept_length, (int, float)) \
-                or not math.isfinite(accept_length) or not accept_length >= 1:
+                or not (1 <= accept_length < 2**53):  # NaN and infinity fail too; 1e308 made speedups infinite
             raise UsageError(f"accept_length must be a number of at least 1 (tokens per request per iteration, "
                              f"the bonus token included), not {accept_length!r}")
         figures.append(stated_accept_length(accept_length))
@@ -195,7 +196,7 @@ class Runs:
         runs = cls(options, errors)
         for path in checked_paths(spec_metrics, "spec_metrics") if spec_metrics else ():
             try:
-                runs.figures += accept_figures([path])
+                runs.figures += accept_figures([path], max_bytes=runs.relabel_options.max_bytes)
             except TraceError as exc:
                 runs._problem(exc)
                 break  # one line for the files: the figures then come from the traces alone

@@ -55,7 +55,7 @@ def on(executor: Any) -> Callable[[Callable[..., Any], list[tuple[Any, ...]]], I
     def each(function: Callable[..., Any], jobs: list[tuple[Any, ...]]) -> Iterator[tuple[str, Any]]:
         if jobs and is_dask_client(executor):
             check_workers(executor)
-        futures = [_submit(executor, function, job, index) for index, job in enumerate(jobs)]
+        futures = [_submitted(executor, function, job, index) for index, job in enumerate(jobs)]
         try:
             for job, future in zip(jobs, futures):
                 yield job[0], _outcome(future, job[0], remote=is_dask_client(executor))
@@ -81,6 +81,33 @@ def check_workers(client: Any) -> None:
         if version != __version__:
             raise UsageError(f"the Dask worker {worker} has spanfix {version}, this is {__version__}: install the same "
                              "version on every worker, so that the figures are those of a local run")
+
+
+class _NotSubmitted:
+    """A job the executor would not take (its submit() raised: shut down, full, a broken pool): its
+    input's one line, as a task that failed is, collected or raised as the caller's errors= says."""
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+    def result(self) -> Any:
+        raise _Refused(self.exc)
+
+    def done(self) -> bool:
+        return True
+
+
+class _Refused(Exception):
+    """What _NotSubmitted.result() raises: the executor's own exception, as its cause."""
+
+
+def _submitted(executor: Any, function: Callable[..., Any], job: tuple[Any, ...], index: int) -> Any:
+    try:
+        return _submit(executor, function, job, index)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as exc:  # noqa: BLE001 - any executor's refusal is that input's one line
+        return _NotSubmitted(exc)
 
 
 def _submit(executor: Any, function: Callable[..., Any], job: tuple[Any, ...], index: int) -> Any:
@@ -109,6 +136,10 @@ def _outcome(future: Any, source: str, *, remote: bool) -> Any:
 
 
 def _lost(exc: BaseException) -> str:
+    if isinstance(exc, _Refused):
+        cause = exc.args[0]
+        text = " ".join(str(cause).split()) or type(cause).__name__
+        return f"the executor would not take its task ({type(cause).__name__}: {text[:300]})"
     name = type(exc).__name__
     if name == "KilledWorker":
         return ("the Dask worker running it died (killed, or out of memory?), and the cluster gave it up "

@@ -24,6 +24,7 @@ from .names import (  # noqa: F401 (the package's own names, as the rest of span
     SCHEMES,
     MissingExtra,
     Scheme,
+    UnsupportedScheme,
     basename,
     is_url,
     join,
@@ -123,6 +124,6 @@ def upload(target: str, local: str) -> None:
 
     put(target, local)
 
-__all__ = ["SCHEMES", "Expanded", "MissingExtra", "basename", "expand", "fetch", "is_folder", "is_url",
+__all__ = ["SCHEMES", "Expanded", "MissingExtra", "UnsupportedScheme", "basename", "expand", "fetch", "is_folder", "is_url",
            "join", "local_path", "place_key", "read_side_json", "require", "scheme_of", "sibling", "upload",
            "work_size"]

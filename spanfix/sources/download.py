@@ -54,6 +54,37 @@ def fetch_url(source: str, limit: Any) -> tuple[Any, Any]:
             file.close()  # a mapping keeps its unnamed file until it goes
 
 
+def fetch_file(source: str, limit: Any) -> BinaryIO:
+    """A URL's content (inflated when it is gzip) as a file to read from its start, fetched as
+    fetch_url fetches a trace (within the limit, as a stream): a side file read line by line (a
+    --spec-metrics log) is then read from the unnamed temporary file in pieces, never mapped or held
+    whole. Every failure is a TraceError."""
+    import io
+    import tempfile
+
+    from .isolated import isolated
+    from .names import require
+
+    require(source)
+    try:
+        files = (tempfile.TemporaryFile(prefix="spanfix-"), tempfile.TemporaryFile(prefix="spanfix-"))  # noqa: SIM115
+    except OSError as exc:
+        raise _no_room(source, exc) from None
+    kept_file = None
+    try:
+        raw, document, gzipped, _ = isolated(source, _fetch_here, source, limit, files, False)
+        kept, index = (document, 1) if gzipped else (raw, 0)
+        if kept is not None:
+            return io.BytesIO(kept)
+        kept_file = files[index]
+        kept_file.seek(0)
+        return kept_file
+    finally:
+        for file in files:
+            if file is not kept_file:
+                file.close()
+
+
 def _buffer(kept: bytes | None, file: BinaryIO) -> bytes | mmap.mmap:
     """A spool's bytes: those kept in memory, or its file mapped copy-on-write, as the reader maps a
     local file (what spanfix writes into it stays its own)."""
@@ -75,7 +106,7 @@ SIDE_FILES = ("server_args.json",)
 _BESIDE: dict[str, tuple[object, str | None]] = {}
 
 
-def _fetch_here(source: str, limit: Any, files: tuple[BinaryIO, BinaryIO]
+def _fetch_here(source: str, limit: Any, files: tuple[BinaryIO, BinaryIO], beside: bool = True
                 ) -> tuple[bytes | None, bytes | None, bool, dict[str, tuple[object, str | None]]]:
     from .names import sibling
     from .store import failure, opened
@@ -85,8 +116,9 @@ def _fetch_here(source: str, limit: Any, files: tuple[BinaryIO, BinaryIO]
             if size is not None and size > limit.bytes:
                 raise limit.refusal(source, "larger than")
             found = _stream(source, stream, size, limit, files)
-        beside = {name: _side_here(name, SIDE_FILE_BYTES) for name in (sibling(source, side) for side in SIDE_FILES)}
-        return (*found, beside)
+        near = {name: _side_here(name, SIDE_FILE_BYTES) for name in (sibling(source, side) for side in SIDE_FILES)
+                if beside}
+        return (*found, near)
     except SpanfixError:
         raise
     except IsADirectoryError:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import TraceError
+from ..runtime.redact import remember
 
 # Imported with spanfix's reader, which every command needs: what only URLs need is imported when one
 # is used (urllib.parse, glob, fsspec), so that a local trace costs no more to start than before.
@@ -37,8 +38,15 @@ SCHEMES = {
 }
 
 
+ALLOWED = "file://, s3:// (s3a://), gs:// (gcs://), az:// (abfs://, abfss://), hf://, http:// and https:// URLs"
+
+
 class MissingExtra(TraceError):
     """A URL whose filesystem is not installed: str() names the extra to install."""
+
+
+class UnsupportedScheme(TraceError):
+    """A URL of a scheme spanfix does not take (SCHEMES and file://): refused before any request."""
 
 
 def scheme_of(name: str) -> str | None:
@@ -70,19 +78,23 @@ def local_path(name: str) -> str:
     return unquote(parts.path) or "/"
 
 
-def require(name: str) -> Scheme | None:
+def require(name: str) -> Scheme:
     """The scheme of a URL, once its filesystem can be imported; MissingExtra naming the extra to
-    install when it cannot. None for a scheme spanfix has no extra for (fsspec may still know it)."""
+    install when it cannot; UnsupportedScheme for a scheme spanfix does not name (fsspec knows many
+    more: memory://, whose objects vanish with the process, local://, github://, webhdfs://, ...:
+    none is followed, so that no name reaches a place nobody meant, or opens a connection)."""
+    remember(name)  # its secrets, hidden wherever spanfix shows text (runtime/redact.py)
     scheme = scheme_of(name)
     known = SCHEMES.get(scheme or "")
-    modules = ["fsspec"] + ([known.module] if known else [])
-    for module in modules:
+    if known is None:
+        raise UnsupportedScheme(f"{name}: {scheme}:// is not a kind of URL spanfix reads or writes (it takes local "
+                                f"paths and {ALLOWED})")
+    for module in ("fsspec", known.module):
         try:
             __import__(module)
         except ImportError:
-            extra = known.extra if known else "remote"
-            raise MissingExtra(f"{scheme}:// URLs need spanfix's {extra} extra: pip install 'spanfix[{extra}]'"
-                               ) from None
+            raise MissingExtra(f"{scheme}:// URLs need spanfix's {known.extra} extra: pip install "
+                               f"'spanfix[{known.extra}]'") from None
     return known
 
 

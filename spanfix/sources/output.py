@@ -152,7 +152,7 @@ def _put_object(target: str, chunks: Iterable[memoryview | bytes], *, gzip: bool
 
 
 def _can_put(target: str) -> None:
-    from . import SCHEMES, MissingExtra, require, scheme_of
+    from . import SCHEMES, MissingExtra, UnsupportedScheme, require, scheme_of
 
     scheme = SCHEMES.get(scheme_of(target) or "")
     if scheme is not None and not scheme.writable:
@@ -160,7 +160,7 @@ def _can_put(target: str) -> None:
                           "here); give -o a file, a folder or a writable store")
     try:
         require(target)
-    except MissingExtra as exc:
+    except (MissingExtra, UnsupportedScheme) as exc:  # memory:// among them: its objects die with spanfix
         raise OutputError(str(exc)) from None
 
 
@@ -331,10 +331,15 @@ def _write_stream(stream: BinaryIO, chunks: Iterable[memoryview | bytes], *, gzi
     # gives the same bytes.
     compressed: list[list[bytes]] = [[] for _ in parts]
     reporter = progress.reporter()  # threads start in a context of their own: hand it over
-    workers = [threading.Thread(target=_deflate, args=(part, compressed[k], k == len(parts) - 1, reporter))
-               for k, part in enumerate(parts)]
-    for worker in workers:
-        worker.start()
+    workers = []
+    for k, part in enumerate(parts):
+        work = (part, compressed[k], k == len(parts) - 1, reporter)
+        worker = threading.Thread(target=_deflate, args=work)
+        try:
+            worker.start()
+            workers.append(worker)
+        except RuntimeError:  # no thread to be had (a pids limit): this part here, now
+            _deflate(*work)
     crc = 0
     for piece in pieces:
         crc = _deflate_lib.crc32(piece, crc)

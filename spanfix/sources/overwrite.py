@@ -39,10 +39,14 @@ def is_standard_input(source: str) -> bool:
 def _identity(path: str | int) -> tuple[int, int] | None:
     """(device, inode) of the regular file a path or descriptor names; None for anything else (a
     device or a pipe is written to, never replaced, so it is nobody's lost data) or nothing. A URL's
-    object: its store and key, however spelled (spanfix.sources.place_key)."""
+    object: its store and key, however spelled (spanfix.sources.place_key). A URL that names a local
+    file (file://, and fsspec's local://, which spanfix refuses to write to anyway) is that file: what
+    a name resolves to decides, through symlinks and bind mounts alike (the same device and inode)."""
     if isinstance(path, str):
-        from . import is_url, local_path, place_key
+        from . import is_url, local_path, place_key, scheme_of
 
+        if scheme_of(path) == "local":
+            path = "file" + path[path.index(":"):]
         if is_url(path):
             return place_key(path)  # type: ignore[return-value]
         path = local_path(path)

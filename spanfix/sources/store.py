@@ -14,20 +14,45 @@ from typing import Any, BinaryIO
 from ..errors import OutputError, TraceError
 from .isolated import isolated
 from .names import is_url, require, scheme_of
+from .timeouts import CONNECT, READ, connect_timeout, phrase, read_timeout
 
 _SIZES: dict[str, int] = {}  # sizes the listing of a glob gave, so that progress needs no request per object
 
 
 def filesystem(url: str) -> tuple[Any, str]:
     """(the fsspec filesystem of url, its path there). Each filesystem takes its settings and
-    credentials from its usual places; spanfix passes none."""
-    require(url)
+    credentials from its usual places; spanfix passes none, but bounds every wait (timeouts.py)."""
+    scheme = require(url)
     import fsspec
 
     try:
-        return fsspec.core.url_to_fs(url)
+        return fsspec.core.url_to_fs(url, **_bounded(scheme.canonical))
     except (ValueError, ImportError) as exc:  # a protocol fsspec does not know, or its package missing
         raise TraceError(f"{url}: cannot read this kind of URL ({_reason(exc)})") from None
+
+
+def _bounded(canonical: str) -> dict[str, Any]:
+    """The filesystem's timeouts: connecting, the first byte of an answer, and between two bytes
+    (SPANFIX_CONNECT_TIMEOUT, SPANFIX_READ_TIMEOUT). aiohttp's own default waits 5 minutes for a
+    whole answer, and fsspec retries; a server that takes a request and says nothing held spanfix for
+    ever. A timeout set in fsspec's own configuration is kept."""
+    import fsspec.config
+
+    connect, read = connect_timeout(), read_timeout()
+    configured = fsspec.config.conf.get(canonical, {})
+    if canonical in ("http", "https"):
+        client = dict(configured.get("client_kwargs") or {})
+        if "timeout" not in client:
+            import aiohttp
+
+            client["timeout"] = aiohttp.ClientTimeout(total=None, connect=None, sock_connect=connect, sock_read=read)
+        return {"client_kwargs": client}
+    if canonical == "s3":
+        config = dict(configured.get("config_kwargs") or {})
+        config.setdefault("connect_timeout", connect)
+        config.setdefault("read_timeout", read)
+        return {"config_kwargs": config}
+    return {}
 
 
 def glob(pattern: str) -> list[str]:
@@ -168,12 +193,21 @@ def failure(exc: BaseException) -> str:
     if name in ("EndpointConnectionError", "ClientConnectorError", "ConnectionRefusedError", "ConnectError",
                 "ClientConnectorDNSError", "ClientConnectorCertificateError", "ClientConnectorSSLError"):
         return f"cannot reach the server ({_reason(exc)})"
+    if isinstance(exc, TimeoutError) or name in _TIMEOUTS:  # fsspec's FSTimeoutError holds aiohttp's as its cause
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        if "connect" in type(cause).__name__.lower():
+            return f"cannot reach the server within {phrase(CONNECT)}"
+        return f"no answer from the server within {phrase(READ)}"
     if name in ("ClientPayloadError", "ServerDisconnectedError", "IncompleteReadError", "ResponseStreamingError",
-                "ConnectionResetError", "ReadTimeoutError", "ProtocolError"):
+                "ConnectionResetError", "ProtocolError"):
         return f"the connection broke off ({_reason(exc)})"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return f"{name}: {_reason(exc)}"
+
+
+_TIMEOUTS = ("SocketTimeoutError", "ServerTimeoutError", "ConnectionTimeoutError", "FSTimeoutError", "ReadTimeoutError",
+             "ConnectTimeoutError", "ConnectTimeout", "ReadTimeout")
 
 
 def _reason(exc: BaseException) -> str:

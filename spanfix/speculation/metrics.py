@@ -17,22 +17,24 @@
 Each also names the server's arguments where it has them (`server_info` and bench_serving's
 `server_info` their keys, the log its `server_args=...` line): the algorithm, its draft settings,
 CUDA graphs and the model, as server_args.json gives them. A file with none of them is an error of
-one line. Files may be gzip-compressed.
+one line. Files may be gzip-compressed; they are read as traces are (read/side.py), within --max-bytes
+and a line at a time where the format allows.
 """
 
 from __future__ import annotations
 
-import gzip
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
-import orjson
+import msgspec
 
 from ..errors import TraceError
+from ..read.side import SideFile
 
 LOG, BENCH, SERVER_INFO, STATED, TRACE = "log", "bench_serving", "server_info", "stated", "trace annotations"
 REQUESTS = "requests"
-MAX_BYTES = 2**30  # a log of a long run; anything larger is not read whole
 DECODE_BATCH, ACCEPT_LEN, RUNNING_REQ = "Decode batch", "accept len:", "#running-req:"
 MAX_DIGITS = 32  # a number longer than this in a log line is not one SGLang wrote
 
@@ -63,37 +65,20 @@ class AcceptFigure:
         return self.value, bool(self.by_bs)
 
 
-def read_spec_metrics(path: str) -> AcceptFigure:
-    data = _read(path)
-    text = data.decode("utf-8", errors="replace")
-    stripped = text.strip()
-    if stripped.startswith(("{", "[")):
-        try:
-            document = orjson.loads(stripped)
-        except orjson.JSONDecodeError:
-            document = None
-        if isinstance(document, dict):
-            found = _server_info(path, document) or _bench_runs(path, [document]) or _requests(path, [document])
-            if found is not None:
-                return found
-        if isinstance(document, list):
-            found = _requests(path, document)
-            if found is not None:
-                return found
-    runs = []
-    for line in text.splitlines():
-        line = line.strip()
-        if line.startswith("{"):
-            try:
-                value = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                runs.append(value)
-    found = (_bench_runs(path, runs) or _requests(path, runs)) if runs else None
-    if found is not None:
-        return found
-    found = _log(path, text)
+def read_spec_metrics(path: str, max_bytes: int | None = None) -> AcceptFigure:
+    """The accept length a --spec-metrics file gives. Read as a side file (read/side.py): within
+    max_bytes (--max-bytes; None: the traces' default), a gzip one inflated as it is read, a named
+    pipe waited for, and one line at a time where the format allows (a log, JSONL): a 2 GiB log costs
+    a line's memory, not the file's. MetricsError (one line) for a file that cannot be read, that
+    gives none, or that holds a number spanfix cannot use (a count of hundreds of digits, 1e400)."""
+    try:
+        found = _figure_of(path, SideFile(path, max_bytes))
+    except MetricsError:
+        raise
+    except TraceError as exc:
+        raise MetricsError(str(exc)) from None
+    except _Unusable as exc:
+        raise MetricsError(f"{path}: {exc}: not a number spanfix can use") from None
     if found is not None:
         return found
     raise MetricsError(f"{path}: no accept length found: expected SGLang's server log ('Decode batch, ... "
@@ -102,44 +87,138 @@ def read_spec_metrics(path: str) -> AcceptFigure:
                        "(meta_info.spec_verify_ct)")
 
 
-def _read(path: str) -> bytes:
-    from ..sources import is_url, local_path
+LOG_LINE = 2**20  # a log line longer than this is read for its start only (SGLang's are a few hundred bytes)
 
-    if is_url(path):  # on a store or a web server (spanfix.sources)
-        from ..sources.download import read_bytes
 
+def _is_json(start: bytes) -> bool:
+    """Does a file starting with these bytes (whitespace left out) hold JSON? An object, or an array of
+    objects; a log's lines start with `[` too, but then with a date (`[2026-08-20 10:11:12]`)."""
+    return start[:1] == b"{" or (start[:1] == b"[" and start[1:2] in (b"{", b"[", b'"', b"]", b""))
+
+
+def _figure_of(path: str, side: SideFile) -> AcceptFigure | None:
+    if not _is_json(side.first_bytes(2)):  # a log: line by line, each line bounded
+        return _log(path, (line.decode("utf-8", errors="replace") for _, line in side.lines(LOG_LINE)))
+    # JSON: one document (a /server_info, a bench_serving run, a list of /generate responses), pretty
+    # printed over many lines or on one; or JSONL (one run or response a line), read a line at a time.
+    bench, requests = _Bench(), _Requests()
+    single: dict | None = None  # the first line's object
+    lines_read = 0
+    whole: bytearray | None = None
+    for number, line in side.lines():
+        if whole is not None:
+            whole += line + b"\n"
+            continue
+        text = line.strip()
+        if not text:
+            continue
+        lines_read += 1
         try:
-            data = read_bytes(path, MAX_BYTES + 1)
-        except TraceError as exc:
-            raise MetricsError(str(exc)) from None
-        return _inflated(path, data)
+            found = _decoded(text, f"line {number}")
+        except msgspec.DecodeError:
+            if lines_read == 1:
+                whole = bytearray(line + b"\n")  # a document over several lines: read whole
+            continue  # a line that is no JSON among JSON lines: no record
+        if lines_read == 1 and isinstance(found, dict):
+            single = found
+        for record in found if isinstance(found, list) else [found]:
+            bench.add(record)
+            requests.add(record)
+    if whole is not None:
+        try:
+            found = _decoded(bytes(whole), "")
+        except msgspec.DecodeError:
+            return None
+        del whole
+        if isinstance(found, list):
+            return _requests(path, found)
+        return _server_info(path, found) or _bench_runs(path, [found]) or _requests(path, [found])
+    if lines_read == 1 and single is not None:  # one JSON object: a /server_info too
+        return _server_info(path, single) or bench.figure(path) or requests.figure(path)
+    return bench.figure(path) or requests.figure(path)
+
+
+class _Unusable(ValueError):
+    """A number in a --spec-metrics file that spanfix cannot use: str() says where."""
+
+
+class _Meta(msgspec.Struct):
+    completion_tokens: Any = None
+    spec_verify_ct: Any = None
+
+
+# A JSON record as the figures read it: only these keys are decoded (a /generate response's text and
+# logprobs, a bench_serving run's per-request lists are skipped), so that what is kept stays small.
+_Record = msgspec.defstruct("_Record", [("internal_states", Any, msgspec.UNSET), ("accept_length", Any, msgspec.UNSET),
+                                         ("server_info", Any, msgspec.UNSET), ("meta_info", msgspec.Raw, msgspec.UNSET),
+                                         *((key, Any, msgspec.UNSET) for key in (
+                                             "speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+                                             "speculative_num_draft_tokens", "disable_cuda_graph",
+                                             "enable_multi_layer_eagle", "model_path", "disable_overlap_schedule",
+                                             "attention_backend", "decode_attention_backend",
+                                             "prefill_attention_backend"))])
+_RECORD = msgspec.json.Decoder(_Record)
+_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_META = msgspec.json.Decoder(_Meta)
+
+
+def _decoded(text: bytes, where: str) -> dict | list[dict]:
+    """A JSON object as a dict of the keys read, or a JSON array as such dicts (its elements that are
+    objects). msgspec.DecodeError when it is not JSON; _Unusable for a number out of any range."""
     try:
-        with open(local_path(path), "rb") as file:
-            data = file.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise MetricsError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise MetricsError(f"{path}: a folder, not a file") from None
-    except OSError as exc:
-        raise MetricsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    return _inflated(path, data)
+        if text[:1] == b"[":
+            return [found for raw in _LIST.decode(text) if (found := _record(raw, where)) is not None]
+        found = _record(text, where)
+    except msgspec.ValidationError as exc:
+        raise _unusable(exc, where) from None
+    if found is None:
+        raise msgspec.DecodeError("not a JSON object")
+    return found
 
 
-def _inflated(path: str, data: bytes) -> bytes:
-    if data[:2] == b"\x1f\x8b":
+def _record(raw: bytes | msgspec.Raw, where: str) -> dict | None:
+    try:
+        record = _RECORD.decode(raw)
+    except msgspec.ValidationError as exc:
+        if "out of range" in str(exc):
+            raise _unusable(exc, where) from None
+        return None  # not an object
+    found = {name: value for name in record.__struct_fields__
+             if (value := getattr(record, name)) is not msgspec.UNSET and name != "meta_info"}
+    if record.meta_info is not msgspec.UNSET:
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
-            raise MetricsError(f"{path}: not a readable gzip file ({exc})") from None
-    if len(data) > MAX_BYTES:
-        raise MetricsError(f"{path}: larger than {MAX_BYTES >> 20} MiB: give the part of the log that covers the capture")
-    return data
+            meta = _META.decode(record.meta_info)
+            found["meta_info"] = {"completion_tokens": meta.completion_tokens, "spec_verify_ct": meta.spec_verify_ct}
+        except msgspec.ValidationError as exc:
+            if "out of range" in str(exc):
+                raise _unusable(exc, where) from None
+    return found
+
+
+def _unusable(exc: msgspec.ValidationError, where: str) -> Exception:
+    """A number out of range (1e400, an integer of thousands of digits) is _Unusable, where it is;
+    any other mismatch is not (it is not the kind of record looked for)."""
+    text = " ".join(str(exc).split())
+    if "out of range" not in text:
+        return msgspec.DecodeError(text)
+    at = text.rpartition(" - at ")[2].strip("`") if " - at " in text else ""
+    return _Unusable(": ".join(part for part in (where, at.removeprefix("$.")) if part) or "a number")
 
 
 def _number(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    """A figure: a finite number that a float holds exactly enough (below 2**53: no count of tokens is
+    larger); None for what is no number. _Unusable for a number out of that range (1e308, 400 digits):
+    such a figure would make others overflow (a sum, a speedup) or vanish (a time per token of 0)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if not -_LARGEST < value < _LARGEST:
+        raise _Unusable(f"{str(value)[:12]}{'...' if len(str(value)) > 12 else ''}")
     return float(value)
+
+
+_LARGEST = 2**53
 
 
 # The server arguments that make a run (and decide attribution where no server_args.json is beside a trace).
@@ -167,44 +246,79 @@ def _server_info(path: str, document: dict) -> AcceptFigure | None:
 
 
 def _bench_runs(path: str, runs: list[dict]) -> AcceptFigure | None:
-    found = [(run, v) for run in runs if (v := _number(run.get("accept_length"))) is not None]
-    if not found:
-        return None
-    run, value = found[-1]
-    info = run.get("server_info")
-    detail = "bench_serving: accept_length (read by SGLang from DP rank 0 only)"
-    if len(found) > 1:
-        detail += f", the last of {len(found)} runs"
-    return AcceptFigure(BENCH, value, path, len(found), detail, tuple(v for _, v in found),
-                        _server(info) if isinstance(info, dict) else {})
+    found = _Bench()
+    for run in runs:
+        found.add(run)
+    return found.figure(path)
+
+
+class _Bench:
+    """bench_serving runs, one at a time: every accept_length and the last run's server_info (a run's
+    other fields, its per-request lists among them, are not kept)."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.info: object = None
+
+    def add(self, run: dict) -> None:
+        value = _number(run.get("accept_length"))
+        if value is not None:
+            self.values.append(value)
+            self.info = run.get("server_info")
+
+    def figure(self, path: str) -> AcceptFigure | None:
+        if not self.values:
+            return None
+        detail = "bench_serving: accept_length (read by SGLang from DP rank 0 only)"
+        if len(self.values) > 1:
+            detail += f", the last of {len(self.values)} runs"
+        return AcceptFigure(BENCH, self.values[-1], path, len(self.values), detail, tuple(self.values),
+                            _server(self.info) if isinstance(self.info, dict) else {})
 
 
 def _requests(path: str, responses: list) -> AcceptFigure | None:
     """/generate responses: the tokens over the verifies, summed over the requests (SGLang's per-request
     spec_accept_length is each one's completion_tokens / spec_verify_ct)."""
-    tokens = verifies = requests = 0
+    found = _Requests()
     for response in responses:
+        found.add(response)
+    return found.figure(path)
+
+
+class _Requests:
+    """/generate responses, one at a time: their tokens and verifies summed."""
+
+    def __init__(self) -> None:
+        self.tokens = self.verifies = self.requests = 0
+
+    def add(self, response: object) -> None:
         meta = response.get("meta_info") if isinstance(response, dict) else None
         if not isinstance(meta, dict):
-            continue
+            return
         made, verified = meta.get("completion_tokens"), meta.get("spec_verify_ct")
+        for value in (made, verified):
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 2**63:
+                raise _Unusable(f"meta_info: {str(value)[:12]}...")
         if _whole(made) and _whole(verified):
-            tokens, verifies, requests = tokens + made, verifies + verified, requests + 1
-    if not verifies:
-        return None
-    return AcceptFigure(REQUESTS, tokens / verifies, path, requests,
-                        f"/generate responses: completion_tokens over spec_verify_ct of {requests} request"
-                        f"{'s' if requests != 1 else ''}, summed")
+            self.tokens, self.verifies, self.requests = self.tokens + made, self.verifies + verified, self.requests + 1
+
+    def figure(self, path: str) -> AcceptFigure | None:
+        if not self.verifies:
+            return None
+        requests = self.requests
+        return AcceptFigure(REQUESTS, self.tokens / self.verifies, path, requests,
+                            f"/generate responses: completion_tokens over spec_verify_ct of {requests} request"
+                            f"{'s' if requests != 1 else ''}, summed")
 
 
 def _whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63
 
 
-def _log(path: str, text: str) -> AcceptFigure | None:
+def _log(path: str, lines: Iterable[str]) -> AcceptFigure | None:
     values, weights = [], []
     server: dict = {}
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(lines, 1):
         at = line.find(DECODE_BATCH)
         if at < 0:
             if not server and SERVER_ARGS in line:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from ..errors import TraceError
-from .metrics import _read
+from ..read.side import SideFile
 
 FIELDS = ("batch_size", "steps", "topk", "num_draft_tokens", "acc_length", "step_time", "speed", "completion_tokens")
 WHOLE = ("batch_size", "steps", "topk", "num_draft_tokens")  # what a line is matched by
@@ -116,20 +116,22 @@ def _round(value: float | None, digits: int = 4) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def read_sweep(path: str) -> Sweep:
-    """The lines of a bench_speculative.py output (JSONL; gzip and URLs as --spec-metrics files are
-    read). A line that is not such a record is a problem, said with its number; a file without any
-    record is an error (TraceError, one line)."""
-    data = _read(path)
+def read_sweep(path: str, max_bytes: int | None = None) -> Sweep:
+    """The lines of a bench_speculative.py output (JSONL; gzip, URLs and named pipes as --spec-metrics
+    files are read: read/side.py, within max_bytes, a line at a time). A line that is not such a record
+    is a problem, said with its number; a file without any record is an error (TraceError, one line)."""
     lines, problems = [], []
-    for number, text in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+    for number, text in SideFile(path, max_bytes).lines():
         text = text.strip()
         if not text:
             continue
         try:
             record = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            problems.append(f"{path}: line {number} is not JSON: left out")
+        except orjson.JSONDecodeError as exc:
+            if "infinity" in str(exc):  # 1e400, or an integer of hundreds of digits
+                problems.append(f"{path}: line {number} holds a number spanfix cannot use: left out")
+            else:
+                problems.append(f"{path}: line {number} is not JSON: left out")
             continue
         found, why = _line(number, record)
         if found is None:
