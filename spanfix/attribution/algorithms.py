@@ -174,7 +174,7 @@ def _names(candidates: frozenset[str]) -> str:
     return " or ".join(sorted(candidates))
 
 
-def algorithms_from_server_args(args: dict) -> tuple[frozenset[str] | None, str | None]:
+def algorithms_from_server_args(args: dict, source: str = "server_args.json") -> tuple[frozenset[str] | None, str | None]:
     """The algorithms server_args.json allows, None when it does not say; and a warning when it
     names an algorithm spanfix does not know (forks and plugins register more)."""
     if "speculative_algorithm" not in args:
@@ -190,6 +190,6 @@ def algorithms_from_server_args(args: dict) -> tuple[frozenset[str] | None, str 
     named = SERVER_ALGORITHMS.get(text)
     if named is None:
         known = ", ".join(SERVER_ALGORITHMS)
-        return None, (f"server_args.json: speculative_algorithm={value!r} is not an algorithm spanfix knows "
+        return None, (f"{source}: speculative_algorithm={value!r} is not an algorithm spanfix knows "
                       f"({known}); deciding from the trace alone")
     return named, None

@@ -277,6 +277,8 @@ def _field(path: str, number: int, text: str, key: str, whole: bool = False) -> 
     """The number after `key` in a log line (linear: a find and a scan, no pattern that backtracks); None
     when the key is not there or no number follows it. MetricsError for one too long to be SGLang's."""
     at = text.find(key)
+    while at > 0 and text[at - 1].isalnum() or at >= 6 and text[at - 6:at] == "block ":  # not `block accept len:`
+        at = text.find(key, at + len(key))
     if at < 0:
         return None
     start = at + len(key)
