@@ -192,6 +192,8 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
         guess.narrow(writing("DRAFT_EXTEND_V2"), "DRAFT_EXTEND_V2 spans")
     if stages:
         guess.narrow(having("stage_spans"), "draft/draft_extend stage spans")
+    if any(" g_sq=" in step.step.rest or " c_sq=" in step.step.rest for step in index.steps):
+        guess.narrow(having("detailed"), "detailed annotations (c_/g_ suffixes)")
     if modes["TARGET_VERIFY"] or modes["VERIFY"] or modes["DRAFT"] or draft_tracks:
         guess.narrow(SPECULATIVE, "verify or draft steps")
         if modes["DECODE"] and modes["TARGET_VERIFY"]:

@@ -278,6 +278,12 @@ def _twin(baseline: PlainDecode | None, run: Run, notes: list[str]) -> tuple[tup
         if unlike:
             return None, (f"the plain twin is unlike this run ({'; '.join(unlike)}): capture both the same way "
                           "(the same server arguments but speculation)")
+    if baseline.config is not None and None not in (run.config.overlap, baseline.config.overlap) \
+            and run.config.overlap != baseline.config.overlap:
+        word = {True: "with the overlap scheduler", False: "without it"}
+        notes.append(f"the plain twin runs {word[baseline.config.overlap]}, this run {word[run.config.overlap]} "
+                     "(server arguments): scheduling overlaps work differently on the two sides (SGLang turns it off for "
+                     "speculative decoding on a CPU; --disable-overlap-schedule on the twin makes them alike)")
     ours = {m.basis for m in run.members} - {None}
     basis = ours.pop() if len(ours) == 1 else None
     if basis is not None and baseline.basis is not None and basis != baseline.basis:
