@@ -7,6 +7,7 @@ name every step span as the runner that ran it: 0 wrong, 0 ambiguous."""
 import gzip
 import json
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -84,7 +85,7 @@ def _g_sk_accept(events: list[dict], window: int) -> float:
                    if e.get("cat") == "user_annotation" and e.get("name", "").startswith("step["))
     tokens = sizes = 0
     verifies = [(k, name) for k, (_, name) in enumerate(steps) if name.startswith("step[TARGET_VERIFY")]
-    for (k, this), (n, following) in zip(verifies, verifies[1:]):
+    for (k, this), (n, following) in pairwise(verifies):
         fields = [dict(token.split("=") for token in name[:-1].split()[1:]) for name in (this, following)]
         between = [name for _, name in steps[k + 1:n] if "toks=" in name]
         bs = int(fields[0]["bs"])
