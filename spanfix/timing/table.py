@@ -138,6 +138,7 @@ class StatsResult:
             "baseline": self.baseline,
             "profile": self.profile.to_json(),
             "baseline_differences": self.baseline_differences,
+            "baseline_is_plain_twin": self.plain_twin,
             "stages": [{**dict(zip(self.by, row.keys)), "clock": row.clock, **_summary_json(row.summary),
                         "share": round(row.share, 6), "device_source": row.device_source,
                         "busy_us": None if row.busy_us is None else us(row.busy_us),
