@@ -34,7 +34,9 @@ def connect(address: str) -> Any:
     try:
         from distributed import Client
     except ImportError:
-        raise UsageError("--scheduler needs spanfix's dask extra: pip install 'spanfix[dask]'") from None
+        from ..runtime.extras import install_hint
+
+        raise UsageError(f"--scheduler needs spanfix's dask extra: {install_hint('dask')}") from None
     try:
         # Waits as long as Dask's own setting says (distributed.comm.timeouts.connect, 30 s by default).
         return Client(address, set_as_default=False)

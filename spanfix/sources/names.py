@@ -81,8 +81,9 @@ def require(name: str) -> Scheme | None:
             __import__(module)
         except ImportError:
             extra = known.extra if known else "remote"
-            raise MissingExtra(f"{scheme}:// URLs need spanfix's {extra} extra: pip install 'spanfix[{extra}]'"
-                               ) from None
+            from ..runtime.extras import install_hint
+
+            raise MissingExtra(f"{scheme}:// URLs need spanfix's {extra} extra: {install_hint(extra)}") from None
     return known
 
 
