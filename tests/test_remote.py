@@ -386,8 +386,8 @@ def test_a_url_whose_extra_is_missing_names_it(monkeypatch, url, module, extra):
         scheme = url.split(":")[0]
         # The hint installs from this clone, editable, into this environment: no index holds spanfix.
         assert result.stderr.strip().splitlines() == [
-            f"spanfix: error: {scheme}:// URLs need spanfix's {extra} extra: {sys.executable} -m pip install -e "
-            f"'{ROOT}[{extra}]'"]
+            (f"spanfix: error: {scheme}:// URLs need spanfix's {extra} extra: {sys.executable} -m pip install -e "
+             f"'{ROOT}[{extra}]'")]
     result = run("relabel", str(ROOT / "fixtures/merged.trace.json"), "-o", url.replace("*", "x"), code=2)
     assert result.stderr.strip().endswith(f"-m pip install -e '{ROOT}[{extra}]'")
     run("stats", str(ROOT / "fixtures/merged.trace.json"))  # local files work as before
