@@ -13,8 +13,10 @@ $(RUNTIME): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
 	touch $(RUNTIME)
 
+# The test tools, and the extras the URL and --scheduler tests need (moto's S3 server, fsspec, Dask):
+# with them every test runs, but those that need Chromium or ../shared/traces (each skip says why).
 $(STAMP): $(RUNTIME)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,test-remote]'
 	touch $(STAMP)
 
 ## Relabel a bundled speculative-decoding fixture and print the summary (installs spanfix alone).

@@ -3,7 +3,7 @@
     import spanfix
     trace = spanfix.open("run-TP-0.trace.json.gz")
     trace.stats().to_json()          # per-stage timing, as `spanfix stats --format json`
-    trace.steps().to_pandas()        # every step span as a row (pip install 'spanfix[pandas]')
+    trace.steps().to_pandas()        # every step span as a row (the pandas extra)
 
 What is in __all__ is the public API (docs/api.md); everything else may change between releases.
 The names are imported when first used, so that the command line starts without the whole library.

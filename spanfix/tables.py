@@ -43,11 +43,13 @@ class Table(Sequence[T]):
         raise NotImplementedError
 
     def to_pandas(self) -> pandas.DataFrame:
-        """The rows as a pandas DataFrame, one column per field (pip install 'spanfix[pandas]')."""
+        """The rows as a pandas DataFrame, one column per field (the pandas extra)."""
         try:
             import pandas
         except ImportError:
-            raise UsageError("to_pandas() needs pandas: pip install 'spanfix[pandas]'") from None
+            from .runtime.extras import install_hint
+
+            raise UsageError(f"to_pandas() needs pandas: {install_hint('pandas')}") from None
         return pandas.DataFrame.from_records(self.records())
 
 

@@ -162,7 +162,7 @@ def test_to_pandas():
 
 def test_to_pandas_without_pandas_is_a_usage_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)
-    with pytest.raises(spanfix.UsageError, match="pip install 'spanfix\\[pandas\\]'"):
+    with pytest.raises(spanfix.UsageError, match=r"-m pip install -e '.*\[pandas\]'"):
         spanfix.open(EAGLE).steps().to_pandas()
 
 

@@ -215,3 +215,23 @@ def test_cli_takes_num_steps_and_the_new_algorithms(tmp_path):
     out = CliRunner().invoke(main, ["stats", "--algorithm", "ngram", str(tmp_path / "t.json")])
     assert out.exit_code == 0
     assert "--num-steps" in CliRunner().invoke(main, ["stats", "--help"]).output
+
+
+@pytest.mark.parametrize("algorithm", ["eagle", "standalone", "none"])
+@pytest.mark.parametrize("stacks", [True, False], ids=["stacks", "no-stacks"])
+def test_idle_ranks_draft_steps_are_the_drafts(tmp_path, algorithm, stacks):
+    """An idle data-parallel rank runs step[IDLE bs=0] on the target and, with EAGLE v2, on the draft runner
+    too (eagle_worker_v2's _draft_forward_idle, step-spans.md §9): its call stack says draft; without
+    python stacks nothing tells the two apart, and both stay ambiguous, never wrong."""
+    spec = SynthSpec(algorithm=algorithm, seed=9, idle_iterations=2, python_stacks=stacks)
+    trace = generate(spec)
+    idle = [t for t in trace.truths if t.clock == "cpu" and t.old_name == "step[IDLE bs=0]"]
+    assert len(idle) == (2 if algorithm == "none" else 4)
+    assert {t.expected_name for t in idle if t.role == "draft"} <= {"step[DRAFT bs=0]"}
+    result, events = relabel_generated(tmp_path, trace, server_args=True)
+    left = assert_never_wrong(trace, result, events)
+    if stacks or algorithm == "none":
+        assert_fully_decided(trace, result, events)
+    else:
+        assert {t.old_name for t in left} == {"step[IDLE bs=0]"}
+        assert all(a.name == "step[IDLE bs=0]" for a in result.ambiguous)

@@ -111,3 +111,16 @@ def test_real_subprocess(tmp_path, draft_thread_events):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["files"][0]["changed"] == 4
     assert b"step[VERIFY bs=2]" in gzip.decompress((tmp_path / "t.relabeled.json.gz").read_bytes())
+
+
+def test_an_empty_trace_is_valid_and_says_so(tmp_path):
+    """An empty trace (SGLang on Apple MLX writes {"traceEvents": []} beside its Metal .gputrace) is
+    valid: every command says what it is, as information, and exits 0 (check: --allow-empty)."""
+    path = tmp_path / "mlx.trace.json"
+    path.write_text('{"traceEvents": []}')
+    for command in (["relabel", "--dry-run"], ["inspect"], ["stats"], ["check", "--allow-empty"]):
+        result = run(*command, path)
+        assert result.exit_code == 0, (command, result.output)
+        said = " ".join(result.output.split())
+        assert "an empty trace: no event at all (valid" in said and "not a capture of SGLang" not in said, command
+    assert "warning" not in run("stats", path).stderr

@@ -384,17 +384,20 @@ def test_a_url_whose_extra_is_missing_names_it(monkeypatch, url, module, extra):
     for command in (["stats"], ["relabel", "--dry-run"], ["check"], ["report", "-o", "-"], ["inspect"]):
         result = run(*command, url, str(ROOT / "fixtures/merged.trace.json"), code=2)
         scheme = url.split(":")[0]
+        # The hint installs from this clone, editable, into this environment: no index holds spanfix.
         assert result.stderr.strip().splitlines() == [
-            f"spanfix: error: {scheme}:// URLs need spanfix's {extra} extra: pip install 'spanfix[{extra}]'"]
+            (f"spanfix: error: {scheme}:// URLs need spanfix's {extra} extra: {sys.executable} -m pip install -e "
+             f"'{ROOT}[{extra}]'")]
     result = run("relabel", str(ROOT / "fixtures/merged.trace.json"), "-o", url.replace("*", "x"), code=2)
-    assert result.stderr.strip().endswith(f"pip install 'spanfix[{extra}]'")
+    assert result.stderr.strip().endswith(f"-m pip install -e '{ROOT}[{extra}]'")
     run("stats", str(ROOT / "fixtures/merged.trace.json"))  # local files work as before
 
 
 def test_scheduler_without_dask_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)
     result = run("stats", str(ROOT / "fixtures/merged.trace.json"), "--scheduler", "tcp://127.0.0.1:1", code=2)
-    assert result.stderr.strip() == "spanfix: error: --scheduler needs spanfix's dask extra: pip install 'spanfix[dask]'"
+    assert result.stderr.strip() == (f"spanfix: error: --scheduler needs spanfix's dask extra: {sys.executable} -m pip "
+                                     f"install -e '{ROOT}[dask]'")
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -62,10 +62,14 @@ def test_stage_counts_are_the_traces_own_spans(name):
 
 
 def _log_accept(log: Path) -> tuple[float, dict[int, float]]:
-    """SGLang's log: each 'Decode batch' line's accept len, weighted by its #running-req; and by batch size."""
-    values = []
+    """SGLang's log: each 'Decode batch' line's accept len while its profiler ran (between 'Profiling
+    starts.' and 'Stop profiling'), weighted by its #running-req; and by batch size."""
+    values, profiling = [], False
     for line in log.read_text().splitlines():
-        if "Decode batch" in line and "accept len:" in line:
+        profiling = profiling or "Profiling starts." in line
+        if "Stop profiling" in line:
+            break
+        if profiling and "Decode batch" in line and "accept len:" in line:
             fields = dict(part.strip().split(": ", 1) for part in line.split("Decode batch, ")[1].split(", ")
                           if ": " in part)
             values.append((float(fields["accept len"]), int(fields["#running-req"])))

@@ -340,6 +340,10 @@ def test_detailed_suffix_keys_follow_the_mode():
         for truth in trace_for(spec).truths:
             mode = mode_of(truth.old_name)
             pairs = [token.split("=") for token in rest_of(truth.old_name).split()]
+            if spec.algorithm == "eagle-v1":  # spec v1 was gone before detailed annotations came (SGLang 0.5.19)
+                assert [key for key, _ in pairs] == [key for key in orders[mode] if key in ("bs", "toks")]
+                seen.add(mode)
+                continue
             assert [key for key, _ in pairs] == orders[mode]
             values = dict(pairs)
             if mode == "EXTEND":

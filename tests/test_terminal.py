@@ -119,3 +119,34 @@ def test_stats_at_80_columns_breaks_no_word(tmp_path):
         assert word in words, (word, "\n".join(lines))
     note = next(k for k, line in enumerate(lines) if line.startswith(("note: fixtures/", "note: /")))
     assert lines[note + 1].startswith("  ")  # the rest of the note indented under it
+
+
+def test_only_speculation_prints_the_verdict_and_its_table(tmp_path):
+    """stats --only speculation: the answer without the 80 lines above it (issue 34)."""
+    from conftest import FIXTURES
+
+    code, _, screen = run_in_terminal(["stats", str(FIXTURES / "eagle-stock.trace.json.gz"), "--baseline",
+                                       str(FIXTURES / "eagle-plain.trace.json.gz"), "--only", "speculation"],
+                                      tmp_path, rows=120)
+    assert code == 0
+    lines = [line for line in screen if line.strip()]
+    assert lines[0].startswith("speculation pays: 1.40x plain decoding at bs 4")
+    assert not any(line.startswith(("step spans per stage", "decode iterations:")) for line in lines)
+
+
+def test_piped_text_is_one_line_however_long(tmp_path):
+    """In a file or a pipe, a line that is not a table is never broken at a width (relabel's algorithm
+    line, stats' verdict): a terminal folds it, a script reads it whole."""
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES
+
+    relabel = subprocess.run([sys.executable, "-m", "spanfix", "relabel", "--dry-run",
+                              str(FIXTURES / "eagle-stock.trace.json.gz")], capture_output=True, text=True, check=True)
+    assert any(line.startswith("algorithm: ") and line.endswith("stage spans)") for line in relabel.stderr.splitlines())
+    stats = subprocess.run([sys.executable, "-m", "spanfix", "stats", str(FIXTURES / "eagle-stock.trace.json.gz"),
+                            "--baseline", str(FIXTURES / "eagle-plain.trace.json.gz")],
+                           capture_output=True, text=True, check=True)
+    [verdict] = [line for line in stats.stdout.splitlines() if line.startswith("speculation pays")]
+    assert verdict.endswith("accepted 2.58 (trace annotations)")

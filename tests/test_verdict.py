@@ -272,3 +272,18 @@ def test_the_quick_start_shows_the_verdict():
     shown = readme.split("**No trace at hand?**")[1]
     assert line in shown, line  # the README shows what it prints
     assert (FIXTURES / "eagle-plain.trace.json.gz").exists()
+
+
+@pytest.mark.parametrize("graph_label", ["cuda graph: True", "cpu graph: False", "npu graph: False", "musa graph: True"])
+def test_every_log_line_variant_gives_its_accept_length(tmp_path, graph_label):
+    """SGLang's Decode batch line by device and feature (step-spans.md §9): the graph label, `block accept
+    len:` after `accept rate:`, `[<iter>]`, a rank prefix, disaggregated-decode and throughput tails."""
+    line = (f"[2026-08-20 10:11:12.345 DP0 TP3] Decode batch [120], #running-req: 8, #token: 9120, token usage: 0.05, "
+            f"pre-allocated usage: 0.00, #prealloc-req: 0, #transfer-req: 0, #retracted-req: 0, accept len: 2.75, "
+            f"accept rate: 0.58, block accept len: 3.40, {graph_label}, gen throughput (token/s): 4210.5, "
+            "est. decode TFLOPS/s (per GPU): 12.3, #queue-req: 0")
+    log = tmp_path / "server.log"
+    log.write_text(line + "\n")
+    from spanfix.speculation import read_spec_metrics
+    figure = read_spec_metrics(str(log))
+    assert figure.value == 2.75 and figure.by_bs == ((8, 2.75, 1),)

@@ -44,6 +44,8 @@ class Family:
     server_flag: str | None = None
     aliases: tuple[str, ...] = ()  # other spellings a user may type (SGLang's own), lower case, "-" for "_"
     accept_lengths: str = ACCEPT_YES  # are its verify spans' g_sk deltas accept lengths (ACCEPT_*)
+    # Its steps may carry detailed annotations (c_/g_ suffixes): SGLang 0.5.19 and later, where spec v1 was gone.
+    detailed: bool = True
     label: str = ""  # how messages name it where that is not its name (DFLASH, DSpark, multi-layer EAGLE)
 
 
@@ -68,7 +70,7 @@ ALGORITHMS: dict[str, Family] = {
     # SGLang names EAGLE's algorithms alike before and after the v2 workers: its names leave EAGLE v1 possible.
     "eagle-v1": Family(True, False, True, False, ordered=True, draft_decodes=True, writes=frozenset({"DRAFT_EXTEND"}),
                        server_names=("EAGLE", "EAGLE3", "NEXTN", "STANDALONE"), aliases=("eaglev1",),
-                       accept_lengths=ACCEPT_SPEC_V1),
+                       accept_lengths=ACCEPT_SPEC_V1, detailed=False),
     "frozen-kv": Family(True, False, False, False, draft_decodes=True, stage_spans=True,
                         writes=frozenset({"DRAFT_LOOP"}), worker_file="frozen_kv", server_names=("FROZEN_KV_MTP",),
                         aliases=("frozen-kv-mtp",)),
@@ -174,7 +176,7 @@ def _names(candidates: frozenset[str]) -> str:
     return " or ".join(sorted(candidates))
 
 
-def algorithms_from_server_args(args: dict) -> tuple[frozenset[str] | None, str | None]:
+def algorithms_from_server_args(args: dict, source: str = "server_args.json") -> tuple[frozenset[str] | None, str | None]:
     """The algorithms server_args.json allows, None when it does not say; and a warning when it
     names an algorithm spanfix does not know (forks and plugins register more)."""
     if "speculative_algorithm" not in args:
@@ -190,6 +192,6 @@ def algorithms_from_server_args(args: dict) -> tuple[frozenset[str] | None, str 
     named = SERVER_ALGORITHMS.get(text)
     if named is None:
         known = ", ".join(SERVER_ALGORITHMS)
-        return None, (f"server_args.json: speculative_algorithm={value!r} is not an algorithm spanfix knows "
+        return None, (f"{source}: speculative_algorithm={value!r} is not an algorithm spanfix knows "
                       f"({known}); deciding from the trace alone")
     return named, None

@@ -24,6 +24,11 @@ class RelabelOptions:
     verify_only: bool = False  # rename TARGET_VERIFY spans only
     annotate: bool = False  # add args["spanfix"] = {"was": ..., "by": ...} to renamed events
     max_bytes: int | None = None
+    # The server's arguments that --spec-metrics files name (its log's server_args= line, /server_info),
+    # (key, value) pairs: where no server_args.json is beside a trace, they decide as it would; and the
+    # files they came from, for people.
+    server_args: tuple[tuple[str, object], ...] = ()
+    server_args_from: str = ""
 
 
 def read(source: str, options: RelabelOptions, reduce: Reducer | None = None, *,
@@ -42,14 +47,21 @@ def analyse(trace: ReadTrace, options: RelabelOptions) -> tuple[TraceIndex, Attr
     """Index and attribute one trace (shared by relabel, inspect and stats)."""
     progress.phase("attributing")
     server_args, problem = read_server_args(trace.source)
+    source, said = "server_args.json", []
+    if server_args is None and options.server_args:
+        server_args, source = dict(options.server_args), options.server_args_from or "--spec-metrics"
+    elif server_args is not None and options.server_args:
+        said = [f"server_args.json beside the trace and {options.server_args_from} disagree: {key} "
+                f"{server_args[key]!r} there, {value!r} here; server_args.json's is used"
+                for key, value in options.server_args if key in server_args and server_args[key] != value]
     index = build_index(trace)
     try:
         attribution = attribute(index, rules=options.rules, algorithm=options.algorithm, server_args=server_args,
-                                num_steps=options.num_steps)
+                                num_steps=options.num_steps, server_args_from=source)
     except PatternTooSlow as exc:  # the fallback engine's bound (patterns.py): one line for this input
         raise PatternTooSlow(f"{trace.source}: {exc}") from None
-    return index, attribution, [*trace.warnings, *([problem] if problem else []), *attribution.algorithm.warnings,
-                                *attribution.unmatched_rules]
+    return index, attribution, [*trace.warnings, *([problem] if problem else []), *said,
+                                *attribution.algorithm.warnings, *attribution.unmatched_rules]
 
 
 def analysed(source: str, options: RelabelOptions, reduce: Reducer | None = None, *,

@@ -76,20 +76,22 @@ class Attribution:
     algorithm: AlgorithmGuess
     draft_tracks: set[Track]
     unmatched_rules: list[str] = field(default_factory=list)  # the user's rules that named no track
+    server_args: dict | None = None  # the server's arguments attribution read (server_args.json, or --spec-metrics')
 
     def by_evidence(self) -> Counter:
         return Counter(v.evidence for v in self.verdicts if v.role in (DRAFT, TARGET, WORKER))
 
 
 def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: str | None = None,
-              server_args: dict | None = None, num_steps: int | None = None) -> Attribution:
+              server_args: dict | None = None, num_steps: int | None = None,
+              server_args_from: str = "server_args.json") -> Attribution:
     rules = rules or DraftRules()
     draft_tracks, user_tracks, matched = _draft_tracks(index, rules)
     stacks = _CallStacks()
     contexts = [stacks.context(index, step) for step in index.steps]
     iteration_of = [iteration for iteration, _, _ in contexts]
     iterations = _steps_by_iteration(index.steps, iteration_of)
-    guess = _guess_algorithm(index, iterations, draft_tracks, algorithm, server_args, num_steps)
+    guess = _guess_algorithm(index, iterations, draft_tracks, algorithm, server_args, num_steps, server_args_from)
     draft_pids = {pid for pid, _ in draft_tracks}
     orders: dict[Span, _IterationSteps] = {}
     verdicts = []
@@ -110,7 +112,7 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
         verdicts.append(verdict)
     unmatched = [f"{flag} {getattr(rule, 'pattern', rule)!r} matched no track of this trace (inspect lists its "
                  "tracks and their names)" for flag, rule in rules.every() if (flag, rule) not in matched]
-    return Attribution(verdicts, guess, draft_tracks, unmatched)
+    return Attribution(verdicts, guess, draft_tracks, unmatched, server_args)
 
 
 def _draft_tracks(index: TraceIndex, rules: DraftRules) -> tuple[set[Track], set[Track], set[tuple]]:
@@ -152,18 +154,19 @@ def _steps_by_iteration(steps: list[StepSpan], iteration_of: list[Span | None]) 
 
 
 def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], draft_tracks: set[Track],
-                     stated: str | None, server_args: dict | None, num_steps: int | None = None) -> AlgorithmGuess:
+                     stated: str | None, server_args: dict | None, num_steps: int | None = None,
+                     server_from: str = "server_args.json") -> AlgorithmGuess:
     guess = AlgorithmGuess()
     if stated:
         guess.narrow({stated}, f"--algorithm {stated}", stated=True)
         guess.stated = True
     if server_args:
-        named, problem = algorithms_from_server_args(server_args)
+        named, problem = algorithms_from_server_args(server_args, server_from)
         if problem:
             guess.warnings.append(problem)
         if named:
             guess.stated = True
-            guess.narrow(named, f"server_args.json: speculative_algorithm={server_args.get('speculative_algorithm')}"
+            guess.narrow(named, f"{server_from}: speculative_algorithm={server_args.get('speculative_algorithm')}"
                          + "".join(f" with {ALGORITHMS[name].label}" for name in sorted(named)
                                    if ALGORITHMS[name].server_flag), stated=True)
         guess.settings = {key: server_args[key] for key in DRAFT_SETTINGS
@@ -172,7 +175,7 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
         guess.num_steps = steps if isinstance(steps, int) and not isinstance(steps, bool) else None
     if num_steps is not None:
         if guess.num_steps is not None and guess.num_steps != num_steps:
-            guess.warnings.append(f"--num-steps {num_steps} overrides server_args.json's speculative_num_steps "
+            guess.warnings.append(f"--num-steps {num_steps} overrides {server_from}'s speculative_num_steps "
                                   f"{guess.num_steps}")
         guess.num_steps = num_steps
 
@@ -189,6 +192,8 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
         guess.narrow(writing("DRAFT_EXTEND_V2"), "DRAFT_EXTEND_V2 spans")
     if stages:
         guess.narrow(having("stage_spans"), "draft/draft_extend stage spans")
+    if any(" g_sq=" in step.step.rest or " c_sq=" in step.step.rest for step in index.steps):
+        guess.narrow(having("detailed"), "detailed annotations (c_/g_ suffixes)")
     if modes["TARGET_VERIFY"] or modes["VERIFY"] or modes["DRAFT"] or draft_tracks:
         guess.narrow(SPECULATIVE, "verify or draft steps")
         if modes["DECODE"] and modes["TARGET_VERIFY"]:

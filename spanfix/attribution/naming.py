@@ -27,6 +27,17 @@ NO_STEP_SPANS = ("no step spans: not a capture of SGLang's profiler? SGLang wrap
                  "user_annotation named step[MODE bs=N ...], e.g. step[DECODE bs=32] or step[TARGET_VERIFY bs=8], "
                  "in files such as prof-TP-0.trace.json.gz")
 
+# A document with no event at all is a valid trace (SGLang's profiler on Apple MLX writes one beside its
+# Metal .gputrace): said as such, not as a capture of something else.
+EMPTY_TRACE = ("an empty trace: no event at all (valid, with nothing to relabel or measure; SGLang on Apple MLX "
+               "writes one beside its Metal .gputrace)")
+
+
+def no_step_spans(events: int) -> str:
+    """What to say of a trace without step spans, by how many events it has."""
+    return EMPTY_TRACE if not events else NO_STEP_SPANS
+
+
 # MODE is the first token after "step["; the rest (" bs=.. toks=.. suffix") is kept untouched.
 _MODE = re.compile(r"[^\s\]]+")
 

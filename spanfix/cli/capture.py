@@ -114,6 +114,9 @@ def capture(url, folder, steps, detailed, stack, load, prompts, max_new_tokens, 
         for error in stats.errors:
             progress.say_line(f"spanfix: error: {error}")
     say_wrapped("verdict: " + " ".join(_quoted(arg) for arg in result.command()))
+    if result.twin is not None:  # the pair side by side, per batch size: compare's table
+        say_wrapped("side by side: spanfix compare " + " ".join(
+            _quoted(folder) for folder in (result.capture.folder, result.twin.folder)))
     show(stats, output_format, top)
     if stats.errors:
         sys.exit(EXIT_BAD_INPUT)

@@ -45,7 +45,9 @@ def connect(address: str) -> Any:
         import dask
         from distributed import Client
     except ImportError:
-        raise UsageError("--scheduler needs spanfix's dask extra: pip install 'spanfix[dask]'") from None
+        from ..runtime.extras import install_hint
+
+        raise UsageError(f"--scheduler needs spanfix's dask extra: {install_hint('dask')}") from None
     from ..sources.timeouts import CONNECT, connect_timeout
 
     bound = connect_timeout()

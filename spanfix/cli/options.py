@@ -79,7 +79,7 @@ jobs_option = click.option("-j", "--jobs", type=click.IntRange(min=1), default=o
 
 scheduler_option = click.option(
     "--scheduler", metavar="ADDRESS", envvar="SPANFIX_SCHEDULER", show_envvar=True,
-    help="Run each file as a task on this Dask cluster (tcp://HOST:PORT; pip install 'spanfix[dask]'); its "
+    help="Run each file as a task on this Dask cluster (tcp://HOST:PORT; needs the dask extra); its "
          "workers read the inputs themselves. Default: local processes (-j).")
 
 

@@ -7,7 +7,7 @@ import click
 from .. import api
 from ..errors import CategoryError
 from ..render.formats import STATS_FORMATS, Shown
-from ..render.stats import stats_messages
+from ..render.stats import SECTIONS, stats_messages
 from . import EXIT_BAD_INPUT
 from .inputs import expanded
 from .options import (
@@ -48,14 +48,18 @@ from .streams import render, say_wrapped, terminal_width, write_out
                    "(rows match on every --by key; a baseline of another kind of run is named). A capture of the "
                    "same server without speculation (the plain twin) also gives the speedup and the verdict; "
                    "repeat it (or quote a glob) for a twin captured at several batch sizes.")
+@click.option("--only", "only", multiple=True, type=Keys(SECTIONS), metavar="SECTION",
+              help="Show only these sections of the tables (repeatable, or comma-separated): stages, iterations, "
+                   "speculation (the verdict and its table), kernels. For table and markdown; json and csv hold "
+                   "every figure.")
 @click.option("--format", "output_format", type=click.Choice(list(STATS_FORMATS)), default="table",
               show_default=True, help="table for people; json (docs/json.md), csv, markdown for CI summaries.")
 @speculation_options
 @jobs_option
 @scheduler_option
 @attribution_options
-def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_format, spec_metrics, accept_length,
-          jobs, scheduler, **attribution):
+def stats(inputs, by, device, kernels, kernel_categories, top, baseline, only, output_format, spec_metrics,
+          accept_length, jobs, scheduler, **attribution):
     """Per-stage timing of step spans: where a speculative step spends its time.
 
     Every INPUT (old or new naming; nothing is written) is attributed like relabel does, and
@@ -81,6 +85,9 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
           --spec-metrics server.log                 # does speculation pay?
     """
     options = api_options(**attribution)
+    if only and output_format not in ("table", "markdown"):
+        raise click.UsageError(f"--only picks the tables people read (--format table or markdown); --format "
+                               f"{output_format} holds every figure")
     inputs, unmatched = expanded(inputs)
     api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
     with file_progress(inputs, machine_output=not STATS_FORMATS[output_format].for_people) as progress:
@@ -94,17 +101,17 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, output_
         result.errors[:0] = [line for _, line in unmatched]
         for error in result.errors:
             progress.say_line(f"spanfix: error: {error}")
-    show(result, output_format, top)
+    show(result, output_format, top, keys(only))
     if result.errors:
         sys.exit(EXIT_BAD_INPUT)
 
 
-def show(result: api.StatsResult, output_format: str, top: int) -> None:
+def show(result: api.StatsResult, output_format: str, top: int, only: tuple[str, ...] = ()) -> None:
     """A result as stats prints it: the figures on standard output, then its warnings and notes
     (`capture` prints its verdict so too)."""
     if result.inputs:
         width = terminal_width(sys.stdout)
-        out = STATS_FORMATS[output_format].render(result, Shown(width, top))
+        out = STATS_FORMATS[output_format].render(result, Shown(width, top, only))
         # A file or a pipe has no width of its own: do not squeeze a table into 80 columns.
         write_out(out if isinstance(out, (str, bytes)) else render(out, width=width or 200))
     for line in stats_messages(result):  # in every format: standard output holds the figures alone

@@ -128,9 +128,12 @@ def render(renderable: RenderableType, *, stderr: bool = False, width: int | Non
     stream = sys.stderr if stderr else sys.stdout
     console = Console(file=stream if stream is not None else io.StringIO(), width=width, emoji=False,
                       markup=False, highlight=False)
+    crop = True
+    if not is_terminal(stream):  # a file or a pipe: a line of text stays one line, only tables have a width
+        renderable, crop = _unwrapped(renderable), False
     try:
         with console.capture() as capture:
-            console.print(renderable, soft_wrap=soft_wrap)
+            console.print(renderable, soft_wrap=soft_wrap, crop=crop)
     except OSError as exc:
         # rich flushes the stream it renders for: what was written to it before fails here, not
         # in the write that made it (`stats > /dev/full` ended in "internal error"). Standard error
@@ -139,6 +142,21 @@ def render(renderable: RenderableType, *, stderr: bool = False, width: int | Non
             return ""
         raise stdout_failure(exc) from None
     return capture.get()
+
+
+def _unwrapped(renderable: RenderableType) -> RenderableType:
+    """The renderable with its lines of text (not its tables) made never to wrap: a pipe reads them
+    whole, as a terminal would show them folded."""
+    from rich.console import Group
+    from rich.text import Text
+
+    if isinstance(renderable, Text):
+        copy = renderable.copy()
+        copy.no_wrap, copy.overflow = True, "ignore"
+        return copy
+    if isinstance(renderable, Group):
+        return Group(*(_unwrapped(part) for part in renderable.renderables))
+    return renderable
 
 
 def terminal_width(stream) -> int | None:

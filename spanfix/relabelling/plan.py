@@ -41,6 +41,7 @@ class RelabelResult:
     algorithm_reasons: list[str]
     conflicts: list[str]  # evidence about the algorithm that disagreed
     warnings: list[str]
+    events: int | None = None  # in the trace (0: an empty one)
 
     def to_json(self) -> dict:
         return {
@@ -107,7 +108,7 @@ def plan(trace: ReadTrace, index: TraceIndex, attribution: Attribution, options:
         input=trace.source, output=None, changed=changed, gpu_copies=gpu_copies,
         changes=[Change(old, new, evidence, count) for (old, new, evidence), count in sorted(changes.items())],
         ambiguous=ambiguous, left_alone=left_alone, algorithm=guess.label, algorithm_reasons=list(guess.reasons),
-        conflicts=list(guess.conflicts), warnings=index.notes())
+        conflicts=list(guess.conflicts), warnings=index.notes(), events=len(trace.events))
     if unannotated:
         result.warnings.append(f"{unannotated} renamed events were not annotated (their bytes are not laid out "
                                "as --annotate expects)")

@@ -21,6 +21,7 @@ class Shown:
 
     width: int | None = None
     top: int = TOP_KERNELS
+    only: tuple[str, ...] = ()  # the sections people read (stats --only); none: every one
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +54,10 @@ def _check_junit(report: Any, shown: Shown) -> str:
 
 STATS_FORMATS: dict[str, Format] = {format.name: format for format in (
     Format("table", lambda result, shown: stats_table(result, bars=shown.width is not None, top=shown.top,
-                                                      width=shown.width), for_people=True),
+                                                      width=shown.width, only=shown.only), for_people=True),
     Format("json", _json),
     Format("csv", lambda result, shown: stats_csv(result)),
-    Format("markdown", lambda result, shown: stats_markdown(result, shown.top)),
+    Format("markdown", lambda result, shown: stats_markdown(result, shown.top, shown.only)),
 )}
 
 CHECK_FORMATS: dict[str, Format] = {format.name: format for format in (

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..attribution.inspection import InspectReport
-from ..attribution.naming import NO_STEP_SPANS
+from ..attribution.naming import no_step_spans
 from ..read.clock import offset_text
 from .escape import rich_text, shown, whole_reason
 
@@ -28,7 +28,7 @@ def inspect_report(report: InspectReport, *, show_all: bool = False) -> Group:
         else " (no evidence either way)")
     if not report.tracks and not report.ambiguous:  # no step span: one line, not empty tables
         return Group(head, *[Text.assemble(("warning:", "yellow"), " ", whole_reason(w)) for w in report.warnings],
-                     Text(NO_STEP_SPANS), Text(""))
+                     Text(no_step_spans(report.events)), Text(""))
     parts: list = [head, *_tracks(report, show_all), *_decided(report)]
     parts += [Text.assemble(("conflict:", "red"), " ", whole_reason(c)) for c in report.conflicts]
     parts += [Text.assemble(("warning:", "yellow"), " ", whole_reason(w)) for w in report.warnings]

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..attribution.ambiguity import AmbiguousSpan, by_reason
-from ..attribution.naming import NO_STEP_SPANS
+from ..attribution.naming import no_step_spans
 from ..read.clock import offset_text
 from ..relabelling.plan import RelabelResult
 from .escape import rich_text, shown, whole_reason
@@ -34,7 +34,7 @@ def has_no_steps(result: RelabelResult) -> bool:
 def relabel_summary(result: RelabelResult) -> Group:
     if has_no_steps(result):  # not a table of nothing: one line saying what an SGLang capture holds
         return Group(*[Text.assemble(("warning:", "yellow"), " ", whole_reason(w)) for w in result.warnings],
-                     Text(NO_STEP_SPANS))
+                     Text(no_step_spans(1 if result.events is None else result.events)))
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
     table.add_column("stage", style="bold")
     table.add_column("spans", justify="right", no_wrap=True)

@@ -37,7 +37,7 @@ CLOCK_TITLES = {"cpu": "host time (CPU spans)", "gpu": "device time (GPU annotat
 _SOURCE_TITLES = {"annotation": "device time (GPU annotations)", "kernels": "device time (launched kernels)"}
 # When a stage table is too wide for the terminal, once its bars are gone and its paths shortened:
 # the figure columns left out, one at a time in this order (total is count times mean), never a key.
-LEAVE_OUT = ("total", "p90", "p50", "max", "source", "p99")
+LEAVE_OUT = ("total", "max", "p99", "source", "p50", "p90")
 ITERATION_LEAVE_OUT = ("p50", "p90")
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
@@ -207,13 +207,20 @@ def _clocks(result: StatsResult) -> list[str]:
     return [clock for clock in CLOCKS if any(row.clock == clock for row in result.rows)]
 
 
-def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, width: int | None = None) -> Group:
+# The sections of stats' tables, as --only names them.
+SECTIONS = ("stages", "iterations", "speculation", "kernels")
+
+
+def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, width: int | None = None,
+                only: Collection[str] = ()) -> Group:
     """The tables for a terminal of `width` columns (None: as wide as they are). Where a table is
     wider, its bars go first, then its paths are shortened (the folder all inputs share, then the
     middle), then figure columns are left out, each named; a figure is never cut. Warnings and notes
     are not here: the command writes them to standard error (stats_messages). The speculation's notes
-    on what a table's rows leave out of the draft model's time stay under that table."""
+    on what a table's rows leave out of the draft model's time stay under that table. only: the
+    sections to show (SECTIONS; none given: every one)."""
     parts: list = []
+    shown = set(only or SECTIONS)
 
     def add(title: str, header: list[str], rows: list[list[str]], leave_out: Collection[str] = (),
             notes: Collection[str] = ()) -> None:
@@ -235,7 +242,7 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
         blank()
         parts.append(Text(text, style="bold"))
 
-    clocks = _clocks(result)
+    clocks = _clocks(result) if "stages" in shown else []
     if clocks:
         unit = stage_unit(result)
         heading(f"step spans per stage, times in {unit}")
@@ -243,7 +250,7 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
             note = stage_note(result, clock)
             add(clock_title(result, clock), *stage_cells(result, clock, bars, unit)[1:], LEAVE_OUT,
                 [f"note: {note}"] if note else ())
-    if result.iterations:
+    if result.iterations and "iterations" in shown:
         unit = iteration_unit(result)
         heading(f"decode iterations: where the time goes, times in {unit}")
         iteration_clocks = [c for c in CLOCKS if result.iteration(c) is not None]
@@ -251,15 +258,15 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
         for clock in iteration_clocks:
             add(ITERATION_TITLES[clock], *iteration_cells(result, clock, bars, unit)[1:], ITERATION_LEAVE_OUT,
                 [f"note: {note}"] if note and clock == iteration_clocks[-1] else ())
-    elif result.no_iterations and result.rows:
+    elif result.no_iterations and result.rows and "iterations" in shown:
         parts.append(rich_text(f"decode iterations: none ({result.no_iterations})"))
-    for title, header, rows, leave_out, *notes in speculation_tables(result):
+    for title, header, rows, leave_out, *notes in speculation_tables(result) if "speculation" in shown else ():
         if header:
             add(title, header, rows, leave_out, *notes)
         else:  # inputs without speculation: a line that says so
             blank()
             parts.append(rich_text(title))
-    if result.kernels:
+    if result.kernels and "kernels" in shown:
         for in_parts, title in CATEGORY_TABLES:
             header, rows = category_cells(result, in_parts)
             if rows:
@@ -267,7 +274,7 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
         for group in result.kernels:
             add(f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
                 *kernel_cells(result, group, top))
-    if _compared(result):
+    if _compared(result) and shown & {"stages", "iterations"}:
         parts.append(rich_text(f"baseline: {result.baseline}"))
         parts += [rich_text(f"the baseline differs: {difference}") for difference in result.baseline_differences]
     return Group(*parts)
@@ -315,10 +322,11 @@ def grouped(messages: list[str], inputs: list[str]) -> list[str]:
     return lines
 
 
-def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
+def stats_markdown(result: StatsResult, top: int = TOP_KERNELS, only: Collection[str] = ()) -> str:
     """A job summary: the same tables as the terminal's (warnings and notes go to standard error)."""
     sections = []
-    clocks = _clocks(result)
+    shown = set(only or SECTIONS)
+    clocks = _clocks(result) if "stages" in shown else []
     if clocks:
         unit = stage_unit(result)
         sections += [f"### Step spans per stage, times in {unit}", ""]
@@ -328,7 +336,7 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
                          markdown_table(*stage_cells(result, clock, unit=unit)[1:]), ""]
             note = stage_note(result, clock)
             sections += [f"> note: {markdown_text(note, whole=True)}", ""] if note else []
-    if result.iterations:
+    if result.iterations and "iterations" in shown:
         unit = iteration_unit(result)
         sections += [f"### Decode iterations: where the time goes, times in {unit}", ""]
         for clock in (c for c in CLOCKS if result.iteration(c) is not None):
@@ -337,10 +345,10 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
                          markdown_table(*iteration_cells(result, clock, unit=unit)[1:]), ""]
         note = iteration_note(result)
         sections += [f"> note: {markdown_text(note, whole=True)}", ""] if note else []
-    elif result.no_iterations and result.rows:
+    elif result.no_iterations and result.rows and "iterations" in shown:
         sections += [f"Decode iterations: none ({markdown_text(result.no_iterations, whole=True)}).", ""]
-    sections += speculation_markdown(result, markdown_table)
-    if result.kernels:
+    sections += speculation_markdown(result, markdown_table) if "speculation" in shown else []
+    if result.kernels and "kernels" in shown:
         for parts, title in CATEGORY_TABLES:
             header, rows = category_cells(result, parts)
             sections += [f"### {title[0].upper()}{title[1:]}", "", markdown_table(header, rows), ""] if rows else []
@@ -349,7 +357,7 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS) -> str:
                          markdown_table(*kernel_cells(result, group, top)), ""]
     if not result.rows:
         sections += ["No step spans.", ""]
-    if _compared(result):
+    if _compared(result) and shown & {"stages", "iterations"}:
         sections += [f"Baseline: {code_span(result.baseline)}", ""]
         sections += [f"> the baseline differs: {markdown_text(d, whole=True)}" for d in result.baseline_differences]
     return "\n".join(sections).rstrip("\n") + "\n"

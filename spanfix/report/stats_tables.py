@@ -24,7 +24,7 @@ _STAT_COLUMNS = (("count", "count"), ("total_us", "total"), ("mean_us", "mean"),
 
 def _stage_tables(document: dict) -> list[dict]:
     """The stats table, one per clock (shares add up to 100% within one), figures as in the JSON."""
-    baseline = document["baseline"] is not None
+    baseline = document["baseline"] is not None and not document.get("baseline_is_plain_twin")  # a twin serves the speedup
     tables = []
     for clock in (CPU, GPU):
         found = [row for row in document["stages"] if row["clock"] == clock]
@@ -81,7 +81,7 @@ def _change_cell(change: dict | None, unit: str) -> dict:
 
 def _iteration_tables(document: dict) -> list[dict]:
     """The decode iteration, per clock: its duration's statistics, then each part's mean and share."""
-    baseline = document["baseline"] is not None
+    baseline = document["baseline"] is not None and not document.get("baseline_is_plain_twin")  # a twin serves the speedup
     tables = []
     for it in document["iterations"]:
         clock = it["clock"]

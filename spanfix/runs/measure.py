@@ -7,7 +7,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..attribution.analyse import RelabelOptions
@@ -21,6 +21,7 @@ from ..speculation import (
     measure_speculation,
     plain_of,
     read_spec_metrics,
+    server_of,
     speculation_result,
 )
 from ..speculation import stated as stated_accept_length
@@ -122,12 +123,13 @@ def one_by_one(function: Callable[..., Any], jobs: list[tuple[Any, ...]]) -> Ite
     return ((job[0], function(*job)) for job in jobs)
 
 
-def measure_path(source: str, options: Options, classes: KernelClasses | None,
+def measure_path(source: str, options: Options | RelabelOptions, classes: KernelClasses | None,
                  device: bool | None = None) -> TraceMeasures | SpanfixError:
     """One input measured, or why it could not be (returned, so that it crosses from a worker process).
     device: read its launches and kernels for the device view; None: when device time needs them."""
+    relabel = options.relabel_options() if isinstance(options, Options) else options
     try:
-        return measure_file(source, options.relabel_options(), kernels=classes, device=device, then=measure_speculation)
+        return measure_file(source, relabel, kernels=classes, device=device, then=measure_speculation)
     except SpanfixError as exc:
         return exc
     except MemoryError:
@@ -144,7 +146,7 @@ class Measured:
     repeated: list[str] = field(default_factory=list)
 
 
-def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options, classes: KernelClasses | None,
+def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options | RelabelOptions, classes: KernelClasses | None,
                 each: Each | None = None, device: bool | None = None) -> Measured:
     """Every input measured once: a file given twice (under any spelling) is read once, and a trace
     and its relabelled copy (or any copy) count once, the first given (timing/once.py)."""
@@ -184,6 +186,7 @@ class Runs:
     measured: Measured = field(default_factory=Measured)
     problems: list[str] = field(default_factory=list)  # files and inputs that could not be used, one line each
     baseline_problem: str | None = None  # why the baseline could not be used
+    server: dict = field(default_factory=dict)  # the server's arguments the --spec-metrics files name
 
     @classmethod
     def prepared(cls, options: Options, *, baseline: Baselines = None,
@@ -201,9 +204,12 @@ class Runs:
                 runs._problem(exc)
                 break  # one line for the files: the figures then come from the traces alone
         runs.figures += accept_figures((), accept_length)
+        runs.server, _ = server_of(runs.figures)  # attribution takes them where no server_args.json is beside a trace
         try:
+            # The files given name the inputs' server, not the baseline's: it is attributed on its own.
+            base = options.relabel_options() if isinstance(options, Options) else options
             runs.read = (baseline_read(baseline, options) if isinstance(baseline, StatsResult)
-                         else read_baselines(baseline_names(baseline), runs.relabel_options))
+                         else read_baselines(baseline_names(baseline), base))
         except TraceError as exc:
             runs._problem(exc, baseline=True)
         except MemoryError:
@@ -213,9 +219,7 @@ class Runs:
     def measure(self, sources: Iterable[str | os.PathLike[str]], classes: KernelClasses | None = None, *,
                 device: bool | None = None, each: Each | None = None) -> Runs:
         """Every input measured once (measure_all): in parallel as `each` runs them."""
-        if not isinstance(self.options, Options):
-            raise TypeError("Runs.measure needs the API's Options (a worker attributes each input with them)")
-        found = measure_all(sources, self.options, classes, each, device)
+        found = measure_all(sources, self.relabel_options, classes, each, device)
         for error in found.errors:
             self._problem(TraceError(error))
         return self.add(found.measures, repeated=found.repeated)
@@ -232,7 +236,12 @@ class Runs:
 
     @property
     def relabel_options(self) -> RelabelOptions:
-        return self.options.relabel_options() if isinstance(self.options, Options) else self.options
+        """How each input is attributed: the options, and the server's arguments the files given name."""
+        base = self.options.relabel_options() if isinstance(self.options, Options) else self.options
+        if not self.server:
+            return base
+        named = ", ".join(dict.fromkeys(f.file for f in self.figures if f.server and f.file))
+        return replace(base, server_args=tuple(self.server.items()), server_args_from=named)
 
     def stats(self, by: Sequence[str] = ("stage",), kernel_categories: Sequence[str] = ()) -> StatsResult:
         """The inputs' stats (timing.aggregate), their means against the baseline, and the speculation

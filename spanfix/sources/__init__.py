@@ -1,6 +1,6 @@
 """Where traces come from and where outputs go: a local path, read as it always was (opened without
 waiting, mapped), or a URL of an object store or a web server (s3://, gs://, az://, hf://, http(s)://),
-reached through fsspec and its filesystems, each an optional extra (`pip install 'spanfix[s3]'`).
+reached through fsspec and its filesystems, each an optional extra (`pip install -e '.[s3]'` in the clone).
 
 The rest of spanfix knows names only. The reader asks `fetch(name, limit)` for a document, which is
 None for a local path (the reader then opens `local_path(name)` itself, exactly as before) and the

@@ -93,8 +93,10 @@ def require(name: str) -> Scheme:
         try:
             __import__(module)
         except ImportError:
-            raise MissingExtra(f"{scheme}:// URLs need spanfix's {known.extra} extra: pip install "
-                               f"'spanfix[{known.extra}]'") from None
+            from ..runtime.extras import install_hint
+
+            raise MissingExtra(f"{scheme}:// URLs need spanfix's {known.extra} extra: {install_hint(known.extra)}"
+                               ) from None
     return known
 
 

@@ -18,7 +18,7 @@ from .configs import Run, RunConfig, group_runs
 from .measure import SpecIteration, SpeculationMeasures, measure_speculation
 from .metrics import BENCH, LOG, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError, read_spec_metrics, stated
 from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime, model_view
-from .result import PlainDecode, SpeculationResult, speculation_result
+from .result import PlainDecode, SpeculationResult, server_of, speculation_result
 from .speed import SpeedRow
 from .verdict import Verdict
 
@@ -27,5 +27,5 @@ __all__ = [
     "Acceptance", "MetricsError", "ModelTime", "PlainDecode", "Run", "RunConfig", "SpecIteration",
     "SpeculationMeasures", "SpeculationResult", "SpeedRow", "Verdict", "acceptances", "cpu_lengths_kept",
     "group_runs", "measure_speculation", "model_view", "plain_from_json", "plain_of",
-    "read_spec_metrics", "speculation_result", "stated",
+    "read_spec_metrics", "server_of", "speculation_result", "stated",
 ]

@@ -31,8 +31,8 @@ PREFILL_STAGES = frozenset({"EXTEND", "MIXED", "SPLIT_PREFILL"})
 KEEPS_CPU_LENGTHS = frozenset({"flashinfer", "aiter"})
 BACKEND_KEYS = ("attention_backend", "decode_attention_backend", "prefill_attention_backend")
 
-NO_SUFFIX = "no g_sk in the verify span (detailed annotations off, or no CPU lengths: FA3/Triton/TRT-LLM/FlashMLA " \
-            "under the overlap scheduler)"
+NO_SUFFIX = "no g_sk in the verify span (detailed annotations off, or SGLang before 0.5.19, which has none; or no " \
+            "CPU lengths: FA3/Triton/TRT-LLM/FlashMLA under the overlap scheduler)"
 BATCH_CHANGED = "the batch changed (bs differs at the next verify)"
 PREFILL_BETWEEN = "a prefill ran before the next verify (requests joined)"
 LAST = "the last verify of its process"

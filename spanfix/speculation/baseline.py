@@ -85,4 +85,5 @@ def _config_json(run: dict) -> RunConfig | None:
                      whole(settings.get("speculative_num_steps")), whole(settings.get("speculative_eagle_topk")),
                      whole(settings.get("speculative_num_draft_tokens")), graph if isinstance(graph, bool) else None,
                      run.get("cuda_graph_from") if isinstance(run.get("cuda_graph_from"), str) else None,
-                     run.get("model") if isinstance(run.get("model"), str) else None)
+                     run.get("model") if isinstance(run.get("model"), str) else None,
+                     run.get("overlap_schedule") if isinstance(run.get("overlap_schedule"), bool) else None)

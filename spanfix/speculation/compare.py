@@ -266,11 +266,13 @@ class Comparison:
         return found
 
     def to_pandas(self):
-        """One row per run and batch size, as the table shows them (pip install 'spanfix[pandas]')."""
+        """One row per run and batch size, as the table shows them (the pandas extra)."""
         try:
             import pandas
         except ImportError:
-            raise UsageError("to_pandas() needs pandas: pip install 'spanfix[pandas]'") from None
+            from ..runtime.extras import install_hint
+
+            raise UsageError(f"to_pandas() needs pandas: {install_hint('pandas')}") from None
         return pandas.DataFrame.from_records(self.records())
 
 

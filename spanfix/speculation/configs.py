@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from ..attribution.algorithms import AlgorithmGuess
+from ..attribution.algorithms import ALGORITHMS, AlgorithmGuess
 from .measure import SpeculationMeasures
 
 # A run's settings as SGLang's server arguments name them, and as people read them.
@@ -36,6 +36,7 @@ class RunConfig:
     cuda_graph: bool | None = None
     graph_from: str | None = None
     model: str | None = None
+    overlap: bool | None = None  # the overlap scheduler (server_args' disable_overlap_schedule, negated)
 
     def agrees(self, other: RunConfig) -> bool:
         """Can both be the same run: does everything both say agree?"""
@@ -49,7 +50,8 @@ class RunConfig:
         """One run's configuration from two of its captures: what either says."""
         candidates = (self.candidates & other.candidates) or self.candidates or other.candidates
         known = {name: getattr(self, name) if getattr(self, name) is not None else getattr(other, name)
-                 for name in ("server_algorithm", "steps", "topk", "draft_tokens", "cuda_graph", "graph_from", "model")}
+                 for name in ("server_algorithm", "steps", "topk", "draft_tokens", "cuda_graph", "graph_from", "model",
+                              "overlap")}
         algorithm = AlgorithmGuess(candidates=candidates).label if candidates else self.algorithm
         return replace(self, algorithm=algorithm, candidates=candidates, **known)
 
@@ -74,9 +76,10 @@ class RunConfig:
     def title(self) -> str:
         """`STANDALONE, 3 steps, topk 1, 4 draft tokens`: SGLang's name where known, then the settings."""
         words = [self.server_algorithm or self.algorithm]
-        if self.steps is not None:
+        drafts = not self.candidates or any(ALGORITHMS[name].has_draft for name in self.candidates)
+        if self.steps is not None and drafts:  # NGRAM's steps and topk are unused defaults: not its settings
             words.append(f"{self.steps} step{'s' if self.steps != 1 else ''}")
-        if self.topk is not None:
+        if self.topk is not None and drafts:
             words.append(f"topk {self.topk}")
         if self.draft_tokens is not None:
             words.append(f"{self.draft_tokens} draft token{'s' if self.draft_tokens != 1 else ''}")
@@ -86,7 +89,8 @@ class RunConfig:
         return {"algorithm": self.algorithm, "server_algorithm": self.server_algorithm,
                 "candidates": sorted(self.candidates), "speculative": self.speculative,
                 "settings": {STEPS: self.steps, TOPK: self.topk, DRAFT_TOKENS: self.draft_tokens},
-                "cuda_graph": self.cuda_graph, "cuda_graph_from": self.graph_from, "model": self.model}
+                "cuda_graph": self.cuda_graph, "cuda_graph_from": self.graph_from, "model": self.model,
+                "overlap_schedule": self.overlap}
 
 
 def graph_words(graph: bool) -> str:
@@ -121,11 +125,13 @@ def config_of(measures: SpeculationMeasures, server: dict | None = None) -> RunC
     if graphs is None and isinstance(args.get("disable_cuda_graph"), bool):
         graphs, graph_from = not args["disable_cuda_graph"], "the server's arguments"
     name = args.get(ALGORITHM)
+    overlap = args.get("disable_overlap_schedule")
     return RunConfig(measures.algorithm, frozenset(measures.candidates), measures.speculative,
                      None if name in (None, "") or not measures.speculative else str(name),
                      _whole(args.get(STEPS)), _whole(args.get(TOPK)),
                      measures.num_draft_tokens if measures.num_draft_tokens is not None else _whole(args.get(DRAFT_TOKENS)),
-                     graphs, graph_from, args.get(MODEL) if isinstance(args.get(MODEL), str) else None)
+                     graphs, graph_from, args.get(MODEL) if isinstance(args.get(MODEL), str) else None,
+                     None if not isinstance(overlap, bool) else not overlap)
 
 
 def group_runs(measures: Iterable[SpeculationMeasures], server: dict | None = None) -> list[Run]:

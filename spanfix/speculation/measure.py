@@ -13,7 +13,6 @@ from ..attribution.algorithms import SPECULATIVE
 from ..attribution.attribute import Attribution
 from ..attribution.index import TraceIndex
 from ..read.reader import ReadTrace
-from ..read.server_args import read_server_args
 from ..timing import CPU, GPU, DeviceWork, TraceMeasures
 from ..timing.iterations import plain_decode_iterations
 from .accept import acceptances, suffix_values
@@ -71,7 +70,7 @@ def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attrib
                         measured: TraceMeasures, stages: list[str], members: dict | None = None) -> None:
     """timing.measure's `then`: the speculation figures of the trace, on measured.speculation
     (members: the iterations' work spans, timing.iterations.work_spans, found already)."""
-    server_args, _ = read_server_args(trace.source)  # attribution read it too, and said what was wrong
+    server_args = attribution.server_args  # as attribution read them (server_args.json, or --spec-metrics')
     candidates = attribution.algorithm.candidates
     verifies = any(step.stage == "VERIFY" for step in measured.steps)
     told = acceptances(measured.steps, measured.iterations, candidates, server_args)

@@ -237,8 +237,10 @@ def _server_info(path: str, document: dict) -> AcceptFigure | None:
         return None
     values = [v for v in (_number(s.get("avg_spec_accept_length")) for s in states if isinstance(s, dict))
               if v is not None]
-    if not values:
-        return None
+    if not values:  # a server without speculation: its arguments still say what ran
+        server = _server(document)
+        return AcceptFigure(SERVER_INFO, None, path, 0, "/server_info: no avg_spec_accept_length", (), server) \
+            if server else None
     mean = math.fsum(value / len(values) for value in values)  # each divided first: no sum overflows
     detail = (f"/server_info: avg_spec_accept_length of {len(values)} DP schedulers, their mean"
               if len(values) > 1 else "/server_info: avg_spec_accept_length (a lifetime mean, reset by /flush_cache)")
@@ -316,23 +318,33 @@ def _whole(value: object) -> bool:
 
 
 def _log(path: str, lines: Iterable[str]) -> AcceptFigure | None:
-    values, weights = [], []
+    every: list[tuple[float, int | None, bool]] = []  # each line's accept len, #running-req, while profiling
     server: dict = {}
+    profiling = False
     for number, line in enumerate(lines, 1):
         at = line.find(DECODE_BATCH)
         if at < 0:
             if not server and SERVER_ARGS in line:
                 server = log_server_args(line)
+            elif PROFILING_STARTS in line:
+                profiling = True
+            elif PROFILING_STOPS in line:
+                profiling = False
             continue
         rest = line[at + len(DECODE_BATCH):]
         value = _field(path, number, rest, ACCEPT_LEN)
         if value is None:
             continue
         running = _field(path, number, rest, RUNNING_REQ, whole=True)
-        values.append(value)
-        weights.append(int(running) if running else None)
-    if not values:
-        return None
+        every.append((value, int(running) if running else None, profiling))
+    if not every:
+        return AcceptFigure(LOG, None, path, 0, "server log: no 'Decode batch ... accept len:' line", (), server) \
+            if server else None
+    # SGLang says when its profiler starts and stops: the lines between are the capture's own (its
+    # warm-up, and the rest of the server's life, are not in the trace).
+    window = [line for line in every if line[2]]
+    found = window or every
+    values, weights = [value for value, _, _ in found], [running for _, running, _ in found]
     by_bs: dict[int, list[float]] = {}
     if all(weight for weight in weights):
         mean = math.fsum(v * w for v, w in zip(values, weights)) / sum(weights)
@@ -342,12 +354,15 @@ def _log(path: str, lines: Iterable[str]) -> AcceptFigure | None:
     else:
         mean = math.fsum(values) / len(values)
         how = "unweighted (#running-req missing)"
-    detail = f"server log: {len(values)} 'Decode batch' lines, their mean {how}"
+    detail = (f"server log: the {len(values)} 'Decode batch' lines while the profiler ran (of {len(every)}), their "
+              f"mean {how}" if window else f"server log: {len(values)} 'Decode batch' lines, their mean {how}")
     return AcceptFigure(LOG, mean, path, len(values), detail, tuple(values), server,
                         tuple((bs, math.fsum(found) / len(found), len(found)) for bs, found in sorted(by_bs.items())))
 
 
 SERVER_ARGS = "server_args="
+# What SGLang's scheduler logs when /start_profile starts the torch profiler, and when it stops.
+PROFILING_STARTS, PROFILING_STOPS = "Profiling starts.", "Stop profiling"
 _LITERALS = {"True": True, "False": False, "None": None}
 
 
@@ -391,6 +406,8 @@ def _field(path: str, number: int, text: str, key: str, whole: bool = False) -> 
     """The number after `key` in a log line (linear: a find and a scan, no pattern that backtracks); None
     when the key is not there or no number follows it. MetricsError for one too long to be SGLang's."""
     at = text.find(key)
+    while at > 0 and text[at - 1].isalnum() or at >= 6 and text[at - 6:at] == "block ":  # not `block accept len:`
+        at = text.find(key, at + len(key))
     if at < 0:
         return None
     start = at + len(key)

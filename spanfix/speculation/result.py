@@ -164,7 +164,7 @@ def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[Acce
     model = {clock: added for clock in CLOCKS
              if (added := ModelTime.added(clock, [m.model[clock] for m in found if clock in m.model])) is not None}
     iteration_model, counts = _iteration_model(iterations)
-    server, notes = _server_of(figures)
+    server, notes = server_of(figures)
     runs = group_runs(found, server)
     trace_figure, unknown = _trace_figure(iterations)
     every = _possible(([trace_figure] if trace_figure is not None else []) + list(figures), runs, notes)
@@ -208,7 +208,7 @@ def _mean(values: list[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def _server_of(figures: Sequence[AcceptFigure]) -> tuple[dict, list[str]]:
+def server_of(figures: Sequence[AcceptFigure]) -> tuple[dict, list[str]]:
     """The server arguments the --spec-metrics files name, together (the first file's where they
     disagree), and a note for each argument they disagree on."""
     server: dict = {}
@@ -278,6 +278,12 @@ def _twin(baseline: PlainDecode | None, run: Run, notes: list[str]) -> tuple[tup
         if unlike:
             return None, (f"the plain twin is unlike this run ({'; '.join(unlike)}): capture both the same way "
                           "(the same server arguments but speculation)")
+    if baseline.config is not None and None not in (run.config.overlap, baseline.config.overlap) \
+            and run.config.overlap != baseline.config.overlap:
+        word = {True: "with the overlap scheduler", False: "without it"}
+        notes.append(f"the plain twin runs {word[baseline.config.overlap]}, this run {word[run.config.overlap]} "
+                     "(server arguments): scheduling overlaps work differently on the two sides (SGLang turns it off for "
+                     "speculative decoding on a CPU; --disable-overlap-schedule on the twin makes them alike)")
     ours = {m.basis for m in run.members} - {None}
     basis = ours.pop() if len(ours) == 1 else None
     if basis is not None and baseline.basis is not None and basis != baseline.basis:

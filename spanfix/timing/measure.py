@@ -11,7 +11,7 @@ from ..attribution.algorithms import ORDERED  # the steps' order delimits these 
 from ..attribution.analyse import RelabelOptions, analysed
 from ..attribution.attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
 from ..attribution.index import GPU_CATEGORY, STAGE_SPANS, StepSpan, TraceIndex
-from ..attribution.naming import NO_STEP_SPANS, new_stage, relabel_step_name
+from ..attribution.naming import new_stage, no_step_spans, relabel_step_name
 from ..attribution.patterns import PatternTooSlow
 from ..attribution.ranks import rank_from_file_name, rank_from_pid
 from ..attribution.sglang import is_draft_frame
@@ -86,8 +86,10 @@ def measure(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warni
     iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, origin, table)
                   for iteration in decode_iterations(index, stages, work, members, order=order)]
     said = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings())]
-    if not index.steps:
-        said.append(f"{trace.source}: {NO_STEP_SPANS}")
+    if not index.steps and trace.events:
+        said.append(f"{trace.source}: {no_step_spans(len(trace.events))}")
+    elif not trace.events:  # an empty trace is valid: information, not a problem
+        notes.append(no_step_spans(0))
     ambiguous = Counter(verdict.detail for verdict in attribution.verdicts if verdict.role == AMBIGUOUS)
     ambiguous.update(f"GPU annotation: {orphan.why}" for orphan in index.gpu_orphans)
     measured = TraceMeasures(trace.source, steps, iterations, said, table, origin / 1000, guess.label,

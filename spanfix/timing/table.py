@@ -122,11 +122,13 @@ class StatsResult:
 
     def to_pandas(self) -> pandas.DataFrame:
         """The stage rows as a DataFrame: the grouping keys, clock, the statistics in microseconds, share,
-        busy (pip install 'spanfix[pandas]')."""
+        busy (the pandas extra)."""
         try:
             import pandas
         except ImportError:
-            raise UsageError("to_pandas() needs pandas: pip install 'spanfix[pandas]'") from None
+            from ..runtime.extras import install_hint
+
+            raise UsageError(f"to_pandas() needs pandas: {install_hint('pandas')}") from None
         return pandas.DataFrame.from_records([{key: value for key, value in row.items() if key != "baseline"}
                                               for row in self.to_json()["stages"]])
 
@@ -138,6 +140,7 @@ class StatsResult:
             "baseline": self.baseline,
             "profile": self.profile.to_json(),
             "baseline_differences": self.baseline_differences,
+            "baseline_is_plain_twin": self.plain_twin,
             "stages": [{**dict(zip(self.by, row.keys)), "clock": row.clock, **_summary_json(row.summary),
                         "share": round(row.share, 6), "device_source": row.device_source,
                         "busy_us": None if row.busy_us is None else us(row.busy_us),

@@ -329,7 +329,8 @@ class _Builder:
     def step(self, role: str, mode: str, bs: int, toks: int | None = None, suffix: str = ""):
         """A ModelRunner.forward step span: the CPU span (and its GPU copy) carry the truth."""
         rest = f" bs={bs}" + (f" toks={toks}" if toks is not None else "")
-        if suffix and self.spec.detailed:
+        # Detailed annotations came with SGLang 0.5.19, after spec v1 (EAGLE v1) was gone: never on its steps.
+        if suffix and self.spec.detailed and self.spec.algorithm != "eagle-v1":
             rest += f" {suffix}"
         old = f"step[{mode}{rest}]"
         if role == "draft":

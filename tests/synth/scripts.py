@@ -48,6 +48,10 @@ class _Script:
     def mixed(self, b: _Builder, w: _Workload) -> None:
         raise NotImplementedError  # only without speculative decoding; _check refuses it otherwise
 
+    def idle(self, b: _Builder, w: _Workload) -> None:
+        """An idle data-parallel rank's iteration: the target runs an empty batch."""
+        b.target_forward("IDLE", 0)
+
     def decode(self, b: _Builder, w: _Workload) -> None:
         raise NotImplementedError
 
@@ -71,6 +75,13 @@ class _NoSpec(_Script):
 
 class _EagleV2(_Script):
     worker_frame = _f(_V2, 655, "forward_batch_generation")
+
+    def idle(self, b, w):
+        # EAGLE v2 runs the draft runner on an idle rank too (_draft_forward_idle), outside any stage span.
+        with b.frame(self.worker_frame):
+            b.target_forward("IDLE", 0)
+            with b.draft_block(None, (_f(_V2, 563, "_draft_forward_idle"),)):
+                b.forward("draft", "IDLE", 0)
 
     def draft_after_prefill(self, b, w, toks, suffix, bs=None):
         with b.draft_block("draft_extend", (_f(_V2, 452, "_draft_extend_for_prefill"),)):
@@ -232,7 +243,7 @@ def _run(b: _Builder, spec: SynthSpec, endless: bool = False, truths: list[Itera
 
     def ran(phase: str, accepts: tuple[int, ...] = ()) -> None:
         start, end = b.window
-        found.append(IterationTruth(b.rank, b.iteration_number, phase, start, end, w.n if phase != "prefill" else 0,
+        found.append(IterationTruth(b.rank, b.iteration_number, phase, start, end, w.n if phase not in ("prefill", "idle") else 0,
                                     accepts))
 
     for j in range(spec.prefill_iterations):
@@ -242,6 +253,10 @@ def _run(b: _Builder, spec: SynthSpec, endless: bool = False, truths: list[Itera
     for _ in range(spec.mixed_iterations):
         b.iteration(lambda: script.mixed(b, w), "mixed")
         ran("mixed")
+        yield
+    for _ in range(spec.idle_iterations):
+        b.iteration(lambda: script.idle(b, w), "idle")
+        ran("idle")
         yield
     done = 0
     speculative = spec.algorithm != "none"

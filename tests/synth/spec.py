@@ -46,6 +46,9 @@ class SynthSpec:
     finish_at: tuple[int, ...] = ()
     replace_at: tuple[int, ...] = ()
     join_at: tuple[int, ...] = ()
+    # Iterations of an idle data-parallel rank (EAGLE v2 family, or none): the target runs step[IDLE bs=0]
+    # and, with speculation, the draft runner too (eagle_worker_v2's _draft_forward_idle: step-spans.md §9).
+    idle_iterations: int = 0
     model: str = ""  # server_args.json's model_path ("": the usual one for the algorithm; a twin keeps its run's)
 
 
@@ -142,6 +145,8 @@ class Micros(float):
 def _check(spec: SynthSpec) -> None:
     if spec.algorithm not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {spec.algorithm!r}; expected one of {', '.join(ALGORITHMS)}")
+    if spec.idle_iterations and spec.algorithm not in ("eagle", "eagle3", "nextn", "standalone", "none"):
+        raise ValueError("idle_iterations needs an EAGLE v2 family algorithm (or none)")
     if spec.mixed_iterations and spec.algorithm != "none":
         raise ValueError("mixed_iterations needs algorithm 'none': speculative decoding never runs MIXED batches")
     for name in ("batch_size", "num_steps", "topk", "target_kernels", "draft_kernels"):

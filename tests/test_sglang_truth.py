@@ -1,0 +1,121 @@
+"""Real SGLang captures in the old naming, against the runner that ran every step (issue 30): small
+captures of SGLang 0.5.19 and 0.5.18 made by the sglang-cpu recipe, shipped in fixtures/sglang-cpu/
+with the recipe's truth.jsonl (fixtures/sglang-cpu/README.md). No python stacks, no server_args.json
+beside them (SGLang writes none): the stage spans, modes and iteration order decide, and spanfix must
+name every step span as the runner that ran it: 0 wrong, 0 ambiguous."""
+
+import gzip
+import json
+from collections import defaultdict
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import FIXTURES
+
+import spanfix
+from spanfix.cli import main
+
+CAPTURES = sorted(path for path in (FIXTURES / "sglang-cpu").iterdir() if path.is_dir())
+
+
+def _trace(folder: Path) -> Path:
+    [path] = folder.glob("*.trace.json.gz")
+    return path
+
+
+def _events(path: Path) -> list[dict]:
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)["traceEvents"]
+
+
+def _expected(name: str, is_draft: bool) -> str:
+    """The newer naming (step-spans.md section 2): a draft runner's step is DRAFT, the target's
+    TARGET_VERIFY is VERIFY, any other mode stays; what follows the mode is kept."""
+    mode, rest = name[5:-1].split(" ", 1)
+    word = "DRAFT" if is_draft else "VERIFY" if mode == "TARGET_VERIFY" else mode
+    return f"step[{word} {rest}]"
+
+
+def _paired(events: list[dict], truth: Path) -> list[tuple[int, dict]]:
+    """Each step span's event index with its truth line: the k-th of a thread (time order) is the k-th line
+    of that (pid, tid), its mode and bs checked."""
+    steps = defaultdict(list)
+    for index, event in enumerate(events):
+        if event.get("ph") == "X" and event.get("cat") == "user_annotation" and event["name"].startswith("step["):
+            steps[event["pid"], event["tid"]].append((event["ts"], index))
+    lines = defaultdict(list)
+    for line in truth.read_text().splitlines():
+        record = json.loads(line)
+        lines[record["pid"], record["tid"]].append(record)
+    paired = []
+    for track, found in steps.items():
+        found.sort()
+        assert len(found) == len(lines[track]), track
+        for (_, index), record in zip(found, lines[track]):
+            name = events[index]["name"]
+            assert name[5:].split(" ")[0] == record["mode"] and f" bs={record['bs']}" in name
+            paired.append((index, record))
+    return paired
+
+
+@pytest.mark.parametrize("folder", CAPTURES, ids=lambda p: p.name)
+def test_every_step_is_named_as_the_runner_that_ran_it(tmp_path, folder):
+    source = _trace(folder)
+    before = _events(source)
+    paired = _paired(before, folder / "truth.jsonl")
+    assert paired and any(record["is_draft"] for _, record in paired) == (folder.name != "0.5.19-ngram")
+    out = tmp_path / "relabeled.trace.json"
+    result = CliRunner().invoke(main, ["relabel", str(source), "-o", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)["files"][0]
+    after = _events(out)
+    wrong = [(before[index]["name"], after[index]["name"], record["is_draft"]) for index, record in paired
+             if after[index]["name"] != _expected(before[index]["name"], record["is_draft"])]
+    assert wrong == [] and summary["ambiguous"] == 0, (wrong[:5], summary["ambiguous_spans"][:3])
+    assert len(after) == len(before)  # only names change: every other event as it was
+    assert all(a == b for a, b in zip(before, after) if not a["name"].startswith("step["))
+
+
+def _g_sk_accept(events: list[dict], window: int) -> float:
+    """The trace's own accept length, worked out here from its VERIFY spans: consecutive verifies of one
+    batch with no prefill between them, delta g_sk within bs..bs x window, summed over summed bs."""
+    steps = sorted((e["ts"], e["name"]) for e in events
+                   if e.get("cat") == "user_annotation" and e.get("name", "").startswith("step["))
+    tokens = sizes = 0
+    verifies = [(k, name) for k, (_, name) in enumerate(steps) if name.startswith("step[TARGET_VERIFY")]
+    for (k, this), (n, following) in pairwise(verifies):
+        fields = [dict(token.split("=") for token in name[:-1].split()[1:]) for name in (this, following)]
+        between = [name for _, name in steps[k + 1:n] if "toks=" in name]
+        bs = int(fields[0]["bs"])
+        delta = int(fields[1]["g_sk"]) - int(fields[0]["g_sk"])
+        if fields[1]["bs"] == fields[0]["bs"] and not between and bs <= delta <= bs * window:
+            tokens, sizes = tokens + delta, sizes + bs
+    return tokens / sizes
+
+
+def test_detailed_annotations_give_the_accept_length_without_stacks_or_server_args():
+    """0.5.19's verify spans carry g_sk: their deltas are the accept length (spec v1, which EAGLE's and
+    STANDALONE's server names still allow, never wrote suffixes); the log's server_args= line names
+    the run; the log's lines while the profiler ran, and the requests' responses, say about the same."""
+    folder = FIXTURES / "sglang-cpu" / "0.5.19-standalone"
+    events = _events(_trace(folder))
+    trace_only = spanfix.stats(str(_trace(folder))).speculation
+    assert trace_only.used.source == "trace annotations"
+    assert trace_only.accept_length == pytest.approx(_g_sk_accept(events, 4), rel=1e-12)
+    result = spanfix.stats(str(_trace(folder)), spec_metrics=[str(folder / "server.log"),
+                                                             str(folder / "generate_outputs.json")]).speculation
+    assert result.config.title == "STANDALONE, 3 steps, topk 1, 4 draft tokens"
+    figures = {figure.source: figure for figure in result.figures}
+    assert figures["log"].detail.startswith("server log: the ") and "while the profiler ran" in figures["log"].detail
+    assert figures["requests"].value == pytest.approx(figures["trace annotations"].value, rel=0.1)
+
+
+def test_a_capture_before_detailed_annotations_says_so():
+    folder = FIXTURES / "sglang-cpu" / "0.5.18-standalone"
+    result = spanfix.stats(str(_trace(folder))).speculation
+    assert result.accept_length is None
+    assert any("SGLang before 0.5.19" in why for why in result.unknown)
+    with_log = spanfix.stats(str(_trace(folder)), spec_metrics=[str(folder / "server.log")]).speculation
+    assert with_log.used.source == "log" and with_log.config.server_algorithm == "STANDALONE"
