@@ -49,8 +49,7 @@ _secrets: tuple[str, ...] = ()  # remembered secrets, longest first (a longer on
 def secret_key(key: str) -> bool:
     """Is a query key one whose value is a credential?"""
     key = key.replace("\\", "").strip().lower()
-    if key.startswith("amp;"):  # a query written into HTML: &amp;key=value
-        key = key[4:]
+    key = key.removeprefix("amp;")  # a query written into HTML: &amp;key=value
     return key in _SIGNED_KEYS or key.startswith(_SECRET_PREFIXES) or any(word in key for word in _SECRET_WORDS)
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import math
 
+import orjson
+
+from ..errors import TraceError
 from ..timing import CLOCKS, BaselineRead
 from .configs import RunConfig, group_runs
 from .measure import MODEL_WORK, RUN_BATCH, SpeculationMeasures, decode_means
@@ -50,21 +53,25 @@ def plain_from_json(document: dict, source: str) -> PlainDecode:
     config = _config_json(runs[0]) if isinstance(runs, list) and len(runs) == 1 and isinstance(runs[0], dict) else None
     if config is None and graph is not None:
         config = RunConfig("none", frozenset({"none"}), False, cuda_graph=graph, graph_from=f"{source}")
-    return PlainDecode(source, _means(section.get("decode_steps")), " / ".join(map(str, algorithms)),
-                       section.get("speculative") is False, graph, None, _means(section.get("plain_iterations")),
+    return PlainDecode(source, _means(section, "decode_steps", source), " / ".join(map(str, algorithms)),
+                       section.get("speculative") is False, graph, None, _means(section, "plain_iterations", source),
                        basis, config)
 
 
-def _means(rows: object) -> dict:
+def _means(section: dict, key: str, source: str) -> dict:
+    """The means per (bs, clock) of a saved section. A mean is a time a decode took: finite and
+    positive; a row whose mean is anything else makes the file no stats result (a negative plain
+    decode gave a speedup of -13.9), as a stage's mean does (timing/baseline.py)."""
     steps: dict = {}
-    for row in rows if isinstance(rows, list) else ():
+    rows = section.get(key)
+    for k, row in enumerate(rows if isinstance(rows, list) else ()):
         if not isinstance(row, dict):
             continue
         bs, clock, count, mean = row.get("bs"), row.get("clock"), row.get("count"), row.get("mean_us")
-        # A mean is a time a decode took: finite and positive, or not a figure of a stats result.
-        if clock in CLOCKS and isinstance(count, int) and count > 0 and isinstance(mean, (int, float)) \
-                and not isinstance(mean, bool) and math.isfinite(mean) and mean > 0 \
-                and (bs is None or isinstance(bs, int)):
+        if not isinstance(mean, (int, float)) or isinstance(mean, bool) or not math.isfinite(mean) or mean <= 0:
+            raise TraceError(f"{source}: not a spanfix stats result (speculation.{key}[{k}].mean_us is "
+                             f"{orjson.dumps(mean, default=repr).decode()[:60]}, not the time of a decode in microseconds)")
+        if clock in CLOCKS and isinstance(count, int) and count > 0 and (bs is None or isinstance(bs, int)):
             steps[bs, clock] = (count, float(mean))
     return steps
 
