@@ -78,10 +78,12 @@ ADMIN = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 
 
 def start_s3(allowed: list[str], denied: list[str], objects: dict[str, bytes], log: Path,
-             readonly: tuple[str, ...] = ()) -> S3Server:
+             readonly: tuple[str, ...] = (), absent: tuple[str, ...] = ()) -> S3Server:
     """moto on a free port; buckets made and filled with objects ("bucket/key": bytes), a user who may
     use the `allowed` buckets, only read and list the `readonly` ones (among the denied), and nothing
-    else; then every later request is checked against IAM."""
+    else; then every later request is checked against IAM. The user may also use the `absent`
+    buckets, which are never made: moto checks the user's policies before the bucket, so a bucket the
+    user may not use is denied, never missing."""
     port = free_port()
     with open(log, "wb") as sink:
         process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", LOCAL, "-p", str(port)],
@@ -101,7 +103,8 @@ def start_s3(allowed: list[str], denied: list[str], objects: dict[str, bytes], l
             s3.put_object(Bucket=bucket, Key=key, Body=data)
         iam = session.client("iam", endpoint_url=server.endpoint)
         iam.create_user(UserName="spanfix-tests")
-        resources = [f"arn:aws:s3:::{b}" for b in allowed] + [f"arn:aws:s3:::{b}/*" for b in allowed]
+        usable = [*allowed, *absent]
+        resources = [f"arn:aws:s3:::{b}" for b in usable] + [f"arn:aws:s3:::{b}/*" for b in usable]
         statements = [{"Effect": "Allow", "Action": "s3:*", "Resource": resources}]
         if readonly:
             statements.append({"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"],

@@ -9,11 +9,13 @@ installs them and sets SPANFIX_REQUIRE_REMOTE=1, which turns the skip into a fai
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib.util
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -72,13 +74,13 @@ def local(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """moto with buckets: traces (the runs), out (written by tests), readonly (the test user may read
-    and list it, not write), secret (the user may do nothing there)."""
+    and list it, not write), secret (the user may do nothing there); nobucket does not exist."""
     needs("s3fs", "moto", "boto3", "flask")
     objects = {f"traces/run/{name}": data for name, data in FILES.items()}
     objects["traces/run/server_args.json"] = SERVER_ARGS
     objects["secret/run/run-TP-0.trace.json"] = FILES["run-TP-1.trace.json"]
     server = start_s3(["traces", "out"], ["secret", "readonly"], objects, tmp_path_factory.mktemp("moto") / "log",
-                      readonly=["readonly"])
+                      readonly=["readonly"], absent=["nobucket"])
     try:
         with environment(server.env()):
             _fresh_filesystems()
@@ -273,6 +275,24 @@ def test_missing_object_denied_bucket_and_unmatched_glob_are_one_line_each(s3, l
     assert json.loads(result.stdout)["inputs"] == ["s3://traces/run/run-TP-1.trace.json"]
 
 
+def test_a_missing_bucket_is_said_so_with_a_glob_as_without(s3):
+    """A listing finds nothing in a bucket that does not exist: a glob there is not `no object
+    matches`, but what a name without a glob is told; a bucket the user may list but not ask of
+    (readonly) is left as matching nothing."""
+    result = run("stats", "s3://nobucket/run/x.json.gz", "s3://nobucket/run/*.json.gz", "s3://readonly/none/*.gz",
+                 "s3://traces/run/run-TP-1.trace.json", "--format", "json", "-j", "1", code=2)
+    lines = result.stderr.splitlines()
+    assert lines == [
+        "spanfix: error: s3://nobucket/run/*.json.gz: cannot list: no such bucket",
+        "spanfix: error: s3://readonly/none/*.gz: no object matches this pattern",
+        "spanfix: error: s3://nobucket/run/x.json.gz: cannot fetch: no such bucket",
+    ]
+    assert lines[0].rpartition(": ")[2] == lines[2].rpartition(": ")[2]
+    result = run("relabel", "s3://traces/run/run-TP-1.trace.json", "-o", "s3://nobucket/out/", code=2)
+    assert result.stderr.strip().splitlines()[-1] == (
+        "spanfix: error: s3://nobucket/out/run-TP-1.trace.relabeled.json: cannot write: no such bucket")
+
+
 def test_a_denied_upload_leaves_no_object(s3):
     result = run("relabel", "s3://traces/run/run-TP-1.trace.json", "-o", "s3://readonly/x.trace.json", code=2)
     assert result.stderr.strip().splitlines()[-1].startswith(
@@ -396,17 +416,18 @@ def test_a_url_whose_extra_is_missing_names_it(monkeypatch, url, module, extra):
 def test_scheduler_without_dask_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)
     result = run("stats", str(ROOT / "fixtures/merged.trace.json"), "--scheduler", "tcp://127.0.0.1:1", code=2)
-    assert result.stderr.strip() == (f"spanfix: error: --scheduler needs spanfix's dask extra: {sys.executable} -m pip "
-                                     f"install -e '{ROOT}[dask]'")
+    assert result.stderr.strip() == (f"spanfix: error: --scheduler tcp://127.0.0.1:1 needs spanfix's dask extra: "
+                                     f"{sys.executable} -m pip install -e '{ROOT}[dask]'")
 
 
 # ---------------------------------------------------------------------------------------------------
 # --scheduler: a Dask scheduler and two worker processes, which read the URLs themselves
 
 
-def cli(*args: str, code: int = 0, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def cli(*args: str, code: int = 0, env: dict[str, str] | None = None, timeout: float = 300
+        ) -> subprocess.CompletedProcess:
     """spanfix in a process of its own: a Dask client's threads must not stay in the test process."""
-    done = subprocess.run([sys.executable, "-m", "spanfix", *args], capture_output=True, text=True, timeout=300,
+    done = subprocess.run([sys.executable, "-m", "spanfix", *args], capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})}, check=False)
     assert done.returncode == code, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
     return done
@@ -480,13 +501,66 @@ def test_a_worker_killed_mid_task_is_one_line_and_the_others_are_processed(clust
     cluster.wait_for_workers(2)  # its nanny started it again
 
 
-def test_an_unreachable_scheduler_is_one_line():
+# Waits far longer than the process is given: a refused connection must end it at once, not after them.
+LONG_WAITS = {"SPANFIX_CONNECT_TIMEOUT": "60", "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "60s"}
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:{port}", "127.0.0.1:{port}"])
+def test_an_unreachable_scheduler_is_one_line(address):
+    """Nothing listens at the address: one line at once (Dask alone tries again until its timeout)."""
     needs("distributed")
-    result = cli("stats", str(ROOT / "fixtures/merged.trace.json"), "--scheduler", f"tcp://127.0.0.1:{free_port()}",
-                 code=2, env={"DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"})
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("spanfix: error: --scheduler tcp://127.0.0.1:")
-    assert "cannot connect to a Dask scheduler there" in lines[0]
+    address = address.format(port=free_port())
+    result = cli("stats", str(ROOT / "fixtures/merged.trace.json"), "--scheduler", address, code=2, env=LONG_WAITS,
+                 timeout=30)
+    assert result.stderr.splitlines() == [
+        (f"spanfix: error: --scheduler {address}: cannot connect to a Dask scheduler there: nothing listens on that "
+         "port (connection refused)")]
+
+
+def test_a_web_server_given_as_the_scheduler_is_one_line():
+    """A server of another protocol that answers what Dask sends (as a proxy answers anything with
+    `426 Upgrade Required`): Dask reads the first bytes of the answer as the size of a message, and runs
+    out of memory making room for it. That is said as what it is."""
+    needs("distributed")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(30)
+
+    def answer() -> None:
+        with contextlib.suppress(OSError):
+            while True:  # spanfix's probe connects and leaves; Dask's client then speaks
+                connection, _ = listener.accept()
+                with connection:
+                    connection.settimeout(5)
+                    if connection.recv(65536):
+                        connection.sendall(b"HTTP/1.0 426 Upgrade Required\r\ncontent-length: 0\r\n\r\n")
+                        return
+
+    server = threading.Thread(target=answer)
+    server.start()
+    address = f"tcp://127.0.0.1:{listener.getsockname()[1]}"
+    try:
+        result = cli("stats", str(ROOT / "fixtures/merged.trace.json"), "--scheduler", address, code=2,
+                     env=LONG_WAITS, timeout=30)
+    finally:
+        listener.close()
+        server.join()
+    assert result.stderr.splitlines() == [
+        (f"spanfix: error: --scheduler {address}: cannot connect to a Dask scheduler there: what answers does not "
+         "speak Dask's protocol (a web server?)")]
+
+
+def test_a_scheduler_from_the_environment_is_named_so():
+    needs("distributed")
+    address = f"tcp://127.0.0.1:{free_port()}"
+    result = cli("stats", str(ROOT / "fixtures/merged.trace.json"), code=2,
+                 env={**LONG_WAITS, "SPANFIX_SCHEDULER": address}, timeout=30)
+    assert result.stderr.splitlines() == [
+        (f"spanfix: error: SPANFIX_SCHEDULER={address}: cannot connect to a Dask scheduler there: nothing listens on "
+         "that port (connection refused)")]
+    result = cli("stats", "-", code=2, env={"SPANFIX_SCHEDULER": address}, timeout=30)
+    assert result.stderr.splitlines() == [
+        (f"spanfix: error: SPANFIX_SCHEDULER={address}: the cluster's workers cannot read this standard input; give "
+         "files or URLs")]
 
 
 def test_a_worker_without_spanfix_is_named_before_anything_is_sent(s3, tmp_path):

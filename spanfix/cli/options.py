@@ -13,6 +13,7 @@ from ..api import ALGORITHM_NAMES, Options, algorithm_name
 from ..errors import UsageError
 from ..render.escape import printable
 from ..sources import is_url, local_path
+from .cluster import ENVVAR as SCHEDULER_ENVVAR
 
 
 class AlgorithmName(click.ParamType):
@@ -78,7 +79,7 @@ jobs_option = click.option("-j", "--jobs", type=click.IntRange(min=1), default=o
 
 
 scheduler_option = click.option(
-    "--scheduler", metavar="ADDRESS", envvar="SPANFIX_SCHEDULER", show_envvar=True,
+    "--scheduler", metavar="ADDRESS", envvar=SCHEDULER_ENVVAR, show_envvar=True,
     help="Run each file as a task on this Dask cluster (tcp://HOST:PORT; needs the dask extra); its "
          "workers read the inputs themselves. Default: local processes (-j).")
 

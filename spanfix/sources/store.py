@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 
 from ..errors import OutputError, TraceError
 from .isolated import isolated
-from .names import is_url, require, scheme_of
+from .names import SCHEMES, is_url, require, scheme_of
 from .timeouts import CONNECT, READ, connect_timeout, phrase, read_timeout
 
 _SIZES: dict[str, int] = {}  # sizes the listing of a glob gave, so that progress needs no request per object
@@ -80,7 +80,29 @@ def _glob_here(pattern: str) -> list[tuple[str, int | None]]:
         names.append((_url_of(pattern, fs, key), size if isinstance(size, int) else None))
     if not names and _exists(fs, path):  # an object whose own name holds * ? or [ ]
         names.append((pattern, None))
+    if not names:
+        _bucket_is_there(pattern, fs, path)
     return names
+
+
+_BUCKETS = {"s3": "bucket", "gs": "bucket", "az": "container"}
+
+
+def _bucket_is_there(pattern: str, fs: Any, path: str) -> None:
+    """A listing finds nothing in a bucket that does not exist, as in an empty folder: a glob that
+    matched nothing is told apart, as a name without a glob is (`no such bucket`). Only an answer that
+    the bucket is not there counts; any other (a user who may list it but not ask of it) leaves the
+    glob as matching nothing."""
+    scheme = SCHEMES.get(scheme_of(pattern) or "")
+    kind = _BUCKETS.get(scheme.canonical) if scheme else None
+    if kind is None:
+        return
+    try:
+        fs.info(path.split("/", 1)[0])
+    except FileNotFoundError:
+        raise TraceError(f"{pattern}: cannot list: no such {kind}") from None
+    except Exception:  # noqa: BLE001
+        return
 
 
 def _exists(fs: Any, path: str) -> bool:
@@ -181,6 +203,8 @@ def _upload_here(target: str, local: str) -> None:
 
 def failure(exc: BaseException) -> str:
     """What a store's exception means for the person, in a few words."""
+    if "NoSuchBucket" in (type(exc).__name__, type(exc.__cause__).__name__):  # S3's, translated by s3fs or not
+        return "no such bucket"
     if isinstance(exc, FileNotFoundError) and exc.__cause__ is not None:
         exc = exc.__cause__  # fsspec's HTTP filesystem calls a server it cannot reach a missing file
     name = type(exc).__name__
