@@ -278,7 +278,7 @@ def test_hostile_names_stay_in_the_json(tmp_path):
 
 def test_assets_ship_with_the_package():
     assets = resources.files("spanfix.report").joinpath("assets")
-    for name in ("plotly-cartesian.min.js", "plotly-cartesian.LICENSE", "report.js", "report.css"):
+    for name in ("plotly-cartesian.min.js", "plotly-cartesian.LICENSE", "page.js", "report.js", "compare.js", "report.css"):
         assert assets.joinpath(name).is_file(), name
     assert "MIT License" in assets.joinpath("plotly-cartesian.LICENSE").read_text()
 

@@ -40,6 +40,8 @@ def _by_run(option: str, number: bool = False):
                     given = float(given)
                 except ValueError:
                     raise click.BadParameter(f"{printable(value)}: {printable(given)} is not a number") from None
+                if not 1 <= given < 2**53:  # NaN and infinity too, as --accept-length in stats
+                    raise click.BadParameter(f"{printable(value)}: an accept length is a finite number of at least 1")
                 found[name] = given
             else:
                 found.setdefault(name, []).append(given)

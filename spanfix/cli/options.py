@@ -4,6 +4,7 @@ attribution options turned into the API's spanfix.Options."""
 from __future__ import annotations
 
 import glob
+import math
 import os
 from collections.abc import Callable
 
@@ -67,11 +68,19 @@ def keys(values: tuple[tuple[str, ...], ...]) -> tuple[str, ...]:
 def speculation_options(command: Callable) -> Callable:
     """--spec-metrics and --accept-length: the accept length from outside the trace."""
     command = click.option("--accept-length", type=click.FloatRange(min=1), default=None, metavar="L",
+                           callback=_finite,
                            help="The accept length (tokens per request per decode iteration, the bonus token "
                                 "included), stated: used before any other source.")(command)
     return click.option("--spec-metrics", "spec_metrics", multiple=True, metavar="FILE",
                         help="What SGLang wrote about acceptance: its server log ('Decode batch ... accept len:'), "
                              "a bench_serving result (.jsonl) or a /server_info JSON (repeatable).")(command)
+
+
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """FloatRange takes inf and nan: no accept length is either (a time per token of 0.0 us)."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a finite number of tokens", ctx, param)
+    return value
 
 
 jobs_option = click.option("-j", "--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1,

@@ -55,7 +55,8 @@ def _title(payload: dict) -> str:
 
 
 def render_html(payload: dict, script: str = "report.js") -> bytes:
-    """The page: the payload, Plotly and the page's script (one of assets/: the report's, or compare's)."""
+    """The page: the payload, Plotly, what both pages build with (assets/page.js) and the page's own
+    script (one of assets/: the report's, or compare's)."""
     page = "".join([
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n",
@@ -68,7 +69,7 @@ def render_html(payload: dict, script: str = "report.js") -> bytes:
         "<main id=\"report\"></main>\n",
         f"<script type=\"application/json\" id=\"spanfix-data\">{json_for_script(payload)}</script>\n",
         f"<script>\n{inline_script(asset(PLOTLY))}\n</script>\n",
-        f"<script>\n{inline_script(asset(script))}</script>\n",
+        f"<script>\n{inline_script(asset('page.js'))}{inline_script(asset(script))}</script>\n",
         "</body>\n</html>\n",
     ])
     return page.encode("utf-8", "backslashreplace")  # a file name that is not UTF-8, in the title

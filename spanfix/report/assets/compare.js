@@ -4,58 +4,11 @@
 (function () {
   "use strict";
 
-  var FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
-  var CONFIG = {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"]};
-  var pending = [];
+  var page = window.spanfixPage, h = page.h, esc = page.esc, layout = page.layout, axis = page.axis,
+      chart = page.chart;
   var data;
-  var state = window.spanfix = {drawn: false, charts: [], error: null};
-
-  function h(tag, attrs) {
-    var node = document.createElement(tag);
-    var key;
-    for (key in attrs || {}) {
-      if (attrs[key] === undefined || attrs[key] === null) continue;
-      if (key === "text") node.textContent = String(attrs[key]);
-      else if (key === "class") node.className = attrs[key];
-      else node.setAttribute(key, String(attrs[key]));
-    }
-    for (var i = 2; i < arguments.length; i++) add(node, arguments[i]);
-    return node;
-  }
-
-  function add(node, child) {
-    if (child === undefined || child === null || child === false) return;
-    if (Array.isArray(child)) child.forEach(function (c) { add(node, c); });
-    else if (typeof child === "string" || typeof child === "number") node.appendChild(document.createTextNode(String(child)));
-    else node.appendChild(child);
-  }
-
-  /* A name for Plotly, whose labels read &, <, > as markup; quotes as numeric entities (as report.js does). */
-  function esc(text) {
-    return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
-      .replace(/"/g, "&#34;").replace(/'/g, "&#39;");
-  }
 
   function fmt(value, digits) { return value === null || value === undefined ? "-" : value.toFixed(digits); }
-
-  function layout(extra) {
-    var base = {
-      font: {family: FONT, size: 12, color: "#222"},
-      margin: {l: 64, r: 16, t: 44, b: 56},
-      paper_bgcolor: "#ffffff", plot_bgcolor: "#ffffff",
-      hoverlabel: {font: {family: FONT, size: 12}},
-      legend: {orientation: "h", x: 0, y: 0, yref: "container", yanchor: "bottom"}
-    };
-    for (var key in extra) base[key] = extra[key];
-    return base;
-  }
-
-  function axis(title, extra) {
-    var a = {title: {text: title, standoff: 8}, gridcolor: "#ececec", zerolinecolor: "#cfcfcf", linecolor: "#999",
-             showline: true, ticks: "outside", tickcolor: "#999", automargin: true};
-    for (var key in extra || {}) a[key] = extra[key];
-    return a;
-  }
 
   /* The batch sizes on a log axis (they usually double), each one ticked. */
   function bsAxis() {
@@ -64,15 +17,6 @@
     var pad = low === high ? 0.3 : 0.08 * (Math.log10(high) - Math.log10(low));
     return axis("batch size (requests per decode iteration)", {type: "log", tickvals: sizes,
       ticktext: sizes.map(String), range: [Math.log10(low) - pad, Math.log10(high) + pad]});
-  }
-
-  function chart(parent, name, traces, lay, height) {
-    var div = h("div", {"class": "chart", "data-chart": name});
-    div.style.height = height + "px";
-    parent.appendChild(div);
-    state.charts.push(name);
-    pending.push(Plotly.newPlot(div, traces, lay, CONFIG));
-    return div;
   }
 
   function table(spec) {
@@ -240,25 +184,11 @@
       h("p", {"class": "note", text: "Charts by plotly.js (MIT licence), inline: this file makes no network request."})));
   }
 
-  function fail(error) {
-    state.error = String(error && error.stack || error);
-    var box = h("div", {"class": "fatal", text: "The page could not be drawn: " + String(error)});
-    document.body.insertBefore(box, document.body.firstChild);
-    console.error(error);
-  }
-
-  try {
-    data = JSON.parse(document.getElementById("spanfix-data").textContent);
-    var root = document.getElementById("report");
+  page.draw("page", function (payload, root) {
+    data = payload;
     header(root);
     charts(root);
     tables(root);
     footer(root);
-    Promise.all(pending).then(function () {
-      state.drawn = true;
-      document.body.setAttribute("data-drawn", "true");
-    }, fail);
-  } catch (error) {
-    fail(error);
-  }
+  });
 })();

@@ -4,39 +4,10 @@
 (function () {
   "use strict";
 
-  var FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, 'Helvetica Neue', Arial, sans-serif";
-  var CONFIG = {displaylogo: false, responsive: true, modeBarButtonsToRemove: ["lasso2d", "select2d"]};
+  var page = window.spanfixPage, h = page.h, esc = page.esc, layout = page.layout, axis = page.axis,
+      chart = page.chart;
   var CLOCK_NAME = {cpu: "host", gpu: "device"};
-  var pending = [];
   var data;
-  var state = window.spanfix = {drawn: false, charts: [], error: null};
-
-  function h(tag, attrs) {
-    var node = document.createElement(tag);
-    var key;
-    for (key in attrs || {}) {
-      if (attrs[key] === undefined || attrs[key] === null) continue;
-      if (key === "text") node.textContent = String(attrs[key]);
-      else if (key === "class") node.className = attrs[key];
-      else node.setAttribute(key, String(attrs[key]));
-    }
-    for (var i = 2; i < arguments.length; i++) add(node, arguments[i]);
-    return node;
-  }
-
-  function add(node, child) {
-    if (child === undefined || child === null || child === false) return;
-    if (Array.isArray(child)) child.forEach(function (c) { add(node, c); });
-    else if (typeof child === "string" || typeof child === "number") node.appendChild(document.createTextNode(String(child)));
-    else node.appendChild(child);
-  }
-
-  /* A name for Plotly: its labels, legends, ticks and hovers read &, <, > as markup (<a href>, <b>, <br>).
-   * Quotes as numeric entities: Plotly decodes those, and shows a named &quot; as it is written. */
-  function esc(text) {
-    return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
-      .replace(/"/g, "&#34;").replace(/'/g, "&#39;");
-  }
 
   function rgba(hex, alpha) {
     var n = parseInt(hex.slice(1), 16);
@@ -55,36 +26,6 @@
   function own(map, key) { return Object.prototype.hasOwnProperty.call(map, key) ? map[key] : null; }
 
   function stageColor(stage) { return own(data.colors.stage, stage) || "#555555"; }
-
-  function layout(extra) {
-    var base = {
-      font: {family: FONT, size: 12, color: "#222"},
-      margin: {l: 64, r: 16, t: 44, b: 56},
-      paper_bgcolor: "#ffffff", plot_bgcolor: "#ffffff",
-      hoverlabel: {font: {family: FONT, size: 12}},
-      // At the bottom of the figure, not at a fraction of the plot below it: an x axis whose tick
-      // labels turn grows the bottom margin, and would run its title into such a legend.
-      legend: {orientation: "h", x: 0, y: 0, yref: "container", yanchor: "bottom"}
-    };
-    for (var key in extra) base[key] = extra[key];
-    return base;
-  }
-
-  function axis(title, extra) {
-    var a = {title: {text: title, standoff: 8}, gridcolor: "#ececec", zerolinecolor: "#cfcfcf", linecolor: "#999",
-             showline: true, ticks: "outside", tickcolor: "#999", automargin: true};
-    for (var key in extra || {}) a[key] = extra[key];
-    return a;
-  }
-
-  function chart(parent, name, traces, lay, height) {
-    var div = h("div", {"class": "chart", "data-chart": name});
-    div.style.height = height + "px";
-    parent.appendChild(div);
-    state.charts.push(name);
-    pending.push(Plotly.newPlot(div, traces, lay, CONFIG));
-    return div;
-  }
 
   /* Tables: cells carry their exact value (data-value) and their text for people. */
   function table(spec, sortable) {
@@ -575,16 +516,8 @@
         "Tables are exact; charts draw series thinned for drawing."})));
   }
 
-  function fail(error) {
-    state.error = String(error && error.stack || error);
-    var box = h("div", {"class": "fatal", text: "The report could not be drawn: " + String(error)});
-    document.body.insertBefore(box, document.body.firstChild);
-    console.error(error);
-  }
-
-  try {
-    data = JSON.parse(document.getElementById("spanfix-data").textContent);
-    var root = document.getElementById("report");
+  page.draw("report", function (payload, root) {
+    data = payload;
     header(root);
     stages(root);
     distributions(root);
@@ -593,13 +526,5 @@
     ranks(root);
     kernels(root);
     footer(root);
-    Promise.all(pending).then(function () {
-      state.drawn = true;
-      state.drawnAt = performance.now();
-      if (performance.mark) performance.mark("spanfix-drawn");
-      document.body.setAttribute("data-drawn", "true");
-    }, fail);
-  } catch (error) {
-    fail(error);
-  }
+  });
 })();
