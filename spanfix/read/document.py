@@ -66,14 +66,8 @@ def read_document_bytes(source: str, *, max_bytes: int | None = None) -> tuple[B
             # itself, silently, for ever. _read_all says what it waits for instead.
             with open(local_path(source), "rb", opener=_open_without_waiting) as stream:
                 raw = _read_all(stream, source, limit)
-    except IsADirectoryError:
-        raise TraceError(f"{source}: is a directory, not a trace file") from None
-    except FileNotFoundError:
-        raise TraceError(f"{source}: no such file") from None
-    except PermissionError:
-        raise TraceError(f"{source}: permission denied") from None
     except OSError as exc:
-        raise TraceError(f"{source}: cannot read: {exc.strerror or exc}") from None
+        raise unreadable(source, exc, "trace file") from None
     if not raw:
         raise TraceError(f"{source}: empty input" + (" on standard input" if is_standard_input(source) else ""))
     if raw[:2] != GZIP_MAGIC:
@@ -178,6 +172,17 @@ def refuse_what_cannot_start_a_trace(source: str, head: bytes) -> None:
     if start < len(head) and not head[start:].startswith(_CAN_START):
         raise TraceError(f"{source}: not a trace: expected a JSON object or array, found "
                          f"{head[start:start + 1].decode('latin-1')!r} at byte {start}")
+
+
+def unreadable(source: str, exc: OSError, what: str) -> TraceError:
+    """The one line for a local file (a trace, or a side file: `what`) that cannot be opened or read."""
+    if isinstance(exc, IsADirectoryError):
+        return TraceError(f"{source}: is a directory, not a {what}")
+    if isinstance(exc, FileNotFoundError):
+        return TraceError(f"{source}: no such file")
+    if isinstance(exc, PermissionError):
+        return TraceError(f"{source}: permission denied")
+    return TraceError(f"{source}: cannot read: {exc.strerror or exc}")
 
 
 def _wait_for_a_writer(stream: BinaryIO, source: str, info: os.stat_result) -> None:

@@ -23,7 +23,7 @@ from typing import BinaryIO
 from ..errors import TraceError
 from ..runtime.limits import default_max_bytes
 from ..sources import is_url, local_path
-from .document import GZIP_MAGIC, Limit, _inflate_lib, _open_without_waiting, _wait_for_a_writer
+from .document import GZIP_MAGIC, Limit, _inflate_lib, _open_without_waiting, _wait_for_a_writer, unreadable
 
 CHUNK = 2**20  # bytes read at a time
 _RAW_STEP = 2**16  # compressed bytes inflated at a time: one step's output stays bounded (deflate: ~1000:1)
@@ -108,20 +108,14 @@ class SideFile:
             return fetch_file(source, self.limit)  # inflated already, within the limit
         try:
             stream = open(local_path(source), "rb", buffering=0, opener=_open_without_waiting)  # noqa: SIM115
-        except IsADirectoryError:
-            raise TraceError(f"{source}: a folder, not a file") from None
-        except FileNotFoundError:
-            raise TraceError(f"{source}: no such file") from None
-        except PermissionError:
-            raise TraceError(f"{source}: permission denied") from None
         except OSError as exc:
-            raise TraceError(f"{source}: cannot read it: {exc.strerror or exc}") from None
+            raise unreadable(source, exc, "file spanfix reads") from None
         except ValueError as exc:  # a NUL byte in the path
             raise TraceError(f"{source}: cannot read it: {exc}") from None
         try:
             info = os.fstat(stream.fileno())
             if stat.S_ISDIR(info.st_mode):
-                raise TraceError(f"{source}: a folder, not a file")
+                raise TraceError(f"{source}: is a directory, not a file spanfix reads")
             if stat.S_ISREG(info.st_mode):
                 if info.st_size > self.limit.bytes:
                     raise self.limit.refusal(source, "larger than")
@@ -143,7 +137,7 @@ def _raw(source: str, stream: BinaryIO) -> Iterator[bytes]:
         try:
             chunk = stream.read(CHUNK)
         except OSError as exc:
-            raise TraceError(f"{source}: cannot read it: {exc.strerror or exc}") from None
+            raise unreadable(source, exc, "file spanfix reads") from None
         if not chunk:
             return
         yield chunk
