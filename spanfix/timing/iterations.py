@@ -118,10 +118,8 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
     before the verify and extends once after it, so that the steps' order delimits iterations where no
     scheduler.run_batch or stage span does."""
     processes: dict[Hashable, _Process] = defaultdict(_Process)
-    for (pid, _), spans in index.spans.items():
-        for span in spans:
-            if span.kind == "iteration":
-                processes[pid].runs.append((span.start_ns, span.end_ns))
+    for pid, runs in _run_batches(index).items():
+        processes[pid].runs = runs
     batch = {step.span: step.step.bs for step in index.steps}
     for span, kind in (_members(index, stages) if members is None else members).items():
         processes[span.track[0]].members.append(_Member(span.start_ns, span.end_ns, kind, span.track,
@@ -161,10 +159,7 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
             if work is not None and not work.empty and pid in launching:
                 pending.append((iteration, placed, launching[pid].between(start, end)))
             found.append(iteration)
-    if pending:
-        _on_devices(pending, work)
-    if work is None or work.empty:
-        _annotated(found, index)
+    _on_the_device(found, pending, work, index)
     return found
 
 
@@ -174,11 +169,7 @@ def plain_decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWo
     mixed batch is another kind of iteration), on the host and, given the device work (or the span's
     GPU annotation copy), on the device. Their parts are not told apart (all `other`): a plain decode
     iteration's forward is its DECODE step. A process without scheduler.run_batch spans has none."""
-    runs: dict[Hashable, list[tuple[int, int]]] = defaultdict(list)
-    for (pid, _), spans in index.spans.items():
-        for span in spans:
-            if span.kind == "iteration":
-                runs[pid].append((span.start_ns, span.end_ns))
+    runs = _run_batches(index)
     steps: dict[Hashable, list[tuple[int, str, int | None]]] = defaultdict(list)
     for step, stage in zip(index.steps, stages):
         steps[step.track[0]].append((step.span.start_ns, stage, step.step.bs))
@@ -198,11 +189,27 @@ def plain_decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWo
             if work is not None and not work.empty and pid in launching:
                 pending.append((iteration, [], launching[pid].between(start, end)))
             found.append(iteration)
+    _on_the_device(found, pending, work, index)
+    return found
+
+
+def _run_batches(index: TraceIndex) -> dict[Hashable, list[tuple[int, int]]]:
+    """Each process's scheduler.run_batch windows (ns), as the trace has them."""
+    runs: dict[Hashable, list[tuple[int, int]]] = defaultdict(list)
+    for (pid, _), spans in index.spans.items():
+        for span in spans:
+            if span.kind == "iteration":
+                runs[pid].append((span.start_ns, span.end_ns))
+    return runs
+
+
+def _on_the_device(found: list[Iteration], pending: list, work: DeviceWork | None, index: TraceIndex) -> None:
+    """The iterations' device clock: from the device work where it was read, else from their
+    scheduler.run_batch spans' GPU annotation copies."""
     if pending:
         _on_devices(pending, work)
     if work is None or work.empty:
         _annotated(found, index)
-    return found
 
 
 def _launching(work: DeviceWork | None) -> dict[Hashable, _Launching]:
