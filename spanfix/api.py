@@ -24,7 +24,17 @@ from .attribution.attribute import Attribution
 from .attribution.index import TraceIndex
 from .checking.defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
 from .errors import TraceError, UsageError, out_of_memory
-from .options import Options, are_strings, checked_flag, checked_path, checked_paths, is_whole, need
+from .options import (
+    Options,
+    are_strings,
+    checked_errors,
+    checked_flag,
+    checked_path,
+    checked_paths,
+    checked_strings,
+    is_whole,
+    need,
+)
 from .read.reader import ReadTrace, locate_step_names
 from .relabelling.plan import RelabelResult, plan
 from .relabelling.write import (  # noqa: F401 (the CLI's too)
@@ -369,8 +379,7 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     each input as a task of a concurrent.futures executor or a Dask distributed.Client (whose
     workers read the inputs themselves); the result is the same as here."""
     from .runs.measure import Runs
-    if not isinstance(errors, str) or errors not in ("raise", "collect"):
-        raise UsageError('errors is "raise" or "collect"')
+    checked_errors(errors)
     checked_flag(kernels, "kernels")
     checked_flag(device, "device", optional=True)
     options = _options(options, option_fields)
@@ -451,8 +460,7 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     speculation.speedup). executor: as for stats()."""
     from .checking.rules import CheckOptions, parse_budget, run_check
     from .runs.measure import accept_figures, one_by_one
-    if not are_strings(budgets):
-        raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
+    checked_strings(budgets, "budgets")
     need(max_regression, (int, float), "a number of percent", "max_regression")
     if not math.isfinite(max_regression) or max_regression < 0:
         raise UsageError(f"max_regression must be a finite number from 0, not {max_regression!r}")
@@ -517,12 +525,10 @@ def compare(runs: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | Ma
     run is read once, all of them in parallel."""
     from .checking.compare import compare_budget, judge
     from .runs.compare import compare as compare_runs
-    if not isinstance(errors, str) or errors not in ("raise", "collect"):
-        raise UsageError('errors is "raise" or "collect"')
+    checked_errors(errors)
     checked_flag(allow_skipped, "allow_skipped")
     checked_flag(device, "device", optional=True)
-    if not are_strings(budgets):
-        raise UsageError(f"budgets must be a sequence of strings, not {type(budgets).__name__}")
+    checked_strings(budgets, "budgets")
     if not isinstance(runs, (str, os.PathLike, Mapping)):
         runs = checked_paths(runs, "runs")
     options = _options(options, option_fields)

@@ -47,10 +47,7 @@ class Options:
         if self.max_bytes is not None and (not is_whole(self.max_bytes) or self.max_bytes < 1):
             raise UsageError(f"max_bytes must be a whole number from 1, not {self.max_bytes!r}")
         for name in ("draft_threads", "draft_processes", "draft_pids", "draft_tids"):
-            value = getattr(self, name)
-            if not are_strings(value):
-                raise UsageError(f"{name} must be a sequence of strings, not {type(value).__name__}")
-            object.__setattr__(self, name, tuple(value))
+            object.__setattr__(self, name, tuple(checked_strings(getattr(self, name), name)))
         user_patterns(self.draft_threads, "draft_threads")  # a bad expression is a usage error now, not later
         user_patterns(self.draft_processes, "draft_processes")
 
@@ -76,6 +73,20 @@ def are_strings(value: object) -> bool:
     if isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
         return False
     return all(isinstance(item, str) for item in (value if isinstance(value, Sequence) else list(value)))
+
+
+def checked_strings(value: object, name: str) -> Iterable[str]:
+    """value, when it is a sequence of strings (are_strings); else UsageError naming the argument."""
+    if not are_strings(value):
+        raise UsageError(f"{name} must be a sequence of strings, not {type(value).__name__}")
+    return value  # type: ignore[return-value]
+
+
+def checked_errors(errors: object) -> str:
+    """The errors= policy of the functions that read many inputs: "raise" or "collect"."""
+    if not isinstance(errors, str) or errors not in ("raise", "collect"):
+        raise UsageError('errors is "raise" or "collect"')
+    return errors
 
 
 def need(value: object, kind: type | tuple[type, ...], what: str, name: str) -> None:
