@@ -87,9 +87,9 @@ def document_bytes_of(source: str, content: bytes | bytearray | memoryview | Bin
     else:
         try:
             raw = _read_all(content, source, limit)
+        except UsageError:  # a ValueError too, but one line already (a text stream)
+            raise
         except (OSError, ValueError) as exc:  # ValueError: a closed file
-            if isinstance(exc, UsageError):
-                raise
             raise TraceError(f"{source}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     if not raw:
         raise TraceError(f"{source}: empty input")

@@ -14,6 +14,7 @@ never held whole where their format is one record a line:
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import zlib
@@ -67,8 +68,10 @@ class SideFile:
     def _read(self) -> Iterator[bytes]:
         stream = self._open()
         try:
-            yield from _within_limit(self.source, _content(self.source, _raw(self.source, stream), self.limit),
-                                     self.limit)
+            chunks = _raw(self.source, stream)
+            if not is_url(self.source):  # a URL's came inflated and counted already (_open)
+                chunks = _within_limit(self.source, _content(self.source, chunks, self.limit), self.limit)
+            yield from chunks
         finally:
             stream.close()
 
@@ -95,10 +98,6 @@ class SideFile:
                 start = end + 1
         if pending or skipping:
             yield number + 1, bytes(pending)
-
-    def read(self) -> bytes:
-        """The whole content (a JSON document, which cannot be read a line at a time), within the limit."""
-        return b"".join(self.chunks())
 
     def _open(self) -> BinaryIO:
         source = self.source
@@ -216,14 +215,9 @@ def _content(source: str, raw: Iterator[bytes], limit: Limit) -> Iterator[bytes]
 
 def _pieces(first: bytes, raw: Iterator[bytes]) -> Iterator[bytes]:
     """The raw bytes in pieces of _RAW_STEP: what one inflating step keeps of its input stays small."""
-    for chunk in _chained(first, raw):
+    for chunk in itertools.chain((first,), raw):
         for at in range(0, len(chunk), _RAW_STEP):
             yield chunk[at:at + _RAW_STEP]
-
-
-def _chained(first: bytes, raw: Iterator[bytes]) -> Iterator[bytes]:
-    yield first
-    yield from raw
 
 
 __all__ = ["CHUNK", "SideFile"]

@@ -83,22 +83,9 @@ def check_workers(client: Any) -> None:
                              "version on every worker, so that the figures are those of a local run")
 
 
-class _NotSubmitted:
-    """A job the executor would not take (its submit() raised: shut down, full, a broken pool): its
-    input's one line, as a task that failed is, collected or raised as the caller's errors= says."""
-
-    def __init__(self, exc: BaseException):
-        self.exc = exc
-
-    def result(self) -> Any:
-        raise _Refused(self.exc)
-
-    def done(self) -> bool:
-        return True
-
-
 class _Refused(Exception):
-    """What _NotSubmitted.result() raises: the executor's own exception, as its cause."""
+    """A job the executor would not take (its submit() raised: shut down, full, a broken pool), with
+    the executor's own exception as its argument."""
 
 
 def _submitted(executor: Any, function: Callable[..., Any], job: tuple[Any, ...], index: int) -> Any:
@@ -107,7 +94,13 @@ def _submitted(executor: Any, function: Callable[..., Any], job: tuple[Any, ...]
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as exc:  # noqa: BLE001 - any executor's refusal is that input's one line
-        return _NotSubmitted(exc)
+        from concurrent.futures import Future
+
+        # A future that failed already: the input's one line, as a task that failed is, collected or
+        # raised as the caller's errors= says.
+        refused: Future = Future()
+        refused.set_exception(_Refused(exc))
+        return refused
 
 
 def _submit(executor: Any, function: Callable[..., Any], job: tuple[Any, ...], index: int) -> Any:

@@ -74,13 +74,14 @@ def _urls(text: str):
         at = text.find("://", max(end, at + 3))
 
 
+def _path_start(url: str, authority: int) -> int:
+    """Where a URL's authority (its userinfo, host and port) ends: at its path, query or fragment."""
+    return min([at for at in (url.find(mark, authority) for mark in "/?#") if at >= 0] or [len(url)])
+
+
 def _hidden_url(url: str, authority: int) -> str:
     """One URL with its userinfo and credential values as ***."""
-    path = len(url)
-    for mark in "/?#":
-        found = url.find(mark, authority)
-        if 0 <= found < path:
-            path = found
+    path = _path_start(url, authority)
     at = url.rfind("@", authority, path)
     if at >= 0 and url[authority:at] != SECRET:
         url = url[:authority] + SECRET + url[at:]
@@ -116,11 +117,9 @@ def redact(text: str) -> str:
     """text with every secret hidden: see the module's docstring. Idempotent."""
     if not isinstance(text, str):
         return text
-    secrets = _secrets
-    if secrets and any(secret in text for secret in secrets):
-        for secret in secrets:
-            if secret in text:
-                text = text.replace(secret, SECRET)
+    for secret in _secrets:
+        if secret in text:
+            text = text.replace(secret, SECRET)
     return _without_url_secrets(text) if "://" in text else text
 
 
@@ -148,7 +147,7 @@ def secrets_of(name: str) -> set[str]:
     for start, end, authority in _urls(name):
         url = name[start:end]
         authority -= start
-        path = min([p for p in (url.find(m, authority) for m in "/?#") if p >= 0] or [len(url)])
+        path = _path_start(url, authority)
         at = url.rfind("@", authority, path)
         if at >= 0:
             userinfo = url[authority:at]

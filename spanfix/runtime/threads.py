@@ -37,12 +37,4 @@ def single_threaded_blas(*, always: bool = False) -> bool:
     return True
 
 
-def thread_or_here(start, run) -> None:
-    """start() a thread; where none can be started, run() here instead (the same work, one at a time)."""
-    try:
-        start()
-    except RuntimeError:
-        run()
-
-
-__all__ = ["BLAS_THREADS", "can_start_a_thread", "single_threaded_blas", "thread_or_here"]
+__all__ = ["BLAS_THREADS", "can_start_a_thread", "single_threaded_blas"]

@@ -33,16 +33,9 @@ def fetch_url(source: str, limit: Any) -> tuple[Any, Any]:
     limit: the reader's Limit (its .bytes, and .refusal(source, what) for the one line that refuses).
     Every failure is a TraceError. The requests are made in a child where that keeps this process
     free of fsspec's thread (isolated.py), writing into files made here."""
-    import tempfile
-
     from .isolated import isolated
-    from .names import require
 
-    require(source)
-    try:
-        files = (tempfile.TemporaryFile(prefix="spanfix-"), tempfile.TemporaryFile(prefix="spanfix-"))  # noqa: SIM115
-    except OSError as exc:
-        raise _no_room(source, exc) from None
+    files = _spools(source)
     try:
         raw, document, gzipped, beside = isolated(source, _fetch_here, source, limit, files)
         _BESIDE.update(beside)
@@ -60,16 +53,10 @@ def fetch_file(source: str, limit: Any) -> BinaryIO:
     --spec-metrics log) is then read from the unnamed temporary file in pieces, never mapped or held
     whole. Every failure is a TraceError."""
     import io
-    import tempfile
 
     from .isolated import isolated
-    from .names import require
 
-    require(source)
-    try:
-        files = (tempfile.TemporaryFile(prefix="spanfix-"), tempfile.TemporaryFile(prefix="spanfix-"))  # noqa: SIM115
-    except OSError as exc:
-        raise _no_room(source, exc) from None
+    files = _spools(source)
     kept_file = None
     try:
         raw, document, gzipped, _ = isolated(source, _fetch_here, source, limit, files, False)
@@ -83,6 +70,20 @@ def fetch_file(source: str, limit: Any) -> BinaryIO:
         for file in files:
             if file is not kept_file:
                 file.close()
+
+
+def _spools(source: str) -> tuple[BinaryIO, BinaryIO]:
+    """The unnamed temporary files a URL's raw bytes and inflated ones go into, once its scheme is
+    one spanfix takes and can reach (names.require)."""
+    import tempfile
+
+    from .names import require
+
+    require(source)
+    try:
+        return (tempfile.TemporaryFile(prefix="spanfix-"), tempfile.TemporaryFile(prefix="spanfix-"))
+    except OSError as exc:
+        raise _no_room(source, exc) from None
 
 
 def _buffer(kept: bytes | None, file: BinaryIO) -> bytes | mmap.mmap:
@@ -247,28 +248,6 @@ def read_side_json(url: str, limit: int = SIDE_FILE_BYTES) -> tuple[object, str 
         return _BESIDE.pop(url)
     require(url)
     return isolated(url, _side_here, url, limit)
-
-
-def read_bytes(url: str, limit: int) -> bytes:
-    """At most limit bytes of a small object from its start (a log, a JSON file given beside the
-    traces); TraceError for a missing or unreadable one, one line."""
-    from .isolated import isolated
-    from .names import require
-
-    require(url)
-    return isolated(url, _bytes_here, url, limit)
-
-
-def _bytes_here(url: str, limit: int) -> bytes:
-    from .store import failure, opened
-
-    try:
-        with opened(url, min(limit, CHUNK)) as (stream, _):
-            return stream.read(limit)
-    except IsADirectoryError:
-        raise TraceError(f"{url}: is a folder (a prefix of other objects), not a file") from None
-    except Exception as exc:  # noqa: BLE001
-        raise TraceError(f"{url}: cannot fetch: {failure(exc)}") from None
 
 
 def _side_here(url: str, limit: int) -> tuple[object, str | None]:
