@@ -18,11 +18,6 @@ import select
 import stat
 import sys
 import zlib
-
-try:  # ISA-L inflates about 4x faster than zlib (docs/performance.md); zlib is the fallback
-    from isal import isal_zlib as _inflate_lib
-except ImportError:  # pragma: no cover - a platform without isal wheels
-    _inflate_lib = zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -33,10 +28,11 @@ from ..errors import TraceError, UsageError
 from ..runtime.limits import default_max_bytes, max_bytes_phrase
 from ..runtime.notice import notice
 from ..sources import fetch, local_path
+from ..sources.inflate import GZIP_MAGIC
+from ..sources.inflate import inflate_lib as _inflate_lib
 from ..sources.overwrite import is_standard_input
 from .events import Buffer
 
-GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 STDIN = "-"
 _CHUNK = 2**20  # read size for pipes and devices, whose length is unknown until they end

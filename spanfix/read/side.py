@@ -17,14 +17,14 @@ from __future__ import annotations
 import itertools
 import os
 import stat
-import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
 from ..errors import TraceError
 from ..runtime.limits import default_max_bytes
 from ..sources import is_url, local_path
-from .document import GZIP_MAGIC, Limit, _inflate_lib, _open_without_waiting, _wait_for_a_writer, unreadable
+from ..sources.inflate import GZIP_MAGIC, Gunzip
+from .document import Limit, _open_without_waiting, _wait_for_a_writer, unreadable
 
 CHUNK = 2**20  # bytes read at a time
 _RAW_STEP = 2**16  # compressed bytes inflated at a time: one step's output stays bounded (deflate: ~1000:1)
@@ -167,50 +167,10 @@ def _content(source: str, raw: Iterator[bytes], limit: Limit) -> Iterator[bytes]
             yield first
         yield from raw
         return
-    made = 0
-    member = None
-    padding = False
-
-    def step(data: bytes) -> bytes:
-        nonlocal made
-        try:
-            out = member.decompress(data, min(_OUT_STEP, limit.bytes + 1 - made))
-        except (zlib.error, _inflate_lib.error) as exc:
-            raise TraceError(f"{source}: corrupt gzip data ({exc})") from None
-        made += len(out)
-        if made > limit.bytes:
-            raise limit.refusal(source, "decompresses to more than")
-        return out
-
+    inflater = Gunzip(source, limit, _OUT_STEP)
     for piece in _pieces(first, raw):
-        data = piece
-        while data:
-            if padding:
-                if data.strip(b"\x00"):
-                    raise TraceError(f"{source}: bytes after the end of the gzip data are not gzip (something was "
-                                     "appended to the file?)")
-                break
-            if member is None:
-                if not data[:1].strip(b"\x00"):
-                    padding = True
-                    continue
-                if data[:len(GZIP_MAGIC)] != GZIP_MAGIC[:len(data)]:  # not another member: something appended
-                    raise TraceError(f"{source}: bytes after the end of the gzip data are not gzip (something was "
-                                     "appended to the file?)")
-                member = _inflate_lib.decompressobj(wbits=31)
-            out = step(data)
-            if out:
-                yield out
-            while not member.eof and not member.unconsumed_tail and len(out) == _OUT_STEP:
-                out = step(b"")  # output still held inside the inflater for input it took
-                if out:
-                    yield out
-            if member.eof:
-                data, member = member.unused_data, None
-            else:
-                data = member.unconsumed_tail
-    if member is not None:
-        raise TraceError(f"{source}: truncated gzip file")
+        yield from inflater.feed(piece)
+    inflater.finish()
 
 
 def _pieces(first: bytes, raw: Iterator[bytes]) -> Iterator[bytes]:

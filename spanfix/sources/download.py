@@ -10,22 +10,16 @@ The temporary files are in TMPDIR (or the system's temporary folder) and have no
 from __future__ import annotations
 
 import mmap
-import zlib
 from typing import Any, BinaryIO
-
-try:  # the reader's choice, for the same reason: ISA-L inflates about 4x faster
-    from isal import isal_zlib as _inflate_lib
-except ImportError:  # pragma: no cover
-    _inflate_lib = zlib
 
 from ..errors import SpanfixError, TraceError
 from ..runtime import progress
+from .inflate import GZIP_MAGIC, Gunzip
 from .stdout import write_all
 
 CHUNK = 8 * 2**20  # bytes per request: few requests for a large trace, little held at once
 MEMORY_BYTES = 2**20  # a smaller document stays in memory (the reader maps files from this size)
 _INFLATE_STEP = 2**25
-GZIP_MAGIC = b"\x1f\x8b"
 
 
 def fetch_url(source: str, limit: Any) -> tuple[Any, Any]:
@@ -134,7 +128,7 @@ def _stream(source: str, stream: BinaryIO, size: int | None, limit: Any,
     progress.phase("fetching", size)
     raw = _Spool(source, files[0])
     document: _Spool | None = None
-    inflater: _Inflater | None = None
+    inflater: Gunzip | None = None
     fetched = 0
     while chunk := stream.read(CHUNK):
         fetched += len(chunk)
@@ -142,10 +136,11 @@ def _stream(source: str, stream: BinaryIO, size: int | None, limit: Any,
             raise limit.refusal(source, "larger than")
         if fetched == len(chunk) and chunk[:2] == GZIP_MAGIC:
             document = _Spool(source, files[1])
-            inflater = _Inflater(source, document, limit)
+            inflater = Gunzip(source, limit, _INFLATE_STEP)
         raw.write(chunk)
         if inflater is not None:
-            inflater.feed(chunk)
+            for piece in inflater.feed(chunk):
+                document.write(piece)
         progress.advance(len(chunk))
     if size is not None and fetched < size:
         raise TraceError(f"{source}: cannot fetch: the connection broke off after {fetched} of {size} bytes")
@@ -184,55 +179,6 @@ class _Spool:
         except OSError as exc:
             raise _no_room(self._source, exc) from None
         return None
-
-
-class _Inflater:
-    """gzip members inflated as their bytes arrive, refusing output past the limit before it is made.
-    The same rules as the reader's inflating of a local file: every member, trailing zero padding."""
-
-    def __init__(self, source: str, out: _Spool, limit: Any):
-        self._source, self._out, self._limit = source, out, limit
-        self._member = _inflate_lib.decompressobj(wbits=31)
-        self._made = 0
-        self._padding = False  # after a member, only zero bytes so far
-
-    def feed(self, data: bytes) -> None:
-        try:
-            while data:
-                if self._padding:
-                    if data.strip(b"\x00"):
-                        raise TraceError(f"{self._source}: corrupt gzip data (bytes after the end of the last "
-                                         "member are not another gzip member)")
-                    return
-                if self._member is None:
-                    if not data[:1].strip(b"\x00"):
-                        self._padding = True
-                        continue
-                    self._member = _inflate_lib.decompressobj(wbits=31)
-                data = self._inflate(data)
-        except (zlib.error, _inflate_lib.error) as exc:
-            raise TraceError(f"{self._source}: corrupt gzip data ({exc})") from None
-
-    def _inflate(self, data: bytes) -> bytes:
-        """Inflate what data holds of the current member; returns what follows the member's end."""
-        member = self._member
-        while True:
-            room = self._limit.bytes + 1 - self._made
-            out = member.decompress(data, min(_INFLATE_STEP, room))
-            self._made += len(out)
-            if self._made > self._limit.bytes:
-                raise self._limit.refusal(self._source, "decompresses to more than")
-            self._out.write(out)
-            data = member.unconsumed_tail
-            if member.eof:
-                self._member = None
-                return member.unused_data
-            if not data and len(out) < min(_INFLATE_STEP, room):
-                return b""  # all input taken, no output pending: wait for the next chunk
-
-    def finish(self) -> None:
-        if self._member is not None:
-            raise TraceError(f"{self._source}: truncated gzip file")
 
 
 SIDE_FILE_BYTES = 2**20
