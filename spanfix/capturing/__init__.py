@@ -178,7 +178,7 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
     the same model without speculation, captured after the first with the same load. timeout:
     seconds to wait for the traces. The rest is stats()'s, for the verdict."""
     for name, value in (("url", url), ("twin", twin), ("server_dir", server_dir), ("read_from", read_from)):
-        if value is not None and not isinstance(value, str) or name == "url" and not isinstance(value, str):
+        if not isinstance(value, str) and (value is not None or name == "url"):
             raise UsageError(f"{name} is a string (an address or a folder), not {type(value).__name__}")
     remember(url, twin, server_dir, read_from)  # their secrets, hidden wherever spanfix shows text
     folder = _checked_arguments(steps, load, max_new_tokens, timeout, server_dir, read_from, twin, baseline, folder)
@@ -459,17 +459,13 @@ def _timed_out(server: Server, traces: Traces, timeout: float, request: ProfileR
 
 
 def _write_json(path: str, document: object) -> None:
-    try:
-        with open(path, "wb") as out:
-            out.write(orjson.dumps(document, default=str, option=orjson.OPT_INDENT_2) + b"\n")
-    except (OSError, TypeError) as exc:
-        raise OutputError(f"{path}: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
+    _write_lines(path, [document], orjson.OPT_INDENT_2)
 
 
-def _write_lines(path: str, documents: list[dict[str, Any]]) -> None:
+def _write_lines(path: str, documents: Sequence[object], option: int = 0) -> None:
     try:
         with open(path, "wb") as out:
-            out.writelines(orjson.dumps(document, default=str) + b"\n" for document in documents)
+            out.writelines(orjson.dumps(document, default=str, option=option) + b"\n" for document in documents)
     except (OSError, TypeError) as exc:
         raise OutputError(f"{path}: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
 

@@ -110,10 +110,6 @@ class Load:
             self.abort()
             raise
 
-    @property
-    def failed(self) -> bool:
-        return self.failure is not None
-
     def stop(self) -> None:
         self._stopping.set()
 

@@ -149,14 +149,10 @@ class Traces:
 
     def __init__(self, where: str, folder: str, request: ProfileRequest, expected: int):
         self.where, self.folder, self.request, self.expected = where, folder, request, expected
-        self.profile_id = request.profile_id
         self.remote = is_url(where)
         self.same = not self.remote and os.path.abspath(local_path(where)) == os.path.abspath(folder)
         self._sizes: dict[str, int] = {}  # name -> size at the last look
         self._whole: dict[str, str] = {}  # name -> its path in folder, once whole there
-
-    def ours(self, name: str) -> bool:
-        return self.request.ours(name)
 
     def look(self) -> Found:
         """One look: which of this profile's files are there, and which are whole now (copied in)."""
@@ -168,7 +164,7 @@ class Traces:
             if steady and self._bring(name, size):
                 self._whole[name] = os.path.join(self.folder, name)
         self._sizes = listed
-        return Found(listed, sorted(self._whole.values()))
+        return Found(listed, self.paths())
 
     @property
     def done(self) -> bool:
@@ -182,18 +178,18 @@ class Traces:
             from ..sources import expand
             from ..sources.store import size_of
 
-            found = expand([join(self.where, f"{self.profile_id}-*")])
+            found = expand([join(self.where, f"{self.request.profile_id}-*")])
             names = {}
             for url in found.names:
                 name = url.rstrip("/").rsplit("/", 1)[-1]
-                if self.ours(name):
+                if self.request.ours(name):
                     names[name] = size_of(url) or 0
             return names
         folder = local_path(self.where)
         names = {}
         with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(folder) as entries:
             for entry in entries:
-                if self.ours(entry.name):
+                if self.request.ours(entry.name):
                     with contextlib.suppress(OSError):
                         if entry.is_file():
                             names[entry.name] = entry.stat().st_size

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -113,10 +114,9 @@ def capture(url, folder, steps, detailed, stack, load, prompts, max_new_tokens, 
                         spec_metrics=spec_metrics, accept_length=accept_length)
         for error in stats.errors:
             progress.say_line(f"spanfix: error: {error}")
-    say_wrapped("verdict: " + " ".join(_quoted(arg) for arg in result.command()))
+    say_wrapped("verdict: " + shlex.join(result.command()))
     if result.twin is not None:  # the pair side by side, per batch size: compare's table
-        say_wrapped("side by side: spanfix compare " + " ".join(
-            _quoted(folder) for folder in (result.capture.folder, result.twin.folder)))
+        say_wrapped("side by side: " + shlex.join(["spanfix", "compare", result.capture.folder, result.twin.folder]))
     show(stats, output_format, top)
     if stats.errors:
         sys.exit(EXIT_BAD_INPUT)
@@ -153,12 +153,6 @@ def _size(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
-
-
-def _quoted(arg: str) -> str:
-    import shlex
-
-    return shlex.quote(arg)
 
 
 class CaptureWatcher(api.CaptureWatcher):

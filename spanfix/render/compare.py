@@ -14,12 +14,12 @@ from rich.console import Group
 from rich.text import Text
 
 from ..speculation.compare import BROKEN, SKIPPED, BudgetOutcome, ComparedRow, ComparedRun, Comparison
-from ..timing import CPU, GPU, format_us
+from ..timing import format_us
 from .escape import csv_row, markdown_text, printable, whole_reason
 from .fit import fitted, rich_table
-from .speculation import verdict_line
+from .speculation import CLOCK_WORDS, _accept, _rate, _ratio, verdict_line
+from .stats import grouped, markdown_table
 
-CLOCK_WORDS = {CPU: "host", GPU: "device"}
 # What the terminal's table leaves out first to fit, one at a time (every figure is in --format csv).
 LEAVE_OUT = ("tokens/s", "per token", "clock", "iteration", "draft", "break-even")
 SWEEP_LEAVE_OUT = ("step time", "line")
@@ -47,26 +47,12 @@ def config_label(run: ComparedRun, graph_said: bool = False) -> str:
     return f"{config.server_algorithm or config.algorithm} {settings}{graph}"
 
 
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
-
-
 def _time(value: float | None) -> str:
     return "-" if value is None else format_us(value)
 
 
 def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.1%}"
-
-
-def _rate(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if value >= 100 else f"{value:.1f}"
-
-
-def _accept(row: ComparedRow) -> str:
-    return _ratio(row.accept_length) + ("*" if row.accept_assumed and row.accept_length is not None else "")
 
 
 def marks(row: ComparedRow) -> list[str]:
@@ -273,8 +259,6 @@ def compare_table(comparison: Comparison, width: int | None = None) -> Group:
 
 def compare_markdown(comparison: Comparison) -> str:
     """A CI job summary: the table with every column, the verdicts, the sweep, the budgets."""
-    from .stats import markdown_table
-
     sections = ["### Which configuration pays most", "", markdown_table(*full_cells(comparison), left=FULL_TEXT), ""]
     sections += [f"> {markdown_text(LEGEND, whole=True)}", ""]
     best = best_line(comparison)
@@ -308,8 +292,6 @@ def compare_csv(comparison: Comparison) -> str:
 
 def compare_messages(comparison: Comparison) -> list[str]:
     """The warnings and notes for standard error (in every format), grouped as stats groups them."""
-    from .stats import grouped
-
     inputs = [source for run in comparison.runs for source in run.sources]
     return [*(f"warning: {line}" for line in grouped(comparison.warnings, inputs)),
             *(f"note: {line}" for line in grouped(comparison.notes, inputs))]

@@ -114,9 +114,13 @@ def by_bs_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str]]] | 
     return header, [_bs_row(row, clock) for row in spec.rows]
 
 
+def _accept(row) -> str:
+    """A row's accept length (a SpeedRow's, or compare's), starred where it is assumed (accept*)."""
+    return _ratio(row.accept_length) + ("*" if row.accept_assumed and row.accept_length is not None else "")
+
+
 def _bs_row(row: SpeedRow, clock: str) -> list[str]:
-    accept = _ratio(row.accept_length) + ("*" if row.accept_assumed and row.accept_length is not None else "")
-    return [str(row.bs), str(row.iterations), accept, _time_share(row.iteration_us.get(clock)),
+    return [str(row.bs), str(row.iterations), _accept(row), _time_share(row.iteration_us.get(clock)),
             _time_share(row.per_token_us.get(clock)), _rate(row.tokens_per_s.get(clock)),
             _time_share(row.plain_iteration_us.get(clock)), _ratio(row.speedup.get(clock)),
             _ratio(row.break_even.get(clock))]

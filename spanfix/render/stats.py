@@ -85,16 +85,17 @@ def stage_cells(result: StatsResult, clock: str, bars: bool = False, unit: str |
     found = _device_sources(result, clock)
     sources = len(found) > 1 or found == {"mixed"}  # one source for all: the title says it
     busy = clock == GPU and any(row.busy_share is not None for row in rows)
+    baseline = _compared(result)
     header = [*result.by, *(["source"] if sources else []), *STATISTICS, *_share_header(bars)]
     header += ["busy"] if busy else []
-    header += ["mean vs baseline"] if _compared(result) else []
+    header += ["mean vs baseline"] if baseline else []
     cells = []
     for row in rows:
         line = [*_keys(row.keys), *([row.device_source or "-"] if sources else []), str(row.summary.count)]
         line += [f"{row.summary.statistic(name) / scale:.{digits}f}" for name in STATISTICS[1:]]
         line += _share(row.share, bars)
         line += [("-" if row.busy_share is None else f"{row.busy_share:.0%}")] if busy else []
-        cells.append(line + ([_change(row.baseline)] if _compared(result) else []))
+        cells.append(line + ([_change(row.baseline)] if baseline else []))
     return unit, header, cells
 
 
@@ -407,10 +408,10 @@ def stats_csv(result: StatsResult) -> str:
         writer.writerow(csv_row([*cells, "", *([None] * len(extra))]))
     width = len(result.by) + len(columns) + len(baseline) + 1
     for clock, count, scope, figure, value in figures:  # stage `speculation`: the verdict and the speed figures
-        cells = dict.fromkeys(range(width))
+        cells = [None] * width
         cells[result.by.index("stage") if "stage" in result.by else 0] = "speculation"
         cells[len(result.by)], cells[len(result.by) + 1] = clock, count
-        writer.writerow(csv_row([*cells.values(), scope, figure, value]))
+        writer.writerow(csv_row([*cells, scope, figure, value]))
     return out.getvalue()
 
 

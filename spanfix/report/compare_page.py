@@ -49,8 +49,8 @@ def compare_payload(comparison: Comparison, *, command: str = "") -> dict:
     flat = [(run, row) for run in comparison.runs for row in run.rows]
     for (run, row), texts in zip(flat, rows):
         texts[-1] = ", ".join(marks(row) + (["not compared"] if row.why else []))  # the why: a line of its own
-        cells.append([_cell(text, _value(key, run.name, row), None, _tone(key, row))
-                      for key, text in zip(header, texts)])
+        values = _values(run.name, row)
+        cells.append([_cell(text, values.get(key), None, _tone(key, row)) for key, text in zip(header, texts)])
         whys.append(row.why)
     columns = [_column(key, key, numeric=key not in FULL_TEXT) for key in header]
     sweep = sweep_cells(comparison)
@@ -83,11 +83,11 @@ def _point(row: ComparedRow) -> dict:
             "why": row.why}
 
 
-def _value(key: str, name: str, row: ComparedRow) -> object:
-    """A cell's exact value (sorting, tests), where it is a figure."""
+def _values(name: str, row: ComparedRow) -> dict[str, object]:
+    """A row's exact values (sorting, tests), by column, where a cell is a figure."""
     return {"run": name, "bs": row.bs, "accept": row.accept_length, "iteration": row.iteration_us,
             "draft share": row.draft_share, "per token": row.per_token_us, "tokens/s": row.tokens_per_s,
-            "speedup": row.speedup, "break-even": row.break_even}.get(key)
+            "speedup": row.speedup, "break-even": row.break_even}
 
 
 def _tone(key: str, row: ComparedRow) -> str | None:

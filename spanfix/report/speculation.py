@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..render.speculation import (
+    CLOCK_WORDS,
     by_bs_cells,
     not_speculative,
     speculation_cells,
@@ -68,14 +69,14 @@ def _cards(spec: SpeculationResult) -> list[list[str]]:
     for clock in (GPU, CPU):
         found = spec.iteration_model.get(clock)
         if found is not None:
-            cards.append([f"draft model, share of the decode iteration ({'device' if clock == GPU else 'host'})",
+            cards.append([f"draft model, share of the decode iteration ({CLOCK_WORDS[clock]})",
                           f"{found.share('draft') * 100:.1f}%"])
             break
     if spec.accept_length is not None:
         cards.append([f"accept length ({spec.used.source})", f"{spec.accept_length:.2f}"])
     verdict = spec.verdict  # the same verdict as stats' line: its clock, its figures
     if verdict is not None and verdict.clock is not None:
-        where = "device" if verdict.clock == GPU else "host"
+        where = CLOCK_WORDS[verdict.clock]
         if verdict.speedup is not None:
             cards.append([f"speedup over plain decoding ({where}, bs {', '.join(map(str, verdict.batch_sizes))})",
                           f"{verdict.speedup:.2f}"])

@@ -5,7 +5,7 @@
   "use strict";
 
   var page = window.spanfixPage, h = page.h, esc = page.esc, layout = page.layout, axis = page.axis,
-      chart = page.chart;
+      section = page.section, chart = page.chart;
   var data;
 
   function fmt(value, digits) { return value === null || value === undefined ? "-" : value.toFixed(digits); }
@@ -49,13 +49,6 @@
     var wrap = h("div", {"class": "table-wrap"}, t);
     if (spec.note) wrap.appendChild(h("p", {"class": "note", text: spec.note}));
     return wrap;
-  }
-
-  function section(root, id, title, intro) {
-    var s = h("section", {id: id, "class": "block"}, h("h2", {text: title}));
-    if (intro) s.appendChild(h("p", {"class": "intro", text: intro}));
-    root.appendChild(s);
-    return s;
   }
 
   function list(items, cls) {
@@ -123,7 +116,7 @@
           hovertemplate: "<b>" + name + "</b><br>bs %{x}: speedup %{y:.2f}<br>break-even %{customdata[0]}, " +
                          "accepted %{customdata[1]}<br>%{customdata[2]}<extra></extra>"});
       }
-      drawn(run, "speedup").forEach(function (p) {
+      points.forEach(function (p) {
         if (p.best) { best.x.push(p.bs); best.y.push(p.speedup); best.marker.color.push(run.color); best.text.push(name); }
       });
       var accepted = drawn(run, "accept_length"), even = drawn(run, "break_even");
@@ -178,17 +171,11 @@
     }
   }
 
-  function footer(root) {
-    root.appendChild(h("footer", {"class": "foot"},
-      h("p", null, "Made by spanfix " + data.version + " with: ", h("code", {"class": "command", text: data.command})),
-      h("p", {"class": "note", text: "Charts by plotly.js (MIT licence), inline: this file makes no network request."})));
-  }
-
   page.draw("page", function (payload, root) {
     data = payload;
     header(root);
     charts(root);
     tables(root);
-    footer(root);
+    page.footer(root, data);
   });
 })();

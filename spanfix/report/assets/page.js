@@ -58,6 +58,14 @@ window.spanfixPage = (function () {
     return a;
   }
 
+  /* A section, in the document at once: Plotly sizes a chart by its container when it draws it. */
+  function section(root, id, title, intro) {
+    var s = h("section", {id: id, "class": "block"}, h("h2", {text: title}));
+    if (intro) s.appendChild(h("p", {"class": "intro", text: intro}));
+    root.appendChild(s);
+    return s;
+  }
+
   function chart(parent, name, traces, lay, height) {
     var div = h("div", {"class": "chart", "data-chart": name});
     div.style.height = height + "px";
@@ -65,6 +73,14 @@ window.spanfixPage = (function () {
     state.charts.push(name);
     pending.push(Plotly.newPlot(div, traces, lay, CONFIG));
     return div;
+  }
+
+  /* more: what this page's charts say of themselves, after what both pages say. */
+  function footer(root, data, more) {
+    root.appendChild(h("footer", {"class": "foot"},
+      h("p", null, "Made by spanfix " + data.version + " with: ", h("code", {"class": "command", text: data.command})),
+      h("p", {"class": "note", text: "Charts by plotly.js (MIT licence), inline: this file makes no network request." +
+        (more ? " " + more : "")})));
   }
 
   /* Builds the page from its JSON payload: build(data, root) adds the sections; the page is drawn once
@@ -89,6 +105,5 @@ window.spanfixPage = (function () {
     }
   }
 
-  return {FONT: FONT, state: state, h: h, add: add, esc: esc, layout: layout, axis: axis,
-          chart: chart, draw: draw};
+  return {h: h, esc: esc, layout: layout, axis: axis, section: section, chart: chart, footer: footer, draw: draw};
 })();

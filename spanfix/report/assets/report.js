@@ -5,7 +5,7 @@
   "use strict";
 
   var page = window.spanfixPage, h = page.h, esc = page.esc, layout = page.layout, axis = page.axis,
-      chart = page.chart;
+      section = page.section, chart = page.chart;
   var CLOCK_NAME = {cpu: "host", gpu: "device"};
   var data;
 
@@ -85,14 +85,6 @@
       return ascending ? result : -result;
     });
     rows.forEach(function (r) { t.tBodies[0].appendChild(r); });
-  }
-
-  /* A section, in the document at once: Plotly sizes a chart by its container when it draws it. */
-  function section(root, id, title, intro) {
-    var s = h("section", {id: id, "class": "block"}, h("h2", {text: title}));
-    if (intro) s.appendChild(h("p", {"class": "intro", text: intro}));
-    root.appendChild(s);
-    return s;
   }
 
   function defs(pairs) {
@@ -507,15 +499,6 @@
     s.appendChild(grid);
   }
 
-  /* 7. Footer --------------------------------------------------------------------------------------- */
-
-  function footer(root) {
-    root.appendChild(h("footer", {"class": "foot"},
-      h("p", null, "Made by spanfix " + data.version + " with: ", h("code", {"class": "command", text: data.command})),
-      h("p", {"class": "note", text: "Charts by plotly.js (MIT licence), inline: this file makes no network request. " +
-        "Tables are exact; charts draw series thinned for drawing."})));
-  }
-
   page.draw("report", function (payload, root) {
     data = payload;
     header(root);
@@ -525,6 +508,6 @@
     speculation(root);
     ranks(root);
     kernels(root);
-    footer(root);
+    page.footer(root, data, "Tables are exact; charts draw series thinned for drawing.");
   });
 })();
