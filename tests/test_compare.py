@@ -356,6 +356,22 @@ def test_the_page_is_self_contained_and_escaped(sweep, tmp_path):
     assert run("compare", *folders(root), "--html", tmp_path / "nowhere" / "x.html").exit_code == 2
 
 
+def test_a_page_of_more_runs_than_colours(tmp_path):
+    """Colours repeat: the 61st speculative run stopped the page with StopIteration."""
+    from spanfix.report.compare_page import RUN_COLORS, compare_payload
+
+    spec = synth.generate_ranks(synth.SynthSpec(algorithm="eagle", decode_iterations=2), 1)[0]
+    synth.write(synth.generate_ranks(synth.SynthSpec(algorithm="none", decode_iterations=2), 1)[0],
+                tmp_path / "plain.trace.json")
+    count = 4 * len(RUN_COLORS) + 1
+    for k in range(count):
+        synth.write(spec, tmp_path / f"run{k:02}.trace.json")
+    comparison = spanfix.compare([str(tmp_path / f"run{k:02}.trace.json") for k in range(count)],
+                                 baseline=str(tmp_path / "plain.trace.json"))
+    colors = [run["color"] for run in compare_payload(comparison)["runs"] if not run["plain"]]
+    assert len(colors) == count and colors[len(RUN_COLORS)] == colors[0]
+
+
 def test_a_table_of_80_columns_keeps_every_run_and_says_what_it_left_out(sweep):
     root, _, _ = sweep
     from rich.console import Console

@@ -10,6 +10,7 @@ in with textContent and escapes what Plotly draws; the payload is JSON escaped f
 
 from __future__ import annotations
 
+import itertools
 import os
 
 from .._version import __version__
@@ -37,7 +38,7 @@ PLAIN_COLOR = "#7f7f7f"
 
 
 def compare_payload(comparison: Comparison, *, command: str = "") -> dict:
-    runs, colors = [], iter(RUN_COLORS * 4)
+    runs, colors = [], itertools.cycle(RUN_COLORS)  # more runs than colours: they repeat
     for run in comparison.runs:
         runs.append({
             "name": run.name, "title": run.title, "plain": run.plain, "baseline": run.baseline, "clock": run.clock,
