@@ -20,6 +20,7 @@ from ..speculation.compare import (
 from ..timing import CPU
 from .budgets import NUMBER, OPERATORS, Budget, figure_text
 from .grammar import parse_budget
+from .speculation_budgets import model_statistic
 
 
 def judge(comparison: Comparison, budgets: Sequence[Budget]) -> Comparison:
@@ -72,10 +73,7 @@ def _figure(budget: Budget, run: ComparedRun, row: ComparedRow) -> tuple[float |
         found = row.model.get(clock)
         if found is None or budget.part not in found.parts:
             return None, clock, f"no {budget.part or 'part'} on the {clock} clock at bs {row.bs}", ""
-        part = budget.part or ""
-        value = {"share": found.share(part), "total": found.parts[part],
-                 "mean": found.parts[part] / row.model_counts[clock]}[budget.statistic]
-        return value, clock, "", ""
+        return model_statistic(found, budget.part or "", budget.statistic, row.model_counts[clock]), clock, "", ""
     if budget.statistic == "accept_length":
         return row.accept_length, None, NEEDS_ACCEPT, row.accept_source or ""
     speed = row.speed

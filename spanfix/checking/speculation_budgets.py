@@ -19,7 +19,7 @@ pooled, a twin unlike its run) has no value and a why: the rule is skipped, neve
 from __future__ import annotations
 
 from ..errors import BudgetError
-from ..speculation.model import DEVICE_MODEL_PARTS
+from ..speculation.model import DEVICE_MODEL_PARTS, ModelTime
 from ..speculation.result import SpeculationResult
 from ..timing import CPU, GPU, StatsResult
 from .budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, pop_clock
@@ -96,14 +96,20 @@ class ModelFamily:
         part = budget.part or ""
         if part not in found.parts:
             return Figure(None, f"no {part} on the {clock} clock", chosen)
-        if budget.statistic == "share":
-            return Figure(found.share(part), "", chosen)
-        if budget.statistic == "total":
-            return Figure(found.parts[part], "", chosen)
-        return Figure(found.parts[part] / result.iteration_counts[clock], "", chosen)
+        return Figure(model_statistic(found, part, budget.statistic, result.iteration_counts.get(clock, 0)), "", chosen)
 
     def needs_device(self, budget: Budget) -> bool:
         return budget.clock != CPU  # the device clock unless it says cpu: the device view has it
+
+
+def model_statistic(found: ModelTime, part: str, statistic: str, iterations: int) -> float:
+    """A model budget's figure of one part: its share, its total, or its mean over the decode iterations
+    found adds up (mean is parsed only with .iteration)."""
+    if statistic == "share":
+        return found.share(part)
+    if statistic == "total":
+        return found.parts[part]
+    return found.parts[part] / iterations
 
 
 class SpeculationFamily:

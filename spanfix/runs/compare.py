@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ..errors import SpanfixError, TraceError, UsageError, out_of_memory
 from ..options import Options, checked_path, checked_paths
 from ..speculation import AcceptFigure, PlainDecode, measure_speculation, plain_of
-from ..speculation.compare import Comparison, PlainRun, RunInput, compare_runs
+from ..speculation.compare import Comparison, PlainRun, RunInput, as_baseline, compare_runs
 from ..speculation.sweep import Sweep, read_sweep
 from ..timing import BaselineRead, TraceMeasures, read_baseline
 from ..timing.once import counted_once
@@ -212,16 +212,15 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
         inputs.append(RunInput(run.name, tuple(run.sources), tuple(measures), tuple(figures.get(run.name, ()))))
     if found_errors and errors == "raise":
         raise TraceError(found_errors[0])
-    plain_run = None
+    plain = None
     if among is not None:
         run = next(found for found in inputs if found.name == among)
         if not run.measures:
             raise TraceError(f"the baseline {among}: none of its traces could be read")
-        from ..speculation.compare import plain_decode
-        plain_run = PlainRun(run.name, plain_decode(run.name, run.measures), run)
+        plain = as_baseline(run)
     elif base:
-        plain_run = _read_baseline(base, outcomes)
-    comparison = compare_runs(inputs, plain_run, sweep=read, allow_skipped=allow_skipped)
+        plain = _read_baseline(base, outcomes)
+    comparison = compare_runs(inputs, plain, sweep=read, allow_skipped=allow_skipped)
     comparison.errors[:0] = found_errors
     comparison.warnings[:0] = warnings
     if read is not None:

@@ -1,6 +1,6 @@
 """Several runs measured: each input once, the accept lengths given from outside the traces, the
 baseline read and measured once, and the speculation figures over them. stats(), check() and the
-report all measure this way (api, gate and report import it; it imports none of them)."""
+report all measure this way (api, checking and report import it; it imports none of them)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from ..errors import SpanfixError, TraceError, UsageError, out_of_memory
 from ..options import Options, checked_path, checked_paths
 from ..speculation import (
     AcceptFigure,
-    MetricsError,
     PlainDecode,
     SpeculationResult,
     measure_speculation,
@@ -82,7 +81,7 @@ def baseline_names(baseline: Baselines) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def baseline_read(baseline: Baselines, options: Options) -> BaselineRead | None:
+def baseline_read(baseline: Baselines, options: Options | RelabelOptions) -> BaselineRead | None:
     """The baseline read and measured once: timing's comparison and the speculation's plain twin both
     come from it (TraceError when one is neither a trace nor a saved result). Several baselines are read
     each once and taken together as one twin (traces only: a saved result stands alone)."""
@@ -90,7 +89,7 @@ def baseline_read(baseline: Baselines, options: Options) -> BaselineRead | None:
         return None
     if isinstance(baseline, StatsResult):
         return BaselineRead("<StatsResult>", document=baseline.to_json())
-    return read_baselines(baseline_names(baseline), options.relabel_options())
+    return read_baselines(baseline_names(baseline), _relabel(options))
 
 
 def read_baselines(names: Sequence[str], options: RelabelOptions) -> BaselineRead | None:
@@ -106,17 +105,15 @@ def speculation_over(measures: list[TraceMeasures], figures: list[AcceptFigure],
     accept length no run can have (MetricsError) is raised, or with errors given, said there and left out."""
     speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
     plain = plain_of(read) if read is not None and speculative else None
-    try:
-        return speculation_result(measures, figures, plain)
-    except MetricsError as exc:
-        if errors is None:
-            raise
-        errors.append(str(exc))
-        return speculation_result(measures, [f for f in figures if f.file is None], plain)
+    return speculation_result(measures, figures, plain, errors=errors)
 
 
 def compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:
     return result if read is None else compare(result, read.timing(result.by))
+
+
+def _relabel(options: Options | RelabelOptions) -> RelabelOptions:
+    return options.relabel_options() if isinstance(options, Options) else options
 
 
 def one_by_one(function: Callable[..., Any], jobs: list[tuple[Any, ...]]) -> Iterator[tuple[str, Any]]:
@@ -127,9 +124,8 @@ def measure_path(source: str, options: Options | RelabelOptions, classes: Kernel
                  device: bool | None = None) -> TraceMeasures | SpanfixError:
     """One input measured, or why it could not be (returned, so that it crosses from a worker process).
     device: read its launches and kernels for the device view; None: when device time needs them."""
-    relabel = options.relabel_options() if isinstance(options, Options) else options
     try:
-        return measure_file(source, relabel, kernels=classes, device=device, then=measure_speculation)
+        return measure_file(source, _relabel(options), kernels=classes, device=device, then=measure_speculation)
     except SpanfixError as exc:
         return exc
     except MemoryError:
@@ -207,9 +203,7 @@ class Runs:
         runs.server, _ = server_of(runs.figures)  # attribution takes them where no server_args.json is beside a trace
         try:
             # The files given name the inputs' server, not the baseline's: it is attributed on its own.
-            base = options.relabel_options() if isinstance(options, Options) else options
-            runs.read = (baseline_read(baseline, options) if isinstance(baseline, StatsResult)
-                         else read_baselines(baseline_names(baseline), base))
+            runs.read = baseline_read(baseline, options)
         except TraceError as exc:
             runs._problem(exc, baseline=True)
         except MemoryError:
@@ -237,7 +231,7 @@ class Runs:
     @property
     def relabel_options(self) -> RelabelOptions:
         """How each input is attributed: the options, and the server's arguments the files given name."""
-        base = self.options.relabel_options() if isinstance(self.options, Options) else self.options
+        base = _relabel(self.options)
         if not self.server:
             return base
         named = ", ".join(dict.fromkeys(f.file for f in self.figures if f.server and f.file))

@@ -7,8 +7,9 @@ was, on both clocks), accept.py the accept length from the verify spans' g_sk, m
 what SGLang writes about acceptance (`--spec-metrics`), baseline.py a plain-decode baseline,
 configs.py groups captures into runs (one configuration each), speed.py compares a run with its plain
 twin like for like per batch size and clock, verdict.py gives the one verdict on the clock that
-bounds the decode iteration, result.py puts several traces together, budgets.py registers
-check's `model.*` and `speculation.*` budget families in spanfix/budgets.py (gate.py imports it).
+bounds the decode iteration, result.py puts several traces together, and compare.py puts runs side
+by side (sweep.py: SGLang's own sweep beside them). check's `model.*` and `speculation.*` budget
+families are checking/speculation_budgets.py's.
 Definitions: docs/stats.md, "Speculation".
 """
 

@@ -11,7 +11,7 @@ import orjson
 
 from ..errors import TraceError
 from ..timing import CLOCKS, BaselineRead
-from .configs import RunConfig, group_runs
+from .configs import RunConfig, config_from_json, graph_words, group_runs
 from .measure import MODEL_WORK, RUN_BATCH, SpeculationMeasures, decode_means
 from .result import PlainDecode
 
@@ -30,8 +30,8 @@ def plain_of(read: BaselineRead) -> PlainDecode:
     if len(runs) > 1:
         problem = (f"its {len(found)} captures are {len(runs)} runs, not one plain twin ("
                    + "; ".join(f"{', '.join(run.sources)}: {run.config.title}"
-                               + ("" if run.config.cuda_graph is None else
-                                  f", {'CUDA graphs' if run.config.cuda_graph else 'eager'}") for run in runs) + ")")
+                               + ("" if run.config.cuda_graph is None else f", {graph_words(run.config.cuda_graph)}")
+                               for run in runs) + ")")
     bases = {m.basis for m in found} - {None}
     graphs = {m.cuda_graph for m in found} - {None}
     return PlainDecode(read.source, decode_means(found), algorithms, all(m.plain for m in found),
@@ -50,7 +50,7 @@ def plain_from_json(document: dict, source: str) -> PlainDecode:
     graph = graphs if isinstance(graphs, bool) else None
     basis = section.get("basis") if section.get("basis") in (RUN_BATCH, MODEL_WORK) else None
     runs = section.get("runs")
-    config = _config_json(runs[0]) if isinstance(runs, list) and len(runs) == 1 and isinstance(runs[0], dict) else None
+    config = config_from_json(runs[0]) if isinstance(runs, list) and len(runs) == 1 and isinstance(runs[0], dict) else None
     if config is None and graph is not None:
         config = RunConfig("none", frozenset({"none"}), False, cuda_graph=graph, graph_from=f"{source}")
     return PlainDecode(source, _means(section, "decode_steps", source), " / ".join(map(str, algorithms)),
@@ -74,23 +74,3 @@ def _means(section: dict, key: str, source: str) -> dict:
         if clock in CLOCKS and isinstance(count, int) and count > 0 and (bs is None or isinstance(bs, int)):
             steps[bs, clock] = (count, float(mean))
     return steps
-
-
-def _config_json(run: dict) -> RunConfig | None:
-    """A saved run's configuration (RunConfig.to_json), as far as it says."""
-    settings = run.get("settings") if isinstance(run.get("settings"), dict) else {}
-
-    def whole(value: object) -> int | None:
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
-
-    graph = run.get("cuda_graph")
-    candidates = run.get("candidates")
-    return RunConfig(str(run.get("algorithm", "unknown")),
-                     frozenset(c for c in candidates if isinstance(c, str)) if isinstance(candidates, list) else frozenset(),
-                     run.get("speculative") is not False,
-                     run.get("server_algorithm") if isinstance(run.get("server_algorithm"), str) else None,
-                     whole(settings.get("speculative_num_steps")), whole(settings.get("speculative_eagle_topk")),
-                     whole(settings.get("speculative_num_draft_tokens")), graph if isinstance(graph, bool) else None,
-                     run.get("cuda_graph_from") if isinstance(run.get("cuda_graph_from"), str) else None,
-                     run.get("model") if isinstance(run.get("model"), str) else None,
-                     run.get("overlap_schedule") if isinstance(run.get("overlap_schedule"), bool) else None)

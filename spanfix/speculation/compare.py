@@ -28,7 +28,7 @@ from ..timing import CPU, GPU, BaselineRead, TraceMeasures
 from .baseline import plain_of
 from .configs import ALGORITHM, DRAFT_TOKENS, MODEL, STEPS, TOPK, RunConfig, graph_words
 from .measure import MODEL_WORK
-from .metrics import AcceptFigure, MetricsError
+from .metrics import AcceptFigure
 from .model import ModelTime
 from .result import NEEDS_ACCEPT as STATS_NEEDS_ACCEPT
 from .result import PlainDecode, SpeculationResult, _iteration_model, _twin, speculation_result
@@ -338,7 +338,11 @@ def _plain_among(runs: Sequence[RunInput]) -> PlainRun:
     if len(plain) > 1:
         raise UsageError(f"{len(plain)} runs have no speculative decoding ({', '.join(run.name for run in plain)}): "
                          "name the one to compare with --baseline")
-    run = plain[0]
+    return as_baseline(plain[0])
+
+
+def as_baseline(run: RunInput) -> PlainRun:
+    """One of the runs as the baseline."""
     return PlainRun(run.name, plain_decode(run.name, run.measures), run)
 
 
@@ -348,11 +352,9 @@ def plain_decode(name: str, measures: Sequence[TraceMeasures]) -> PlainDecode:
 
 
 def _speculative_run(run: RunInput, baseline: PlainRun, errors: list[str]) -> ComparedRun:
-    try:
-        result = speculation_result(run.measures, run.figures, baseline.plain)
-    except MetricsError as exc:  # a file's accept length no configuration of this run can have
-        errors.append(f"{run.name}: {exc}")
-        result = speculation_result(run.measures, [f for f in run.figures if f.file is None], baseline.plain)
+    said: list[str] = []  # a file's accept length no configuration of this run can have
+    result = speculation_result(run.measures, run.figures, baseline.plain, errors=said)
+    errors += [f"{run.name}: {line}" for line in said]
     clock = result.verdict_clock() if result.verdict is not None else None
     configs = [found.config for found in result.runs]
     verdict, why = result.verdict, None

@@ -134,6 +134,22 @@ def config_of(measures: SpeculationMeasures, server: dict | None = None) -> RunC
                      None if not isinstance(overlap, bool) else not overlap)
 
 
+def config_from_json(run: dict) -> RunConfig:
+    """A saved run's configuration (RunConfig.to_json), as far as it says."""
+    settings = run.get("settings") if isinstance(run.get("settings"), dict) else {}
+    graph = run.get("cuda_graph")
+    candidates = run.get("candidates")
+    return RunConfig(str(run.get("algorithm", "unknown")),
+                     frozenset(c for c in candidates if isinstance(c, str)) if isinstance(candidates, list) else frozenset(),
+                     run.get("speculative") is not False,
+                     run.get("server_algorithm") if isinstance(run.get("server_algorithm"), str) else None,
+                     _whole(settings.get(STEPS)), _whole(settings.get(TOPK)), _whole(settings.get(DRAFT_TOKENS)),
+                     graph if isinstance(graph, bool) else None,
+                     run.get("cuda_graph_from") if isinstance(run.get("cuda_graph_from"), str) else None,
+                     run.get("model") if isinstance(run.get("model"), str) else None,
+                     run.get("overlap_schedule") if isinstance(run.get("overlap_schedule"), bool) else None)
+
+
 def group_runs(measures: Iterable[SpeculationMeasures], server: dict | None = None) -> list[Run]:
     """The captures grouped into runs, in the order their first capture came: each joins the first run
     whose configuration agrees with its own."""

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..timing import CLOCKS, CPU, GPU, TraceMeasures
-from .configs import Run, RunConfig, group_runs
+from .configs import Run, RunConfig, graph_words, group_runs
 from .measure import MODEL_WORK, RUN_BATCH, SpecIteration, SpeculationMeasures, decode_means
 from .metrics import BENCH, LOG, REQUESTS, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError
 from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime
-from .speed import Means, SpeedRow, overall_row, speed_row
+from .speed import Means, SpeedRow, overall_row, ratio, speed_row
 from .verdict import CLOCK_WORDS, Verdict, verdict_of
 
 PRIORITY = (STATED, TRACE, REQUESTS, LOG, BENCH, SERVER_INFO)  # the accept length the figures use, the first found
@@ -94,7 +94,7 @@ class SpeculationResult:
             if whole is not None:
                 model.append({"scope": "trace", "clock": clock, "total_us": _us(whole.total_us),
                               "parts": [{"part": part, "total_us": _us(whole.parts[part]),
-                                         "share": _ratio(whole.share(part), 6)} for part in whole.parts],
+                                         "share": ratio(whole.share(part), 6)} for part in whole.parts],
                               "draft_in_steps_us": _us(whole.draft_in_steps_us),
                               "draft_outside_steps_us": _us(whole.draft_outside_steps_us)})
         for clock in CLOCKS:
@@ -104,7 +104,7 @@ class SpeculationResult:
                 model.append({"scope": "decode iteration", "clock": clock, "count": count,
                               "mean_us": _us(it.total_us / count),
                               "parts": [{"part": part, "mean_us": _us(it.parts[part] / count),
-                                         "share": _ratio(it.share(part), 6)} for part in it.parts]})
+                                         "share": ratio(it.share(part), 6)} for part in it.parts]})
         config = self.config
         return {
             "speculative": self.speculative,
@@ -143,21 +143,24 @@ def _us(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def _ratio(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None else round(value, digits)
-
-
 def _figure_json(figure: AcceptFigure) -> dict:
-    return {"source": figure.source, "value": _ratio(figure.value), "file": figure.file, "count": figure.count,
+    return {"source": figure.source, "value": ratio(figure.value), "file": figure.file, "count": figure.count,
             "detail": figure.detail}
 
 
 def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[AcceptFigure] = (),
-                       baseline: PlainDecode | None = None) -> SpeculationResult:
+                       baseline: PlainDecode | None = None, *, errors: list[str] | None = None) -> SpeculationResult:
     """The speculation figures of several measured traces (each measured with measure_speculation as
     its `then`), the accept lengths given from outside them (files, stated), and a plain twin.
     UsageError for a stated accept length no run can have, MetricsError for a file's (when no other
-    source gives one that it can)."""
+    source gives one that it can); with errors given, that file is said there instead, and the figures
+    are made without the files."""
+    if errors is not None:
+        try:
+            return speculation_result(measures, figures, baseline)
+        except MetricsError as exc:
+            errors.append(str(exc))
+            return speculation_result(measures, [f for f in figures if f.file is None], baseline)
     found = [m.speculation for m in measures if isinstance(m.speculation, SpeculationMeasures)]
     iterations = [it for m in found for it in m.iterations]
     speculative = any(m.speculative for m in found)
@@ -198,12 +201,6 @@ def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[Acce
                              notes, iterations, runs, verdict, plain_iterations, bases.pop() if len(bases) == 1 else None)
 
 
-def why_unknown(unknown: dict[str, int]) -> str:
-    reasons = ", ".join(f"{why} x{count}" for why, count in unknown.items())
-    return ("the accept length is unknown: the trace does not tell it" + (f" ({reasons})" if reasons else "")
-            + "; give --spec-metrics FILE (server log, bench_serving JSONL, /server_info) or --accept-length L")
-
-
 def _mean(values: list[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
@@ -228,12 +225,9 @@ def _several(runs: list[Run]) -> str | None:
     if len(runs) < 2:
         return None
     listed = "; ".join(f"{run.config.title} ({len(run.members)} input{'s' if len(run.members) > 1 else ''}"
-                       + (f", {_graph(run.config)}" if run.config.cuda_graph is not None else "") + ")" for run in runs)
+                       + (f", {graph_words(run.config.cuda_graph)}" if run.config.cuda_graph is not None else "") + ")"
+                       for run in runs)
     return f"the inputs hold {len(runs)} runs, not one: {listed}; no pooled figure answers for any of them: {COMPARE_HINT}"
-
-
-def _graph(config: RunConfig) -> str:
-    return "CUDA graphs" if config.cuda_graph else "eager"
 
 
 def _possible(figures: list[AcceptFigure], runs: list[Run], notes: list[str]) -> list[AcceptFigure]:

@@ -23,14 +23,11 @@ alone (the forward, without the rest of the iteration): shown, never the speedup
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..timing import CLOCKS, CPU, GPU
 from .measure import SpecIteration
-
-# (accept length, where it came from, assumed: not measured at this batch size), or None when unknown
-AcceptAt = Callable[[int | None, list[SpecIteration]], "tuple[float, str, bool] | None"]
 
 
 @dataclass(frozen=True, slots=True)
