@@ -245,6 +245,19 @@ def test_an_intended_twin_is_quiet(tmp_path):
     assert "the plain twin has no decode iteration at bs 4 (these inputs: bs 4; the twin: bs 8)" in said
 
 
+def test_a_twin_that_schedules_otherwise_is_said_from_server_args_json(tmp_path):
+    """SGLang turns the overlap scheduler off for speculative decoding on a CPU and leaves it on for the
+    plain twin: server_args.json beside each says so, and so does the speculation section."""
+    spec = _spec("eagle")
+    trace, twin = synth.generate(spec), synth.generate(synth.plain_twin(spec))
+    trace.server_args["disable_overlap_schedule"], twin.server_args["disable_overlap_schedule"] = True, False
+    path, plain = _write(tmp_path, trace), _write(tmp_path, twin, "plain-TP-0.trace.json")
+    said = " ".join(run("stats", path, "--baseline", plain, terminal_width=200).stdout.split())
+    assert "the plain twin runs with the overlap scheduler, this run without it (server arguments)" in said
+    config = json.loads(run("stats", path, "--format", "json").stdout)["speculation"]["runs"][0]
+    assert config["overlap_schedule"] is False
+
+
 def test_overlaps_within_the_timestamps_precision_are_nesting(tmp_path):
     from conftest import span, write_trace
 

@@ -22,7 +22,8 @@ RUN_BATCH = "scheduler.run_batch"  # an iteration is the scheduler's whole itera
 MODEL_WORK = "model work"  # no run_batch spans: the model's work alone (draft to draft_extend; a DECODE step)
 # server_args.json's keys that make a run's configuration (which captures are one run, configs.py).
 RUN_SETTINGS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-                "speculative_num_draft_tokens", "enable_multi_layer_eagle", "disable_cuda_graph", "model_path")
+                "speculative_num_draft_tokens", "enable_multi_layer_eagle", "disable_cuda_graph", "model_path",
+                "disable_overlap_schedule")
 
 
 @dataclass(slots=True)
