@@ -303,6 +303,21 @@ def test_csv_and_markdown(sweep):
     assert "**best\\: bs 4 eagle-s3" in markdown
 
 
+def test_runs_named_alike_are_named_by_the_parts_that_tell_them_apart():
+    from spanfix.runs.compare import named_runs
+
+    def names(*given):
+        return [run.name for run in named_runs(list(given))]
+
+    # SGLang's folders keep each run's traces in RUN/traces/: the folder name alone is the same
+    assert names("/x/standalone/traces", "/x/plain/traces/") == ["standalone/traces", "plain/traces"]
+    assert names("s3://b/x/traces/*.gz", "s3://b/y/traces/*.gz") == ["x/traces", "y/traces"]
+    assert names("/m/a/eagle", "/n/a/eagle", "/m/b/mtp") == ["m/a/eagle", "n/a/eagle", "mtp"]
+    assert names("a/t.trace.json", "b/t.trace.json.gz") == ["a/t", "b/t"]
+    with pytest.raises(spanfix.UsageError, match="given twice"):
+        names("/x/eagle", "/x/eagle/")
+
+
 def test_hostile_run_names_are_data(sweep, tmp_path):
     root, _, _ = sweep
     name = "[bold]x[red]<img src=x onerror=alert(1)>=cmd|a"

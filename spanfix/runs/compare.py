@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import os
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -134,15 +135,48 @@ def named_runs(arguments: Sequence[str | os.PathLike[str]] | Mapping[str, object
     if isinstance(arguments, (str, os.PathLike)):
         arguments = [arguments]
     found = [resolve_run(argument) for argument in arguments]
-    names = [run.name for run in found]
-    for run in found:
-        if names.count(run.name) > 1:
-            run.name = run.given.rstrip("/") or run.given
+    _named_apart(found)
     names = [run.name for run in found]
     twice = next((name for name in names if names.count(name) > 1), None)
     if twice is not None:
         raise UsageError(f"the run {twice} is given twice")
     return found
+
+
+def _named_apart(runs: list[NamedRun]) -> None:
+    """Runs named alike are named by as many of their paths' last parts as tell them apart: `a/eagle`
+    and `b/eagle`; `standalone/traces` and `plain/traces` (SGLang's folders keep a run's traces in
+    `RUN/traces/`). The same argument twice stays alike (named_runs refuses it)."""
+    alike: dict[str, list[NamedRun]] = defaultdict(list)
+    for run in runs:
+        alike[run.name].append(run)
+    for group in alike.values():
+        if len(group) < 2:
+            continue
+        parts = [_named_path(run.given).split("/") for run in group]
+        for depth in range(2, max(map(len, parts)) + 1):
+            names = ["/".join(part[-depth:]).lstrip("/") or run.given for part, run in zip(parts, group)]
+            if len(set(names)) == len(names):
+                break
+        else:
+            names = [run.given.rstrip("/") or run.given for run in group]
+        for run, name in zip(group, names):
+            run.name = name
+
+
+def _named_path(argument: str) -> str:
+    """The path a run's name is the last part of (run_name): its folder, its glob's folder, or the
+    trace without its endings; a URL's path on its store."""
+    from ..sources import is_url, split_url
+
+    text = argument.rstrip("/") or argument
+    path = split_url(text)[1] if is_url(text) else text
+    if any(c in path for c in WILDCARDS):
+        return os.path.dirname(path)
+    for ending in (*TRACE_ENDINGS, *JSON_ENDINGS):
+        if path.endswith(ending) and len(path) > len(ending):
+            return path[: -len(ending)]
+    return path
 
 
 def _measure(source: str, options: Options, device: bool | None, saved: bool) -> object:
