@@ -16,7 +16,7 @@ from rich.text import Text
 from ..speculation.compare import BROKEN, SKIPPED, BudgetOutcome, ComparedRow, ComparedRun, Comparison
 from ..timing import format_us
 from .escape import csv_row, markdown_text, printable, whole_reason
-from .fit import fitted, rich_table
+from .fit import fitted_table
 from .speculation import CLOCK_WORDS, _accept, _rate, _ratio, verdict_line
 from .stats import grouped, markdown_table
 
@@ -230,11 +230,7 @@ def compare_table(comparison: Comparison, width: int | None = None) -> Group:
 
     def add(title: str, header: list[str], rows: list[list[str]], leave_out: Collection[str],
             notes: list[str]) -> None:
-        header, rows, left_out = fitted(header, rows, width, leave_out)
-        parts.append(rich_table(title, header, rows))
-        if left_out:
-            parts.append(Text(f"({', '.join(left_out)}: left out to fit {width} columns; --format csv has them all)",
-                              style="dim"))
+        parts.extend(fitted_table(title, header, rows, width, leave_out)[0])
         parts.extend(Text(whole_reason(note), style="dim") for note in notes)
 
     header, rows = table_cells(comparison, whys)

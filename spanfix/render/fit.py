@@ -121,3 +121,15 @@ def rich_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
     for row in rows:
         table.add_row(*map(rich_text, row))  # names and files are data, never markup
     return table
+
+
+def fitted_table(title: str, header: list[str], rows: list[list[str]], width: int | None,
+                 leave_out: Collection[str] = ()) -> tuple[list, bool]:
+    """A table fitted to width (fitted) as rich renders it, and the line naming the columns it left
+    out, if any: ([renderables], whether any was left out)."""
+    header, rows, left_out = fitted(header, rows, width, leave_out)
+    parts: list = [rich_table(title, header, rows)]
+    if left_out:
+        parts.append(Text(f"({', '.join(left_out)}: left out to fit {width} columns; --format csv has them all)",
+                          style="dim"))
+    return parts, bool(left_out)

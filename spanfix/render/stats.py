@@ -21,7 +21,7 @@ from ..timing.kernels import short_kernel_name
 from ..timing.numbers import TIME_UNITS, time_unit
 from ..timing.table import category_rows, kernel_rows
 from .escape import Markdown, clip, code_span, csv_row, markdown_text, printable, rich_text, whole_reason
-from .fit import TEXT_COLUMNS, fitted, rich_table
+from .fit import TEXT_COLUMNS, fitted_table
 from .speculation import (
     iteration_note,
     speculation_csv_figures,
@@ -225,11 +225,8 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
 
     def add(title: str, header: list[str], rows: list[list[str]], leave_out: Collection[str] = (),
             notes: Collection[str] = ()) -> None:
-        header, rows, left_out = fitted(header, rows, width, leave_out)
-        parts.append(rich_table(title, header, rows))
-        if left_out:
-            parts.append(Text(f"({', '.join(left_out)}: left out to fit {width} columns; --format csv has them all)",
-                              style="dim"))
+        table, left_out = fitted_table(title, header, rows, width, leave_out)
+        parts.extend(table)
         for note in notes:
             parts.append(Text(note, style="dim"))
         if left_out or notes:
