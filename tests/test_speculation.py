@@ -16,6 +16,7 @@ from dataclasses import replace
 import pytest
 import synth
 from click.testing import CliRunner
+from synth_helpers import decode_truth
 
 import spanfix
 from spanfix.attribution.analyse import RelabelOptions
@@ -262,16 +263,8 @@ def test_a_metrics_file_without_an_accept_length_is_exit_2_with_one_line(tmp_pat
 
 
 def _iteration_truth(trace):
-    """The generator's decode iterations (plain or speculative): mean host window (scheduler.run_batch)
-    and mean device extent (first kernel start to last end of the iteration's kernels)."""
-    decodes = [it for it in trace.iterations if it.phase == "decode"]
-    host = sum((it.end_ns - it.start_ns) / 1000 for it in decodes) / len(decodes)
-    device = defaultdict(list)
-    for kernel in trace.kernels:
-        if kernel.phase == "decode":
-            device[kernel.rank, kernel.iteration].append(kernel)
-    extents = [(max(k.end_ns for k in ks) - min(k.start_ns for k in ks)) / 1000 for ks in device.values()]
-    return host, sum(extents) / len(extents) if extents else None
+    """The generator's decode iterations (plain or speculative): mean host window and device extent."""
+    return decode_truth(trace)[:2]
 
 
 def _plain_truth(twin):
@@ -280,16 +273,8 @@ def _plain_truth(twin):
 
 
 def _speculative_truth(trace):
-    decodes = [it for it in trace.iterations if it.phase == "decode"]
-    host = sum((it.end_ns - it.start_ns) / 1000 for it in decodes) / len(decodes)
-    device = defaultdict(list)
-    for kernel in trace.kernels:
-        if kernel.phase == "decode":
-            device[kernel.rank, kernel.iteration].append(kernel)
-    extents = [(max(k.end_ns for k in ks) - min(k.start_ns for k in ks)) / 1000 for ks in device.values()]
-    knowable = [it for it in decodes if it.knowable]
-    accept = sum(sum(it.accepts) for it in knowable) / sum(len(it.accepts) for it in knowable)
-    return accept, host, sum(extents) / len(extents)
+    host, device, accept = decode_truth(trace)
+    return accept, host, device
 
 
 @pytest.mark.parametrize("algorithm", ["eagle", "eagle3", "mtp", "standalone", "ngram", "dflash"])

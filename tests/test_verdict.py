@@ -7,13 +7,13 @@ import csv
 import io
 import json
 import re
-from collections import defaultdict
 from dataclasses import replace
 
 import pytest
 import synth
 from click.testing import CliRunner
 from conftest import FIXTURES, ROOT
+from synth_helpers import decode_truth
 
 import spanfix
 from spanfix.cli import main
@@ -36,20 +36,6 @@ def _write(tmp_path, trace, name="t-TP-0.trace.json", server_args=True):
     return path
 
 
-def _truth(trace):
-    """(host mean, device mean or None) of the decode iterations, and their accept length where knowable."""
-    decodes = [it for it in trace.iterations if it.phase == "decode"]
-    host = sum((it.end_ns - it.start_ns) / 1000 for it in decodes) / len(decodes)
-    kernels = defaultdict(list)
-    for kernel in trace.kernels:
-        if kernel.phase == "decode":
-            kernels[kernel.rank, kernel.iteration].append(kernel)
-    extents = [(max(k.end_ns for k in ks) - min(k.start_ns for k in ks)) / 1000 for ks in kernels.values()]
-    knowable = [it for it in decodes if it.knowable]
-    accept = (sum(sum(it.accepts) for it in knowable) / sum(len(it.accepts) for it in knowable)) if knowable else None
-    return host, (sum(extents) / len(extents) if extents else None), accept
-
-
 def run(*args, **kwargs):
     return CliRunner().invoke(main, [str(a) for a in args], **kwargs)
 
@@ -68,8 +54,8 @@ def test_the_verdict_is_like_for_like_on_the_clock_that_bounds_the_iteration(tmp
     spec = CASES[case]
     trace, twin = synth.generate(spec), synth.generate(synth.plain_twin(spec))
     path, plain = _write(tmp_path, trace), _write(tmp_path, twin, "plain-TP-0.trace.json")
-    host, device, accept = _truth(trace)
-    plain_host, plain_device, _ = _truth(twin)
+    host, device, accept = decode_truth(trace)
+    plain_host, plain_device, _ = decode_truth(twin)
     bounding = "gpu" if device is not None and device >= host else "cpu"
     for result in (spanfix.stats(str(path), baseline=str(plain)),  # the default: no --device
                    spanfix.stats(str(path), baseline=str(plain), device=True)):
@@ -154,7 +140,7 @@ def test_two_baselines_of_two_batch_sizes_both_count(tmp_path):
     result = spanfix.stats([str(p) for p in paths], baseline=[str(t) for t in twins]).speculation
     assert len(result.runs) == 1 and [row.bs for row in result.rows] == [4, 8]
     for row, spec, twin in zip(result.rows, specs, twins):
-        plain_host, _, _ = _truth(synth.generate(synth.plain_twin(spec)))
+        plain_host, _, _ = decode_truth(synth.generate(synth.plain_twin(spec)))
         assert row.plain_iteration_us["cpu"] == pytest.approx(plain_host, rel=1e-6)
     assert result.overall.covered == {"cpu": (4, 8), "gpu": (4, 8)} and result.verdict.batch_sizes == (4, 8)
     # On the command line: --baseline twice, or a quoted glob, alike.
