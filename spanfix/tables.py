@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from .errors import UsageError
 from .timing import IterationTiming, StepTiming
 
 if TYPE_CHECKING:  # pandas is optional: spanfix[pandas]
@@ -44,13 +43,9 @@ class Table(Sequence[T]):
 
     def to_pandas(self) -> pandas.DataFrame:
         """The rows as a pandas DataFrame, one column per field (the pandas extra)."""
-        try:
-            import pandas
-        except ImportError:
-            from .runtime.extras import install_hint
+        from .timing.table import data_frame
 
-            raise UsageError(f"to_pandas() needs pandas: {install_hint('pandas')}") from None
-        return pandas.DataFrame.from_records(self.records())
+        return data_frame(self.records())
 
 
 _STEP_COLUMNS = tuple(name for name in StepTiming.__slots__ if name != "kernels")

@@ -267,13 +267,9 @@ class Comparison:
 
     def to_pandas(self):
         """One row per run and batch size, as the table shows them (the pandas extra)."""
-        try:
-            import pandas
-        except ImportError:
-            from ..runtime.extras import install_hint
+        from ..timing.table import data_frame
 
-            raise UsageError(f"to_pandas() needs pandas: {install_hint('pandas')}") from None
-        return pandas.DataFrame.from_records(self.records())
+        return data_frame(self.records())
 
 
 def _us(value: float | None) -> float | None:

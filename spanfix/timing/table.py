@@ -123,14 +123,8 @@ class StatsResult:
     def to_pandas(self) -> pandas.DataFrame:
         """The stage rows as a DataFrame: the grouping keys, clock, the statistics in microseconds, share,
         busy (the pandas extra)."""
-        try:
-            import pandas
-        except ImportError:
-            from ..runtime.extras import install_hint
-
-            raise UsageError(f"to_pandas() needs pandas: {install_hint('pandas')}") from None
-        return pandas.DataFrame.from_records([{key: value for key, value in row.items() if key != "baseline"}
-                                              for row in self.to_json()["stages"]])
+        return data_frame([{key: value for key, value in row.items() if key != "baseline"}
+                           for row in self.to_json()["stages"]])
 
     def to_json(self) -> dict:
         return {
@@ -347,3 +341,14 @@ def _breakdowns(measures: list[TraceMeasures], scope: tuple[str, ...]
 def _sortable(values: Iterable) -> tuple:
     # None (no rank, no bs) sorts last and is never compared with a value.
     return tuple((value is None, value) for value in values)
+
+
+def data_frame(records: list[dict]) -> pandas.DataFrame:
+    """Records as a pandas DataFrame, for every to_pandas(); UsageError naming the extra without pandas."""
+    try:
+        import pandas
+    except ImportError:
+        from ..runtime.extras import install_hint
+
+        raise UsageError(f"to_pandas() needs pandas: {install_hint('pandas')}") from None
+    return pandas.DataFrame.from_records(records)
