@@ -265,6 +265,27 @@ def test_junit_has_one_case_per_rule(old):
     assert cases["VERIFY.p90<=1ms"].get("classname") == "spanfix.budget"
 
 
+def test_junit_shows_a_skipped_rule_that_fails_the_check_as_a_failure(old):
+    """Issue 43, 7: check exits 1 on a rule it could not judge (without --allow-skipped), so a JUnit viewer
+    must see that case fail, with why; allowed, it is skipped."""
+    budgets = ("--budget", "DRAFT_LOOP.p90<=1ms", "--budget", "VERIFY.p90<=1ms")
+    failed = run("check", old, *budgets, "--format", "junit")
+    assert failed.exit_code == 1
+    suite = ET.fromstring(failed.stdout).find("testsuite")
+    assert (suite.get("failures"), suite.get("skipped")) == ("1", "0")
+    case = next(case for case in suite.iter("testcase") if case.get("name") == "DRAFT_LOOP.p90<=1ms")
+    failure = case.find("failure")
+    assert case.find("skipped") is None and failure is not None and failure.get("type") == "skipped"
+    assert "no DRAFT_LOOP step spans" in failure.get("message") and "--allow-skipped" in failure.get("message")
+    assert failure.text == "no DRAFT_LOOP step spans"
+    allowed = run("check", old, *budgets, "--allow-skipped", "--format", "junit")
+    assert allowed.exit_code == 0
+    suite = ET.fromstring(allowed.stdout).find("testsuite")
+    assert (suite.get("failures"), suite.get("skipped")) == ("0", "1")
+    case = next(case for case in suite.iter("testcase") if case.get("name") == "DRAFT_LOOP.p90<=1ms")
+    assert case.find("failure") is None and case.find("skipped").get("message") == "no DRAFT_LOOP step spans"
+
+
 def test_junit_reports_unreadable_inputs(old, tmp_path):
     result = run("check", old, tmp_path / "gone.json", "--format", "junit")
     assert result.exit_code == 2

@@ -107,7 +107,13 @@ def test_skipped_in_json_markdown_junit_and_annotations(skipping):
     assert markdown.startswith("### ❌ spanfix check FAILED: 1 of 5 rules skipped")
     junit = run("check", *skipping, "--format", "junit")
     suite = ET.fromstring(junit.stdout).find("testsuite")
-    assert (suite.get("skipped"), suite.get("failures")) == ("1", "0") and junit.exit_code == 1
+    # It fails the check, so the JUnit case fails (with why); --allow-skipped makes it a skipped case.
+    assert (suite.get("skipped"), suite.get("failures")) == ("0", "1") and junit.exit_code == 1
+    [failed] = [case for case in suite.iter("testcase") if case.find("failure") is not None]
+    assert failed.get("name") == "DECODE.p90<=1ms" and failed.find("failure").text == "no DECODE step spans"
+    junit = run("check", *skipping, "--allow-skipped", "--format", "junit")
+    suite = ET.fromstring(junit.stdout).find("testsuite")
+    assert (suite.get("skipped"), suite.get("failures")) == ("1", "0") and junit.exit_code == 0
     [skipped] = [case for case in suite.iter("testcase") if case.find("skipped") is not None]
     assert skipped.get("name") == "DECODE.p90<=1ms" and skipped.find("skipped").get("message") == "no DECODE step spans"
     failing = run("check", *skipping, "--format", "json", env={"GITHUB_ACTIONS": "true"})

@@ -483,7 +483,8 @@ def test_speculation_budgets_the_inputs_cannot_measure_are_skipped_in_every_form
     assert "| ⏭️ skipped | `speculation.accept_length>=2.5` |" in markdown
     junit = ET.fromstring(CliRunner().invoke(main, ["check", str(path), *budgets, "--format", "junit"]).stdout)
     cases = {case.get("name"): case for case in junit.iter("testcase")}
-    assert cases["speculation.speedup>=1.3"].find("skipped") is not None
+    failure = cases["speculation.speedup>=1.3"].find("failure")  # not judged, so it fails the check
+    assert failure is not None and failure.get("type") == "skipped" and "no plain twin" in failure.text
     allowed = CliRunner().invoke(main, ["check", str(path), *budgets, "--allow-skipped"], env={"GITHUB_ACTIONS": "true"})
     assert allowed.exit_code == 0 and "::warning title=spanfix check::speculation.speedup>=1.3" in allowed.stderr
     plain = _write(tmp_path, synth.generate(synth.plain_twin(_spec("eagle", True))), "plain-TP-0.trace.json")

@@ -109,20 +109,30 @@ def check_markdown(report: CheckReport) -> str:
 
 
 def check_junit(report: CheckReport) -> str:
-    """One test case per rule (a failure when broken, skipped when not judged), and one error case per
-    input (or baseline) that could not be read. Every text is made printable: XML 1.0 cannot hold most
+    """One test case per rule, and one error case per input (or baseline) that could not be read. A
+    JUnit viewer shows a case as the check counts it: a broken rule is a failure, and so is a skipped
+    one that fails the check (without --allow-skipped), with why it was not judged; a skipped rule
+    that --allow-skipped lets pass is skipped. Every text is made printable: XML 1.0 cannot hold most
     control characters, even escaped."""
     problems = _problems(report)
     cases = len(report.outcomes) + len(problems)
-    counts = {"tests": str(cases), "failures": str(len(report.broken)), "errors": str(len(problems))}
+    failing = report.failing
+    counts = {"tests": str(cases), "failures": str(len(failing)), "errors": str(len(problems))}
     root = ET.Element("testsuites", name="spanfix check", **counts)
-    suite = ET.SubElement(root, "testsuite", name="spanfix check", skipped=str(len(report.skipped)), **counts)
+    suite = ET.SubElement(root, "testsuite", name="spanfix check",
+                          skipped=str(len(report.skipped) - sum(o.status == SKIPPED for o in failing)), **counts)
     for outcome in report.outcomes:
         case = ET.SubElement(suite, "testcase", classname=f"spanfix.{outcome.kind}", name=label(outcome))
         if outcome.status == BROKEN:
             failure = ET.SubElement(case, "failure", message=f"{label(outcome)}: {shown(outcome.figure)}",
                                     type="broken")
             failure.text = whole_reason(outcome.detail) or None
+        elif outcome.status == SKIPPED and not report.allow_skipped:
+            why = whole_reason(outcome.detail or "not judged")
+            failure = ET.SubElement(case, "failure", type="skipped",
+                                    message=f"{label(outcome)}: skipped, {shown(outcome.figure)}: {why} (not judged, "
+                                            "which fails the check without --allow-skipped)")
+            failure.text = why
         elif outcome.status == SKIPPED:
             ET.SubElement(case, "skipped", message=whole_reason(outcome.detail or "not judged"))
         else:
