@@ -7,6 +7,7 @@ where the trace holds the evidence, no span is left ambiguous.
 
 import itertools
 import json
+from dataclasses import replace
 
 import pytest
 from synth import ALGORITHMS, SynthSpec, generate, generate_ranks, merge, shuffle, write
@@ -81,6 +82,61 @@ def test_missing_evidence_is_ambiguous_not_guessed(tmp_path, algorithm):
     result, events = relabel_generated(tmp_path, trace)
     left_old = assert_never_wrong(trace, result, events)
     assert left_old and result.ambiguous
+
+
+@pytest.mark.parametrize("algorithm", ["eagle", "standalone", "mtp", "frozen-kv", "dflash"])
+def test_in_the_newer_naming_every_other_step_is_the_targets(tmp_path, algorithm):
+    """Issue 43, 12: SGLang 0.5.20 on names every draft runner's step DRAFT, so in a trace written so an
+    EXTEND is the target's even where nothing else tells (no stacks, stage spans or iterations). (Eager:
+    the multi-layer worker's own graph span keeps its DRAFT_EXTEND_V2 name, the draft's, not the target's.)"""
+    trace = generate(SynthSpec(algorithm=algorithm, new_names=True, python_stacks=False, stage_spans=False,
+                               run_batch=False, cuda_graph=False, seed=2))
+    result, events = relabel_generated(tmp_path, trace)
+    assert_fully_decided(trace, result, events)
+    assert result.changed == 0 and result.left_alone.get("target, name kept")
+
+
+@pytest.mark.parametrize("algorithm", ["eagle", "standalone"])
+def test_a_prefill_without_its_iteration_is_decided_by_its_pair(tmp_path, algorithm):
+    """Issue 43, 12 (old naming): no scheduler.run_batch (as around a by-stage capture's first prefill),
+    no stacks: the EXTEND right before the draft's EXTEND of the same bs and toks in a draft_extend stage
+    span is the target's. A draft EXTEND whose stage span and target EXTEND fell before the capture began
+    has no such pair: it stays ambiguous, never taken for the target's."""
+    trace = generate(SynthSpec(algorithm=algorithm, python_stacks=False, run_batch=False, seed=2))
+    result, events = relabel_generated(tmp_path, trace)
+    assert_fully_decided(trace, result, events)
+    steps = sorted((t for t in trace.truths if t.clock == "cpu"), key=lambda t: trace.events[t.index]["ts"])
+    target, draft = steps[0], steps[1]
+    assert (target.role, draft.role) == ("target", "draft") and " toks=" in draft.old_name
+    cut = [dict(event) for event in trace.events]  # the capture begins after the target's EXTEND and the stage span
+    cut[target.index]["cat"] = "cpu_op"
+    starts = trace.events[draft.index]["ts"]
+    for event in cut:
+        if event.get("name") == "draft_extend" and event["ts"] <= starts <= event["ts"] + event["dur"]:
+            event["name"] = "some_annotation"
+    trace = replace(trace, events=cut, truths=[t for t in trace.truths if t.index != target.index])
+    result, events = relabel_generated(tmp_path, trace)
+    assert_never_wrong(trace, result, events)
+    assert events[draft.index]["name"] == draft.old_name
+    assert [a.name for a in result.ambiguous] == [draft.old_name] * len(result.ambiguous), result.ambiguous
+
+
+@pytest.mark.parametrize("algorithm", ["eagle", "eagle3", "eagle-v1", "standalone"])
+def test_a_relabelled_trace_with_ambiguous_spans_is_never_wrong_when_read_again(tmp_path, algorithm):
+    """A relabel that left spans ambiguous (here the prefill's EXTENDs: the algorithm was stated, so the
+    mode decided every verify and draft decode, but nothing tells the target's EXTEND from the draft's)
+    writes a trace whose other steps read DRAFT and VERIFY. Read again (stats on relabeled/*.json.gz, a
+    second relabel), the draft's EXTEND beside the target's must not pass for the newer naming's target."""
+    trace = generate(SynthSpec(algorithm=algorithm, python_stacks=False, stage_spans=False, run_batch=False,
+                               cuda_graph=False, seed=2))
+    first, events = relabel_generated(tmp_path, trace, algorithm=algorithm)
+    assert_never_wrong(trace, first, events)
+    assert first.ambiguous and all(" toks=" in a.name for a in first.ambiguous)
+    assert not any(event["name"].startswith("step[TARGET_VERIFY") for event in events)
+    again = relabel_file(str(tmp_path / "out.json"), str(tmp_path / "again.json"), RelabelOptions())
+    events = json.loads((tmp_path / "again.json").read_bytes())["traceEvents"]
+    assert_never_wrong(trace, again, events)
+    assert len(again.ambiguous) == len(first.ambiguous)
 
 
 def test_strict_fails_on_missing_evidence(tmp_path):

@@ -1,8 +1,10 @@
-"""Real SGLang captures in the old naming, against the runner that ran every step (issue 30): small
-captures of SGLang 0.5.19 and 0.5.18 made by the sglang-cpu recipe, shipped in fixtures/sglang-cpu/
-with the recipe's truth.jsonl (fixtures/sglang-cpu/README.md). No python stacks, no server_args.json
-beside them (SGLang writes none): the stage spans, modes and iteration order decide, and spanfix must
-name every step span as the runner that ran it: 0 wrong, 0 ambiguous."""
+"""Real SGLang captures against the runner that ran every step (issue 30): small captures of SGLang
+0.5.19 and 0.5.18 (old naming) and of 0.5.23 (newer naming) made by the sglang-cpu recipe, shipped in
+fixtures/sglang-cpu/ with the recipe's truth.jsonl (fixtures/sglang-cpu/README.md). No python stacks,
+no server_args.json beside them (SGLang writes none): the stage spans, modes, iteration order and the
+naming itself decide, and spanfix must name every step span as the runner that ran it: 0 wrong, 0
+ambiguous. A by-stage capture (profile_by_stage: one trace per stage, -EXTEND and -DECODE) is checked
+file by file and both together (issue 43, 12)."""
 
 import gzip
 import json
@@ -18,10 +20,15 @@ import spanfix
 from spanfix.cli import main
 
 CAPTURES = sorted(path for path in (FIXTURES / "sglang-cpu").iterdir() if path.is_dir())
+BY_STAGE = [folder for folder in CAPTURES if folder.name.endswith("-by-stage")]
+
+
+def _traces(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.trace.json.gz"))
 
 
 def _trace(folder: Path) -> Path:
-    [path] = folder.glob("*.trace.json.gz")
+    [path] = _traces(folder)
     return path
 
 
@@ -30,52 +37,91 @@ def _events(path: Path) -> list[dict]:
     return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)["traceEvents"]
 
 
-def _expected(name: str, is_draft: bool) -> str:
+def _word(mode: str, is_draft: bool) -> str:
     """The newer naming (step-spans.md section 2): a draft runner's step is DRAFT, the target's
-    TARGET_VERIFY is VERIFY, any other mode stays; what follows the mode is kept."""
+    TARGET_VERIFY is VERIFY, any other mode stays."""
+    return "DRAFT" if is_draft else "VERIFY" if mode == "TARGET_VERIFY" else mode
+
+
+def _expected(name: str, is_draft: bool) -> str:
+    """The name in the newer naming: the mode word as _word says, what follows it kept."""
     mode, rest = name[5:-1].split(" ", 1)
-    word = "DRAFT" if is_draft else "VERIFY" if mode == "TARGET_VERIFY" else mode
-    return f"step[{word} {rest}]"
+    return f"step[{_word(mode, is_draft)} {rest}]"
 
 
-def _paired(events: list[dict], truth: Path) -> list[tuple[int, dict]]:
-    """Each step span's event index with its truth line: the k-th of a thread (time order) is the k-th line
-    of that (pid, tid), its mode and bs checked."""
+def _paired(files: list[list[dict]], truth: Path) -> list[list[tuple[int, dict]]]:
+    """Each file's step spans (event index) with their truth lines. The k-th step span of a thread, in
+    time order over every file (a by-stage capture's files are one process's, on one clock), is the
+    k-th line of that (pid, tid); its mode word (old naming) or stage word (newer) and bs checked."""
     steps = defaultdict(list)
-    for index, event in enumerate(events):
-        if event.get("ph") == "X" and event.get("cat") == "user_annotation" and event["name"].startswith("step["):
-            steps[event["pid"], event["tid"]].append((event["ts"], index))
+    for number, events in enumerate(files):
+        for index, event in enumerate(events):
+            if event.get("ph") == "X" and event.get("cat") == "user_annotation" and event["name"].startswith("step["):
+                steps[event["pid"], event["tid"]].append((event["ts"], number, index))
     lines = defaultdict(list)
     for line in truth.read_text().splitlines():
         record = json.loads(line)
         lines[record["pid"], record["tid"]].append(record)
-    paired = []
+    paired: list[list[tuple[int, dict]]] = [[] for _ in files]
     for track, found in steps.items():
         found.sort()
         assert len(found) == len(lines[track]), track
-        for (_, index), record in zip(found, lines[track]):
-            name = events[index]["name"]
-            assert name[5:].split(" ")[0] == record["mode"] and f" bs={record['bs']}" in name
-            paired.append((index, record))
+        for (_, number, index), record in zip(found, lines[track]):
+            name = files[number][index]["name"]
+            assert name[5:].split(" ")[0] in (record["mode"], _word(record["mode"], record["is_draft"]))
+            assert f" bs={record['bs']}" in name
+            paired[number].append((index, record))
     return paired
 
 
-@pytest.mark.parametrize("folder", CAPTURES, ids=lambda p: p.name)
-def test_every_step_is_named_as_the_runner_that_ran_it(tmp_path, folder):
-    source = _trace(folder)
-    before = _events(source)
-    paired = _paired(before, folder / "truth.jsonl")
-    assert paired and any(record["is_draft"] for _, record in paired) == (folder.name != "0.5.19-ngram")
-    out = tmp_path / "relabeled.trace.json"
+def _relabelled_right(tmp_path: Path, source: Path, before: list[dict], paired: list[tuple[int, dict]]) -> None:
+    """relabel names every step span of one trace as its runner would (0 wrong, 0 ambiguous), changing
+    nothing else."""
+    out = tmp_path / source.name.replace(".trace.json.gz", ".relabeled.trace.json")
     result = CliRunner().invoke(main, ["relabel", str(source), "-o", str(out), "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)["files"][0]
     after = _events(out)
     wrong = [(before[index]["name"], after[index]["name"], record["is_draft"]) for index, record in paired
              if after[index]["name"] != _expected(before[index]["name"], record["is_draft"])]
-    assert wrong == [] and summary["ambiguous"] == 0, (wrong[:5], summary["ambiguous_spans"][:3])
+    assert wrong == [] and summary["ambiguous"] == 0, (source.name, wrong[:5], summary["ambiguous_spans"][:3])
     assert len(after) == len(before)  # only names change: every other event as it was
     assert all(a == b for a, b in zip(before, after) if not a["name"].startswith("step["))
+
+
+@pytest.mark.parametrize("folder", CAPTURES, ids=lambda p: p.name)
+def test_every_step_is_named_as_the_runner_that_ran_it(tmp_path, folder):
+    sources = _traces(folder)
+    befores = [_events(source) for source in sources]
+    paired = _paired(befores, folder / "truth.jsonl")
+    assert all(paired) and any(record["is_draft"] for found in paired for _, record in found) \
+        == ("ngram" not in folder.name)
+    for source, before, found in zip(sources, befores, paired):  # a by-stage capture's files apart
+        _relabelled_right(tmp_path, source, before, found)
+
+
+def _stage_counts(paired: list[list[tuple[int, dict]]]) -> dict[str, int]:
+    counted: dict[str, int] = defaultdict(int)
+    for found in paired:
+        for _, record in found:
+            counted[_word(record["mode"], record["is_draft"])] += 1
+    return dict(counted)
+
+
+@pytest.mark.parametrize("folder", BY_STAGE, ids=lambda p: p.name)
+def test_a_by_stage_capture_is_measured_alike_apart_and_together(folder):
+    """Issue 43, 12: stats over the -EXTEND and -DECODE files, each alone and both at once, counts every
+    stage as the runners ran them: no ambiguous row. The -EXTEND file's first prefill began before its
+    profiler did (no scheduler.run_batch around it): the newer naming decides it (every draft step
+    reads DRAFT), or, in the old naming, the mode and order of what is there."""
+    sources = _traces(folder)
+    assert [source.name.rsplit("-", 1)[1] for source in sources] == ["DECODE.trace.json.gz", "EXTEND.trace.json.gz"]
+    paired = _paired([_events(source) for source in sources], folder / "truth.jsonl")
+    for chosen in ([0], [1], [0, 1]):
+        result = spanfix.stats([str(sources[k]) for k in chosen])
+        counts = {row.keys[0]: row.summary.count for row in result.rows if row.clock == "cpu"}
+        assert counts == _stage_counts([paired[k] for k in chosen]), [sources[k].name for k in chosen]
+    assert "EXTEND" in _stage_counts([paired[1]]) and "DRAFT" in _stage_counts([paired[1]])
 
 
 def _g_sk_accept(events: list[dict], window: int) -> float:

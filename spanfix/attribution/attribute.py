@@ -12,6 +12,7 @@ import functools
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from types import SimpleNamespace
 
 from .algorithms import (
@@ -35,13 +36,19 @@ DRAFT, TARGET, WORKER, AMBIGUOUS, ALREADY_NEW, UNKNOWN_MODE = (
     "draft", "target", "worker", "ambiguous", "already new", "unknown mode")
 
 # Evidence labels, strongest first; the verdict names the strongest that spoke.
-METADATA, USER_RULE, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATION, NO_DRAFT_MODEL = (
-    "thread name", "user rule", "call stack", "stage span", "mode", "iteration order", "no speculation",
-    "no draft model")
-STRENGTH = [USER_RULE, METADATA, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NO_SPECULATION, NO_DRAFT_MODEL]
+METADATA, USER_RULE, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NEWER_NAMING, NO_SPECULATION, NO_DRAFT_MODEL = (
+    "thread name", "user rule", "call stack", "stage span", "mode", "iteration order", "newer naming",
+    "no speculation", "no draft model")
+STRENGTH = [USER_RULE, METADATA, CALL_STACK, STAGE_SPAN, MODE, ITERATION_ORDER, NEWER_NAMING, NO_SPECULATION,
+            NO_DRAFT_MODEL]
 DIRECT = frozenset({USER_RULE, METADATA, CALL_STACK, STAGE_SPAN})  # about this span itself
 
 _EXTEND_LIKE = frozenset({"EXTEND", "MIXED"})
+# Modes only the old naming writes: a trace that holds one is not (wholly) in the newer naming.
+_OLD_ONLY = frozenset({"TARGET_VERIFY", "DRAFT_EXTEND"})
+# What the newer naming leaves to the target: every ModelRunner mode but those only the old naming
+# writes, and DRAFT_EXTEND_V2, which the multi-layer worker's own graph span keeps (a draft runner's reads DRAFT).
+_TARGET_WHEN_NEW = frozenset(RUNNER_MODES - _OLD_ONLY - {"DRAFT_EXTEND_V2"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,15 +100,18 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
     iterations = _steps_by_iteration(index.steps, iteration_of)
     guess = _guess_algorithm(index, iterations, draft_tracks, algorithm, server_args, num_steps, server_args_from)
     draft_pids = {pid for pid, _ in draft_tracks}
+    before, after = _neighbours(index.steps)
+    newer = _named_by_newer_sglang(index.steps, before, after)
+    paired = _first_of_a_pair(index.steps, contexts, after, guess)
     orders: dict[Span, _IterationSteps] = {}
     verdicts = []
     # Where evidence speaks, a verdict follows from the mode and the opinions alone: the same few
     # combinations decide thousands of steps, so each is decided once.
     decided: dict[tuple, Verdict] = {}
     by_mode: dict[str, str | None] = {}
-    for step, (iteration, in_stage, stack) in zip(index.steps, contexts):
+    for number, (step, (iteration, in_stage, stack)) in enumerate(zip(index.steps, contexts)):
         opinions = tuple(_opinions(step, stack, in_stage, iteration, guess, draft_tracks, user_tracks,
-                                   draft_pids, iterations, orders, by_mode))
+                                   draft_pids, iterations, orders, by_mode, number in newer, number in paired))
         if not opinions:  # what was missing depends on the step's iteration: decided for each
             verdicts.append(_decide(step, iteration, [], guess, iterations, orders))
             continue
@@ -221,7 +231,8 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
 def _opinions(step: StepSpan, stack: str | None, in_stage: bool, iteration: Span | None, guess: AlgorithmGuess,
               draft_tracks: set[Track], user_tracks: set[Track], draft_pids: set[Hashable],
               iterations: dict[Span, list[StepSpan]], orders: dict[Span, _IterationSteps],
-              by_mode: dict[str, str | None]) -> Iterable[tuple[str, str]]:
+              by_mode: dict[str, str | None], newer: bool = False, paired: bool = False
+              ) -> Iterable[tuple[str, str]]:
     track = step.track
     if track in draft_tracks:
         yield DRAFT, USER_RULE if track in user_tracks else METADATA
@@ -242,6 +253,75 @@ def _opinions(step: StepSpan, stack: str | None, in_stage: bool, iteration: Span
     by_order = _iteration_order(step, iteration, guess, iterations, orders)
     if by_order:
         yield by_order, ITERATION_ORDER
+    elif paired:
+        yield TARGET, ITERATION_ORDER
+    if newer:
+        yield TARGET, NEWER_NAMING
+
+
+def _neighbours(steps: list[StepSpan]) -> tuple[list[int | None], list[int | None]]:
+    """Each step's previous and next step on its track, in time order (positions in steps)."""
+    by_track: dict[Track, list[int]] = defaultdict(list)
+    for number, step in enumerate(steps):
+        by_track[step.track].append(number)
+    before: list[int | None] = [None] * len(steps)
+    after: list[int | None] = [None] * len(steps)
+    for numbers in by_track.values():
+        numbers.sort(key=lambda n: steps[n].span.start)
+        for first, second in pairwise(numbers):
+            after[first], before[second] = second, first
+    return before, after
+
+
+def _same_batch(one: StepSpan, other: StepSpan) -> bool:
+    return one.step.bs == other.step.bs and one.step.toks == other.step.toks
+
+
+def _named_by_newer_sglang(steps: list[StepSpan], before: list[int | None], after: list[int | None]) -> set[int]:
+    """The steps (their positions) that the newer naming says are the target's. SGLang 0.5.20 on names
+    every step a draft model runner runs DRAFT, whatever its mode, and the target's verify VERIFY: in a
+    trace written so (DRAFT or VERIFY steps, none named TARGET_VERIFY or DRAFT_EXTEND), an EXTEND, MIXED,
+    DECODE, IDLE, ... step is the target's, whatever else is missing (a by-stage capture's first prefill,
+    whose scheduler.run_batch began before the profiler did). Not an EXTEND or MIXED that has one of the
+    same bs and toks next to it on its track: that is how an old capture's draft extend looks where a
+    relabel left it ambiguous, in a trace whose other steps it renamed; both stay for other evidence."""
+    modes = {step.step.mode for step in steps}
+    if not modes & NEW_STAGES or modes & _OLD_ONLY:
+        return set()
+    found = set()
+    for number, step in enumerate(steps):
+        if step.step.mode not in _TARGET_WHEN_NEW:
+            continue
+        if step.step.mode in _EXTEND_LIKE and any(
+                other is not None and steps[other].step.mode in _EXTEND_LIKE and _same_batch(steps[other], step)
+                for other in (before[number], after[number])):
+            continue
+        found.add(number)
+    return found
+
+
+def _first_of_a_pair(steps: list[StepSpan], contexts: list[tuple[Span | None, bool, str | None]],
+                     after: list[int | None], guess: AlgorithmGuess) -> set[int]:
+    """The prefill EXTENDs (or MIXED) that the order of a pair says are the target's where no
+    scheduler.run_batch wraps them (a capture that began mid-iteration: a by-stage capture's first
+    prefill): outside any stage span, and right before, on its track, the draft's extend of the same bs
+    and toks inside a draft_extend stage span. Only where every algorithm still possible wraps its
+    draft's prefill extend in a stage span (the EAGLE v2 worker's), or runs none: there the draft's
+    extend is never first of such a pair."""
+    if not guess.candidates or not all(ALGORITHMS[name].stage_spans or not ALGORITHMS[name].draft_extends
+                                       for name in guess.candidates):
+        return set()
+    found = set()
+    for number, step in enumerate(steps):
+        iteration, in_stage, _ = contexts[number]
+        following = after[number]
+        if step.step.mode not in _EXTEND_LIKE or iteration is not None or in_stage or following is None:
+            continue
+        other = steps[following]
+        extend_shaped = other.step.mode in _EXTEND_LIKE or (other.step.mode == "DRAFT" and other.step.toks is not None)
+        if extend_shaped and _same_batch(other, step) and contexts[following][1]:
+            found.add(number)
+    return found
 
 
 class _CallStacks:
