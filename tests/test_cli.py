@@ -23,6 +23,18 @@ def test_help_teaches_by_example():
     assert result.exit_code == 0 and "Examples:" in result.output and "--in-place" in result.output
 
 
+@pytest.mark.parametrize("command", ["stats", "check", "report", "capture", "compare"])
+def test_spec_metrics_help_names_every_kind_of_file(command):
+    """Issue 43, 10: the /generate responses are among what --spec-metrics reads, and --help says so."""
+    import click
+
+    from spanfix.cli import main as group
+
+    [option] = [p for p in group.get_command(click.Context(group), command).params if p.name == "spec_metrics"]
+    words = " ".join(option.help.split())
+    assert all(kind in words for kind in ("server log", "bench_serving", "/server_info", "/generate responses"))
+
+
 def test_version():
     from spanfix import __version__
     assert run("--version").output.strip() == f"spanfix, version {__version__}"

@@ -309,9 +309,11 @@ def test_runs_named_alike_are_named_by_the_parts_that_tell_them_apart():
     def names(*given):
         return [run.name for run in named_runs(list(given))]
 
-    # SGLang's folders keep each run's traces in RUN/traces/: the folder name alone is the same
-    assert names("/x/standalone/traces", "/x/plain/traces/") == ["standalone/traces", "plain/traces"]
-    assert names("s3://b/x/traces/*.gz", "s3://b/y/traces/*.gz") == ["x/traces", "y/traces"]
+    # SGLang's folders keep each run's traces in RUN/traces/: such a run is named by RUN (issue 43, 4)
+    assert names("/x/standalone/traces", "/x/plain/traces/") == ["standalone", "plain"]
+    assert names("s3://b/x/traces/*.gz", "s3://b/y/traces/*.gz") == ["x", "y"]
+    assert names("/m/a/traces", "/n/a/traces") == ["m/a", "n/a"]
+    assert names("traces", "/y/traces/") == ["traces", "y"]
     assert names("/m/a/eagle", "/n/a/eagle", "/m/b/mtp") == ["m/a/eagle", "n/a/eagle", "mtp"]
     assert names("a/t.trace.json", "b/t.trace.json.gz") == ["a/t", "b/t"]
     with pytest.raises(spanfix.UsageError, match="given twice"):

@@ -42,7 +42,8 @@ def _budgets(ctx, param, values):
                    "(repeatable). The clock is the device's where the inputs have device time, unless the "
                    "budget names .cpu.; a time needs its unit (us, ms, s), a share is 0..1 or 0%..100%.")
 @click.option("--baseline", metavar="FILE", multiple=True, callback=existing_baseline,
-              help="A trace or a saved `spanfix stats --format json` result; every stage's mean is compared with it. "
+              help="A trace, a run's FOLDER of traces (SGLang's RUN/traces/ too) or a saved `spanfix stats --format "
+                   "json` result; every stage's mean is compared with it. "
                    "A capture without speculation (the plain twin) serves the speculation budgets instead; repeat "
                    "it (or quote a glob) for a twin captured at several batch sizes.")
 @click.option("--max-regression", type=click.FloatRange(min=0), default=None, metavar="PCT",

@@ -52,9 +52,9 @@ def _by_run(option: str, number: bool = False):
 @click.command(short_help="Runs side by side: which configuration pays most?")
 @click.argument("runs", nargs=-1, required=True, metavar="RUN...")
 @click.option("--baseline", metavar="PLAIN", multiple=True,
-              help="The plain run every run is compared with: a folder of traces captured without speculation, a "
-                   "trace, a quoted glob or a saved `spanfix stats --format json` (repeatable, taken together). "
-                   "Default: the one RUN without speculative decoding.")
+              help="The plain run every run is compared with: a folder of traces captured without speculation "
+                   "(SGLang's RUN/traces/ too), a trace, a quoted glob or a saved `spanfix stats --format json` "
+                   "(repeatable, taken together). Default: the one RUN without speculative decoding.")
 @click.option("--budget", "budgets", multiple=True, callback=_budgets, metavar="EXPR",
               help="A rule judged on every speculative run at every batch size, e.g. speculation.speedup>=1.2, "
                    "speculation.break_even<=2, speculation.accept_length>=2.5, model.iteration.draft.share<=30% "
@@ -66,7 +66,8 @@ def _by_run(option: str, number: bool = False):
                    "beside each run's, matched by steps, topk, draft tokens and batch size.")
 @click.option("--spec-metrics", "spec_metrics", multiple=True, metavar="RUN=FILE", callback=_by_run("spec_metrics"),
               help="A run's accept length from what SGLang wrote (server log, bench_serving .jsonl, /server_info "
-                   "JSON), where its traces do not tell it (repeatable).")
+                   "JSON, /generate responses), where its traces do not tell it (repeatable); a RUN folder's own "
+                   "server_info.json, server.log, generate_outputs.json and requests.jsonl are read too.")
 @click.option("--accept-length", "accept_length", multiple=True, metavar="RUN=L",
               callback=_by_run("accept_length", number=True),
               help="A run's accept length, stated (repeatable).")
@@ -83,8 +84,10 @@ def compare(runs, baseline, budgets, allow_skipped, sweep, spec_metrics, accept_
     """Speculative-decoding runs side by side against their plain twin: which pays most?
 
     Each RUN is one configuration's traces: a folder (every rank and batch size,
-    server_args.json beside them), a quoted glob or one trace, named by its folder or
-    file. The run without speculation among them is the baseline, unless --baseline
+    server_args.json beside them; or SGLang's RUN/traces/ with the server's files one
+    level up, given as RUN or RUN/traces; the server_info.json, server.log and /generate
+    responses there give the accept length), a quoted glob or one trace, named by its
+    folder or file. The run without speculation among them is the baseline, unless --baseline
     names one. One row per run and batch size: the configuration, accept length,
     decode iteration and the draft model's share of it on the run's clock, time per
     token, tokens per second, speedup and break-even against the plain run; the best
@@ -116,7 +119,8 @@ def compare(runs, baseline, budgets, allow_skipped, sweep, spec_metrics, accept_
         api.refuse_overwrite(html, read)
     command = shlex.join(["spanfix", *sys.argv[1:]]) if sys.argv else "spanfix compare"
     with file_progress(sources, machine_output=output_format != "table") as progress:
-        result = api.compare({run.name: run.sources or [run.given] for run in named}, baseline or None, options,
+        # Each run by the name given it here, from its argument (a folder brings its server's files too).
+        result = api.compare({run.name: run.given for run in named}, baseline or None, options,
                              budgets=budgets, sweep=sweep, spec_metrics=spec_metrics, accept_length=accept_length,
                              allow_skipped=allow_skipped, errors="collect", each=progress.each(jobs, scheduler))
         for error in result.errors:

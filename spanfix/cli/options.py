@@ -73,7 +73,8 @@ def speculation_options(command: Callable) -> Callable:
                                 "included), stated: used before any other source.")(command)
     return click.option("--spec-metrics", "spec_metrics", multiple=True, metavar="FILE",
                         help="What SGLang wrote about acceptance: its server log ('Decode batch ... accept len:'), "
-                             "a bench_serving result (.jsonl) or a /server_info JSON (repeatable).")(command)
+                             "a bench_serving result (.jsonl), a /server_info JSON or the requests' /generate "
+                             "responses (a JSON list, or one a line: capture's requests.jsonl) (repeatable).")(command)
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -96,11 +97,20 @@ scheduler_option = click.option(
 def existing_baseline(ctx, param, values):
     """--baseline (repeatable) names files that are there, or the command stops at once: a baseline
     problem, said as one (not as an input that could not be read, after minutes of reading the inputs).
-    A quoted glob is expanded here, as the shell would; a URL (or a URL's glob) is asked of its store
-    when it is read: one line then, for the baseline. None when none is given, else the names."""
+    A quoted glob is expanded here, as the shell would; a folder is a run's, as compare reads a RUN
+    (its traces, or its traces/ folder's: sources/layout.py), and must hold a trace; a URL (or a URL's
+    glob) is asked of its store when it is read: one line then, for the baseline. None when none is
+    given, else the names (a folder as given: its traces are listed again when it is read)."""
+    from ..sources.layout import resolve_run
+
     found: list[str] = []
     for value in values:
-        if value == "-" or is_url(value) or os.path.exists(local_path(value)):
+        if not is_url(value) and os.path.isdir(local_path(value)):
+            problem = resolve_run(value).problem
+            if problem:
+                raise click.BadParameter(printable(problem))
+            found.append(value)
+        elif value == "-" or is_url(value) or os.path.exists(local_path(value)):
             found.append(value)
         elif any(c in value for c in "*?["):
             matches = sorted(path for path in glob.glob(value) if os.path.isfile(path))
@@ -108,8 +118,8 @@ def existing_baseline(ctx, param, values):
                 raise click.BadParameter(f"{printable(value)}: no file matches this pattern")
             found += matches
         else:
-            raise click.BadParameter(f"{printable(value)}: no such file (a trace, or a saved `spanfix stats --format "
-                                     "json` result)")
+            raise click.BadParameter(f"{printable(value)}: no such file or folder (a trace, a run's folder of "
+                                     "traces, or a saved `spanfix stats --format json` result)")
     found = list(dict.fromkeys(found))
     return None if not found else found[0] if len(found) == 1 else tuple(found)
 

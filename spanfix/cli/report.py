@@ -31,8 +31,9 @@ from .streams import say
               help="Where to write the HTML file: a file, a folder (report.html in it; a path ending in / is "
                    "created), or - for standard output.")
 @click.option("--baseline", metavar="OTHER", multiple=True, callback=existing_baseline,
-              help="A trace (its distributions are overlaid) or a saved `spanfix stats --format json` result "
-                   "(its means and percentiles) to compare with; repeatable (traces only), taken together.")
+              help="A trace or a run's FOLDER of traces (SGLang's RUN/traces/ too; their distributions are "
+                   "overlaid) or a saved `spanfix stats --format json` result (its means and percentiles) to "
+                   "compare with; repeatable (traces only), taken together.")
 @click.option("--kernel-category", "kernel_categories", multiple=True, metavar="NAME=REGEX",
               help="Add a kernel category, or replace one, matched on the lower-cased kernel name before "
                    "SGLang's own classes (repeatable).")

@@ -44,10 +44,12 @@ from .streams import render, say_wrapped, terminal_width, write_out
 @click.option("--top", type=click.IntRange(min=1), default=10, show_default=True,
               help="Kernels listed per group in tables (JSON and CSV list all).")
 @click.option("--baseline", metavar="OTHER", multiple=True, callback=existing_baseline,
-              help="A trace, or a saved `spanfix stats --format json` result, to compare the mean of every row with "
-                   "(rows match on every --by key; a baseline of another kind of run is named). A capture of the "
-                   "same server without speculation (the plain twin) also gives the speedup and the verdict; "
-                   "repeat it (or quote a glob) for a twin captured at several batch sizes.")
+              help="A trace, a run's FOLDER (its traces, as compare reads a RUN: SGLang's RUN/traces/ too, with "
+                   "server_args.json one level up) or a saved `spanfix stats --format json` result, to compare the "
+                   "mean of every row with (rows match on every --by key; a baseline of another kind of run is "
+                   "named). A capture of the same server without speculation (the plain twin) also gives the "
+                   "speedup and the verdict; repeat it (or quote a glob) for a twin captured at several batch "
+                   "sizes.")
 @click.option("--only", "only", multiple=True, type=Keys(SECTIONS), metavar="SECTION",
               help="Show only these sections of the tables (repeatable, or comma-separated): stages, iterations, "
                    "speculation (the verdict and its table), kernels. For table and markdown; json and csv hold "

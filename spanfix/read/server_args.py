@@ -1,6 +1,7 @@
-"""server_args.json beside a trace, as `python -m sglang.profiler` writes it: a side file, read within
-bounds (size, depth; never waited on), beside a local trace or on a URL's store. What its arguments
-mean is attribution's (algorithms.algorithms_from_server_args)."""
+"""server_args.json beside a trace, as `python -m sglang.profiler` writes it (or one level up, for a
+trace in SGLang's own RUN/traces/ layout: sources/layout.py): a side file, read within bounds (size,
+depth; never waited on), beside a local trace or on a URL's store. What its arguments mean is
+attribution's (algorithms.algorithms_from_server_args)."""
 
 from __future__ import annotations
 
@@ -8,18 +9,22 @@ from pathlib import Path
 
 
 def read_server_args(trace_path: str) -> tuple[dict | None, str | None]:
-    """server_args.json beside a trace, as `python -m sglang.profiler` writes it: (args, problem)."""
+    """server_args.json beside a trace, or, for a trace in a `traces/` folder with none beside it, in
+    the folder above (SGLang's RUN/traces/ layout): (args, problem)."""
     if trace_path == "-":
         return None, None
-    from ..sources import is_url, local_path, read_side_json, sibling
+    from ..sources import is_url, local_path, read_side_json, side_file_candidates
     from .document import read_side_file  # bounded in size and depth, never waits on a pipe
 
-    if is_url(trace_path):  # beside it on its store
-        candidate = sibling(trace_path, "server_args.json")
-        args, problem = read_side_json(candidate)
+    for candidate in side_file_candidates(trace_path):
+        if is_url(trace_path):  # beside it on its store
+            args, problem = read_side_json(candidate)
+        else:
+            args, problem = read_side_file(Path(local_path(candidate)))
+        if problem or args is not None:
+            break
     else:
-        candidate = Path(local_path(trace_path)).parent / "server_args.json"
-        args, problem = read_side_file(candidate)
+        return None, None
     if problem or args is None:
         return None, problem
     if not isinstance(args, dict):

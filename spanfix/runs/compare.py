@@ -2,120 +2,36 @@
 in one batch (in parallel, as `stats` runs its inputs), and the comparison of them
 (speculation/compare.py). api.compare() calls it; the CLI calls that.
 
-A RUN is a folder (its traces: `*.trace.json[.gz]`, as SGLang's profiler names them, or, where it
-holds none, every `*.json[.gz]` but the side files SGLang writes beside them), a glob (quoted: a
-shell would make each file a run of its own) or one trace; on a store (a URL) alike. It is named by
-its folder, the folder of its glob, or the file's name without `.trace.json.gz`. `--baseline` takes
+A RUN is a folder (its traces and the files the server wrote about it, in either layout of
+sources/layout.py: flat, or SGLang's own RUN/traces/), a glob (quoted: a shell would make each file a
+run of its own) or one trace; on a store (a URL) alike. It is named by its folder, the folder of its
+glob, or the file's name without `.trace.json.gz`. A folder's server files (server_info.json, server.log,
+the /generate responses) are read as the run's --spec-metrics, after those given. `--baseline` takes
 the same (or a saved `stats --format json`); a baseline that is one of the RUNs is not read twice.
 """
 
 from __future__ import annotations
 
-import glob
 import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from ..errors import SpanfixError, TraceError, UsageError, out_of_memory
 from ..options import Options, checked_path, checked_paths
-from ..speculation import AcceptFigure, PlainDecode, measure_speculation, plain_of
+from ..sources.layout import NamedRun, named_path
+from ..sources.layout import resolve_run as run_folder
+from ..speculation import AcceptFigure, NoAcceptLength, PlainDecode, measure_speculation, plain_of
 from ..speculation.compare import Comparison, PlainRun, RunInput, as_baseline, compare_runs
 from ..speculation.sweep import Sweep, read_sweep
 from ..timing import BaselineRead, TraceMeasures, read_baseline
 from ..timing.once import counted_once
 from .measure import Each, accept_figures, measure_path, one_by_one
 
-TRACE_ENDINGS = (".trace.json", ".trace.json.gz")
-JSON_ENDINGS = (".json", ".json.gz")
-# What SGLang writes beside its captures: JSON, but not traces.
-SIDE_FILES = frozenset({"server_args.json", "server_info.json", "generate_outputs.json"})
-WILDCARDS = "*?["
-
-
-@dataclass(slots=True)
-class NamedRun:
-    """A RUN as given: its name, the argument, the traces it names, and why it names none."""
-
-    name: str
-    given: str
-    sources: list[str] = field(default_factory=list)
-    problem: str | None = None
-
-
-def run_name(argument: str, pattern: bool | None = None) -> str:
-    """A run's name: its folder's, its glob's folder's, or the trace's name without its endings.
-    pattern: whether the argument is a glob (None: if it holds * ? or [)."""
-    from ..sources import basename, is_url, split_url
-
-    text = argument.rstrip("/") or argument
-    path = split_url(text)[1] if is_url(text) else text
-    if pattern is None:
-        pattern = any(c in path for c in WILDCARDS)
-    if pattern:
-        folder = os.path.dirname(path)
-        return basename(folder) if folder and not any(c in folder for c in WILDCARDS) else argument
-    name = basename(text)
-    for ending in (*TRACE_ENDINGS, *JSON_ENDINGS):
-        if name.endswith(ending) and len(name) > len(ending):
-            return name[: -len(ending)]
-    return name or argument
-
-
-def _traces_among(names: list[str]) -> list[str]:
-    """The traces of a folder's files: SGLang's `*.trace.json[.gz]`, else every JSON file but the side files."""
-    from ..sources import basename
-
-    traces = [name for name in names if basename(name).endswith(TRACE_ENDINGS)]
-    if traces:
-        return traces
-    return [name for name in names if basename(name).endswith(JSON_ENDINGS) and basename(name) not in SIDE_FILES]
-
 
 def resolve_run(argument: str | os.PathLike[str]) -> NamedRun:
-    """A RUN argument as a name and its traces (a problem, not an exception, when it names none)."""
-    from ..sources import expand, is_folder, is_url, join, local_path
-
-    given = checked_path(argument, "run")
-    literal = not is_url(given) and os.path.exists(local_path(given))  # a folder named [x] is no pattern
-    found = NamedRun(run_name(given, False if literal else None), given)
-    try:
-        if is_url(given):
-            if any(c in given for c in WILDCARDS):
-                expanded = expand([given])
-                names = [name for name in expanded.names if not name.rstrip("/").endswith(tuple(SIDE_FILES))]
-                if expanded.unmatched and not names:
-                    found.problem = expanded.unmatched[0][1]
-                found.sources = names
-            elif not given.endswith(JSON_ENDINGS) and is_folder(given):  # a trace's name asks the store nothing
-                expanded = expand([join(given, "*.json"), join(given, "*.json.gz")])
-                found.sources = _traces_among(sorted(expanded.names))
-                if not found.sources:
-                    found.problem = f"{given}: no trace in this folder (*.trace.json, *.trace.json.gz, *.json)"
-            else:
-                found.sources = [given]
-            return found
-    except TraceError as exc:
-        found.problem = str(exc)
-        return found
-    path = local_path(given)
-    if os.path.isdir(path):
-        names = sorted(os.path.join(given, entry) for entry in os.listdir(path)
-                       if os.path.isfile(os.path.join(path, entry)))
-        found.sources = _traces_among(names)
-        if not found.sources:
-            found.problem = f"{given}: no trace in this folder (*.trace.json, *.trace.json.gz, *.json)"
-    elif not os.path.exists(path) and any(c in given for c in WILDCARDS):
-        prefix = given[: len(given) - len(path)] if given.endswith(path) else ""  # file:// stays
-        found.sources = sorted(prefix + name for name in glob.glob(path) if os.path.isfile(name)
-                               and os.path.basename(name) not in SIDE_FILES)
-        if not found.sources:
-            found.problem = f"{given}: no file matches this pattern"
-    elif os.path.exists(path) or given == "-":
-        found.sources = [given]
-    else:
-        found.problem = f"{given}: no such file or folder"
-    return found
+    """A RUN argument as a name, its traces and its server's files (a problem, not an exception, when it
+    names no trace): sources/layout.py, the one resolver of a folder as a run."""
+    return run_folder(checked_path(argument, "run"))
 
 
 def named_runs(arguments: Sequence[str | os.PathLike[str]] | Mapping[str, object]) -> list[NamedRun]:
@@ -130,7 +46,8 @@ def named_runs(arguments: Sequence[str | os.PathLike[str]] | Mapping[str, object
             parts = [resolve_run(v) for v in checked_paths(value, f"runs[{name!r}]")]
             problems = [part.problem for part in parts if part.problem]
             found.append(NamedRun(name, ", ".join(part.given for part in parts),
-                                  [s for part in parts for s in part.sources], problems[0] if problems else None))
+                                  [s for part in parts for s in part.sources], problems[0] if problems else None,
+                                  [f for part in parts for f in part.server_files]))
         return found
     if isinstance(arguments, (str, os.PathLike)):
         arguments = [arguments]
@@ -145,15 +62,15 @@ def named_runs(arguments: Sequence[str | os.PathLike[str]] | Mapping[str, object
 
 def _named_apart(runs: list[NamedRun]) -> None:
     """Runs named alike are named by as many of their paths' last parts as tell them apart: `a/eagle`
-    and `b/eagle`; `standalone/traces` and `plain/traces` (SGLang's folders keep a run's traces in
-    `RUN/traces/`). The same argument twice stays alike (named_runs refuses it)."""
+    and `b/eagle` (`a/eagle/traces` too: SGLang's RUN/traces/ is the run RUN). The same argument twice
+    stays alike (named_runs refuses it)."""
     alike: dict[str, list[NamedRun]] = defaultdict(list)
     for run in runs:
         alike[run.name].append(run)
     for group in alike.values():
         if len(group) < 2:
             continue
-        parts = [_named_path(run.given).split("/") for run in group]
+        parts = [named_path(run.given).split("/") for run in group]
         for depth in range(2, max(map(len, parts)) + 1):
             names = ["/".join(part[-depth:]).lstrip("/") or run.given for part, run in zip(parts, group)]
             if len(set(names)) == len(names):
@@ -162,21 +79,6 @@ def _named_apart(runs: list[NamedRun]) -> None:
             names = [run.given.rstrip("/") or run.given for run in group]
         for run, name in zip(group, names):
             run.name = name
-
-
-def _named_path(argument: str) -> str:
-    """The path a run's name is the last part of (run_name): its folder, its glob's folder, or the
-    trace without its endings; a URL's path on its store."""
-    from ..sources import is_url, split_url
-
-    text = argument.rstrip("/") or argument
-    path = split_url(text)[1] if is_url(text) else text
-    if any(c in path for c in WILDCARDS):
-        return os.path.dirname(path)
-    for ending in (*TRACE_ENDINGS, *JSON_ENDINGS):
-        if path.endswith(ending) and len(path) > len(ending):
-            return path[: -len(ending)]
-    return path
 
 
 def _measure(source: str, options: Options, device: bool | None, saved: bool) -> object:
@@ -208,6 +110,7 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
         raise UsageError("compare needs at least one run")
     by_name = {run.name: run for run in named}
     figures = _outside_figures(by_name, spec_metrics, accept_length, options.max_bytes)
+    server_notes = _server_figures(named, figures, options.max_bytes)
     problems = [run.problem for run in named if run.problem]
     base = _baseline_runs(baseline)
     for run in base:  # no comparison without it
@@ -246,6 +149,8 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
         inputs.append(RunInput(run.name, tuple(run.sources), tuple(measures), tuple(figures.get(run.name, ()))))
     if found_errors and errors == "raise":
         raise TraceError(found_errors[0])
+    if found_errors and not any(run.measures for run in inputs):  # nothing to compare: say what was found
+        raise TraceError("no run to compare: " + "; ".join(found_errors))
     plain = None
     if among is not None:
         run = next(found for found in inputs if found.name == among)
@@ -254,9 +159,15 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
         plain = as_baseline(run)
     elif base:
         plain = _read_baseline(base, outcomes)
-    comparison = compare_runs(inputs, plain, sweep=read, allow_skipped=allow_skipped)
+    try:
+        comparison = compare_runs(inputs, plain, sweep=read, allow_skipped=allow_skipped)
+    except UsageError as exc:  # no plain run among those read: perhaps among those that were not
+        if not found_errors:
+            raise
+        raise TraceError(f"{exc}; not read: {'; '.join(found_errors)}") from None
     comparison.errors[:0] = found_errors
     comparison.warnings[:0] = warnings
+    comparison.notes[:0] = server_notes
     if read is not None:
         comparison.notes[:0] = read.problems
     return comparison
@@ -283,6 +194,27 @@ def _outside_figures(runs: dict[str, NamedRun], spec_metrics: Mapping[str, Seque
             else:
                 found.setdefault(name, []).extend(accept_figures((), value))  # type: ignore[arg-type]
     return found
+
+
+def _server_figures(runs: list[NamedRun], figures: dict[str, list[AcceptFigure]], max_bytes: int | None) -> list[str]:
+    """Each run's accept lengths from the files its server wrote beside its traces (sources/layout.py),
+    after those given (a file given is not read twice). A file that tells none (a plain server's) says
+    nothing; one that cannot be read is a note, and left out."""
+    from ..sources import place_key
+
+    notes = []
+    for run in runs:
+        given = {place_key(figure.file) for figure in figures.get(run.name, ()) if figure.file}
+        for path in run.server_files:
+            if place_key(path) in given:
+                continue
+            try:
+                figures.setdefault(run.name, []).extend(accept_figures([path], max_bytes=max_bytes))
+            except NoAcceptLength:
+                continue
+            except TraceError as exc:
+                notes.append(f"{run.name}: {exc}: left out")
+    return notes
 
 
 def _baseline_runs(baseline: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None) -> list[NamedRun]:

@@ -58,16 +58,24 @@ def plain_baseline(baseline: Baselines, options: Options) -> PlainDecode | None:
 
 
 def baseline_names(baseline: Baselines) -> list[str]:
-    """The baselines as named: one, or several (each a trace, or a quoted glob of them, expanded here as
-    a shell would; a URL's on its store). TraceError for a pattern that matches nothing."""
+    """The baselines as named: one, or several (each a trace, a quoted glob of them, expanded here as
+    a shell would, or a run's folder, its traces as compare reads a RUN's: sources/layout.py; a URL's
+    on its store). TraceError for a pattern that matches nothing, a folder that holds no trace."""
     if baseline is None or isinstance(baseline, StatsResult):
         return []
     names = [checked_path(baseline, "baseline")] if isinstance(baseline, (str, os.PathLike)) else \
         [checked_path(name, "baseline") for name in checked_paths(baseline, "baseline")]
-    from ..sources import expand, is_url
+    from ..sources import expand, is_folder, is_url
+    from ..sources.layout import JSON_ENDINGS, resolve_run
 
     found: list[str] = []
     for name in names:
+        if not name.endswith(JSON_ENDINGS) and name != "-" and is_folder(name):  # a run's folder
+            run = resolve_run(name)
+            if run.problem:
+                raise TraceError(run.problem)
+            found += run.sources
+            continue
         if not is_url(name) and not os.path.exists(name) and any(c in name for c in "*?["):
             matches = sorted(path for path in glob.glob(name) if os.path.isfile(path))
             if not matches:

@@ -33,6 +33,7 @@ from .names import (  # noqa: F401 (the package's own names, as the rest of span
     require,
     scheme_of,
     sibling,
+    side_file_candidates,
     split_url,
 )
 

@@ -95,15 +95,16 @@ def _no_room(source: str, exc: OSError) -> TraceError:
                       f"({exc.strerror or exc}; TMPDIR chooses where fetched traces go)")
 
 
-# The small files read beside a trace (read/server_args.py), fetched by the same child as the
-# trace: a child's first request costs it a new client of the store (0.4 s for S3 on this machine).
+# The small files read beside a trace (read/server_args.py; one level up too for a trace in a traces/
+# folder), fetched by the same child as the trace: a child's first request costs it a new client of the
+# store (0.4 s for S3 on this machine).
 SIDE_FILES = ("server_args.json",)
 _BESIDE: dict[str, tuple[object, str | None]] = {}
 
 
 def _fetch_here(source: str, limit: Any, files: tuple[BinaryIO, BinaryIO], beside: bool = True
                 ) -> tuple[bytes | None, bytes | None, bool, dict[str, tuple[object, str | None]]]:
-    from .names import sibling
+    from .names import side_file_candidates
     from .store import failure, opened
 
     try:
@@ -111,8 +112,8 @@ def _fetch_here(source: str, limit: Any, files: tuple[BinaryIO, BinaryIO], besid
             if size is not None and size > limit.bytes:
                 raise limit.refusal(source, "larger than")
             found = _stream(source, stream, size, limit, files)
-        near = {name: _side_here(name, SIDE_FILE_BYTES) for name in (sibling(source, side) for side in SIDE_FILES)
-                if beside}
+        near = {name: _side_here(name, SIDE_FILE_BYTES) for side in SIDE_FILES
+                for name in side_file_candidates(source, side) if beside}
         return (*found, near)
     except SpanfixError:
         raise

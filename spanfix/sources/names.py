@@ -153,3 +153,28 @@ def place_key(name: str) -> Hashable:
     if canonical in ("http", "https"):
         return (canonical, parts.netloc.lower(), path, parts.query)
     return (canonical, parts.netloc.lower(), path.rstrip("/"))
+
+
+# SGLang's own layout of a run (sources/layout.py): its traces in RUN/traces/, the server's files in RUN.
+TRACES = "traces"
+SERVER_ARGS = "server_args.json"
+
+
+def folder_of(name: str) -> str:
+    """The folder that holds name, named as name is (a URL stays a URL of the same store)."""
+    if not is_url(name):
+        if scheme_of(name) == "file":
+            return "file://" + str(Path(local_path(name)).parent)
+        return str(Path(name).parent)
+    root, path, _ = split_url(name)
+    return root + posixpath.dirname(path.rstrip("/"))
+
+
+def side_file_candidates(trace: str, name: str = SERVER_ARGS) -> list[str]:
+    """Where a side file of a trace may be, in the order it is looked for: beside it, then, for a trace
+    in SGLang's `RUN/traces/`, in RUN."""
+    if not is_url(trace):  # a local path (file:// too), as the reader opens it
+        folder = Path(local_path(trace)).parent
+        return [str(folder / name)] + ([str(folder.parent / name)] if folder.name == TRACES else [])
+    folder = folder_of(trace)
+    return [join(folder, name)] + ([join(folder_of(folder), name)] if basename(folder) == TRACES else [])

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import OutputError
+from .names import is_url, local_path
 
 STDIN = "-"
 STDOUT = "-"  # as an output
@@ -89,7 +90,13 @@ def reads(inputs: Iterable[str], baseline: str | Iterable[str] | None = None, sp
     for source in spec_metrics:
         found.add(source, "--spec-metrics file")
     for source in [baseline] if baseline is None or isinstance(baseline, str) else baseline:
-        found.add(source, "baseline")
+        if isinstance(source, str) and not is_url(source) and os.path.isdir(local_path(source)):  # a run's folder
+            from .layout import resolve_run
+
+            for trace in resolve_run(source).sources:
+                found.add(trace, "baseline", f"{source} ({trace})")
+        else:
+            found.add(source, "baseline")
     return found
 
 

@@ -17,7 +17,18 @@ from .accept import Acceptance, acceptances, cpu_lengths_kept
 from .baseline import plain_from_json, plain_of
 from .configs import Run, RunConfig, group_runs
 from .measure import SpecIteration, SpeculationMeasures, measure_speculation
-from .metrics import BENCH, LOG, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError, read_spec_metrics, stated
+from .metrics import (
+    BENCH,
+    LOG,
+    SERVER_INFO,
+    STATED,
+    TRACE,
+    AcceptFigure,
+    MetricsError,
+    NoAcceptLength,
+    read_spec_metrics,
+    stated,
+)
 from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime, model_view
 from .result import PlainDecode, SpeculationResult, server_of, speculation_result
 from .speed import SpeedRow
@@ -25,7 +36,7 @@ from .verdict import Verdict
 
 __all__ = [
     "BENCH", "DEVICE_MODEL_PARTS", "LOG", "MODEL_PARTS", "SERVER_INFO", "STATED", "TRACE", "AcceptFigure",
-    "Acceptance", "MetricsError", "ModelTime", "PlainDecode", "Run", "RunConfig", "SpecIteration",
+    "Acceptance", "MetricsError", "ModelTime", "NoAcceptLength", "PlainDecode", "Run", "RunConfig", "SpecIteration",
     "SpeculationMeasures", "SpeculationResult", "SpeedRow", "Verdict", "acceptances", "cpu_lengths_kept",
     "group_runs", "measure_speculation", "model_view", "plain_from_json", "plain_of",
     "read_spec_metrics", "server_of", "speculation_result", "stated",

@@ -43,6 +43,10 @@ class MetricsError(TraceError):
     """A --spec-metrics file that cannot be used: one line."""
 
 
+class NoAcceptLength(MetricsError):
+    """A file that reads well but tells no accept length (a plain server's log or /server_info)."""
+
+
 @dataclass(frozen=True, slots=True)
 class AcceptFigure:
     """An accept length and where it came from."""
@@ -81,7 +85,7 @@ def read_spec_metrics(path: str, max_bytes: int | None = None) -> AcceptFigure:
         raise MetricsError(f"{path}: {exc}: not a number spanfix can use") from None
     if found is not None:
         return found
-    raise MetricsError(f"{path}: no accept length found: expected SGLang's server log ('Decode batch, ... "
+    raise NoAcceptLength(f"{path}: no accept length found: expected SGLang's server log ('Decode batch, ... "
                        "accept len: L' lines), a bench_serving result (.jsonl with accept_length), a "
                        "/server_info JSON (internal_states[].avg_spec_accept_length) or /generate responses "
                        "(meta_info.spec_verify_ct)")
