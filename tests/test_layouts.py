@@ -1,4 +1,4 @@
-"""A folder as a run (issue 43, 4; issue 42, 3): one resolver (sources/layout.py) reads a run's
+"""A folder as a run (issue 43, 4 and 3; issue 42, 3): one resolver (sources/layout.py) reads a run's
 folder for compare's RUNs and --baseline, and for the --baseline FOLDER of stats, check, report and
 capture. Two layouts: flat (the traces with server_args.json and the server's files beside them, as
 capture writes one) and SGLang's own, RUN/traces/ with the server's files one level up (as the
@@ -169,6 +169,28 @@ def test_server_args_one_level_up_from_a_traces_folder(pair):
             beside.unlink()
 
 
+def test_run_and_baseline_swapped_is_said(pair):
+    """Issue 43, 3: a plain capture with the speculative one as its baseline says the baseline is the
+    speculative one (a warning, in every format), not only that the inputs do not speculate."""
+    root, spec, plain, _ = pair
+    for baseline in (spec, root / "eagle"):
+        result = run("stats", plain, "--baseline", baseline, "--only", "speculation")
+        assert result.exit_code == 0, result.output
+        [warning] = [line for line in result.stderr.splitlines() if "swapped" in line]
+        assert warning.startswith(f"warning: the baseline {spec} runs speculative decoding (eagle")
+        assert "give the speculative capture as the input, and the plain one as --baseline" in warning
+    document = json.loads(run("stats", plain, "--baseline", spec, "--format", "json").stdout)
+    assert any("swapped" in warning for warning in document["warnings"])
+    saved = run("stats", spec, "--format", "json").stdout  # a saved speculative result as the baseline
+    path = root / "saved-eagle.json"
+    path.write_text(saved)
+    assert any("swapped" in w for w in spanfix.stats(str(plain), baseline=str(path)).warnings)
+    right = run("stats", spec, "--baseline", plain)
+    assert right.exit_code == 0 and "swapped" not in right.stderr
+    plain_to_plain = spanfix.stats(str(plain), baseline=str(plain))
+    assert not any("swapped" in w for w in plain_to_plain.warnings)
+
+
 REAL = SHARED_TRACES / "sglang-cpu"
 
 
@@ -186,3 +208,5 @@ def test_real_sglang_layout(tmp_path):
                                                ("server_info.json", "server.log", "generate_outputs.json")])
         assert standalone.result.used.source == expected.speculation.used.source
         assert standalone.result.accept_length == pytest.approx(expected.speculation.accept_length)
+    swapped = run("stats", *sorted((REAL / "plain" / "traces").glob("*.gz")), "--baseline", REAL / "standalone")
+    assert swapped.exit_code == 0 and "runs speculative decoding (standalone)" in swapped.stderr

@@ -116,6 +116,27 @@ def speculation_over(measures: list[TraceMeasures], figures: list[AcceptFigure],
     return speculation_result(measures, figures, plain, errors=errors)
 
 
+def swapped_baseline(measures: list[TraceMeasures], read: BaselineRead | None) -> str | None:
+    """What to say when the inputs run without speculative decoding and their baseline with it: the run
+    and its plain twin given the wrong way round (the speedup is the speculative capture's, over the
+    plain one given as --baseline). None otherwise."""
+    if read is None or not measures or any(getattr(m.speculation, "speculative", False) for m in measures):
+        return None
+    if read.measures is not None:
+        speculative = [m for m in read.every if getattr(m.speculation, "speculative", False)]
+        if not speculative:
+            return None
+        what = " / ".join(dict.fromkeys(m.speculation.algorithm for m in speculative))
+    else:
+        section = (read.document or {}).get("speculation")
+        if not isinstance(section, dict) or section.get("speculative") is not True:
+            return None
+        what = " / ".join(map(str, section.get("algorithms") or ["speculative decoding"]))
+    return (f"the baseline {read.source} runs speculative decoding ({what}) and these inputs do not: run and "
+            "baseline swapped? The speedup is a speculative capture's over its plain twin: give the speculative "
+            "capture as the input, and the plain one as --baseline")
+
+
 def compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:
     return result if read is None else compare(result, read.timing(result.by))
 
@@ -257,6 +278,9 @@ class Runs:
         except TraceError as exc:  # a saved result grouped by other keys
             self._problem(exc, baseline=True)
         result.speculation = self.speculation()
+        swapped = swapped_baseline(self.measures, self.read)
+        if swapped:
+            result.warnings.append(swapped)
         result.errors = [*self.problems, *([f"baseline {self.baseline_problem}"] if self.baseline_problem else [])]
         return result
 
