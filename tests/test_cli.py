@@ -19,6 +19,11 @@ def run(*args, input=None):
 def test_help_teaches_by_example():
     result = run("--help")
     assert result.exit_code == 0 and "spanfix relabel trace.json.gz" in result.output
+    # The question spanfix answers first (issue 43, 10): does speculation pay, against a plain twin?
+    first = result.output.split("\n\n")[1].strip()
+    assert first == "Does SGLang's speculative decoding pay, by how much, at which batch sizes?"
+    assert "--baseline plain/" in result.output and "spanfix compare " in result.output
+    assert "spanfix capture " in result.output and "--twin" in result.output
     result = run("relabel", "--help")
     assert result.exit_code == 0 and "Examples:" in result.output and "--in-place" in result.output
 

@@ -303,6 +303,31 @@ def test_csv_and_markdown(sweep):
     assert "**best\\: bs 4 eagle-s3" in markdown
 
 
+def test_ngram_settings_read_alike_in_every_format(tmp_path):
+    """Issue 43, 10: NGRAM runs no draft model; SGLang writes speculative_num_steps 0 and topk 10 (its
+    internal BFS breadth) for it. Its steps and topk are no settings of it: `-` in the terminal, the
+    markdown and the page alike (not `?/10/8` and `-/10/8`), and the legend says why."""
+    from spanfix.report.compare_page import compare_payload
+
+    trace = synth.generate(_spec("ngram", 3, 4, 1))
+    trace.server_args.update(speculative_num_steps=0, speculative_eagle_topk=10, speculative_num_draft_tokens=8)
+    _put(tmp_path / "ngram", trace, "ngram-TP-0.trace.json")
+    _put(tmp_path / "plain", synth.generate(synth.plain_twin(_spec("eagle", 3, 4, 1))), "plain-TP-0.trace.json")
+    runs = [tmp_path / "ngram", tmp_path / "plain"]
+    table = run("compare", *runs)
+    assert table.exit_code == 0, table.output
+    assert "NGRAM -/-/8" in table.stdout and "10" not in table.stdout.split("NGRAM")[1].split()[0]
+    assert "(-: not a setting of ngram: its algorithm runs no draft model, so it has no steps and no topk)" \
+        in " ".join(table.stdout.split())
+    markdown = run("compare", *runs, "--format", "markdown").stdout
+    [row] = [line for line in markdown.splitlines() if line.startswith("| ngram |")]
+    assert "| NGRAM | - | - | 8 |" in row
+    payload = json.dumps(compare_payload(spanfix.compare(runs)))
+    assert '"-/-/8"' in payload and "-/10/8" not in payload and "?/10/8" not in payload
+    assert json.loads(run("compare", *runs, "--format", "json").stdout)["runs"][0]["settings"][
+        "speculative_eagle_topk"] == 10  # the JSON keeps SGLang's arguments as they are
+
+
 def test_runs_named_alike_are_named_by_the_parts_that_tell_them_apart():
     from spanfix.runs.compare import named_runs
 

@@ -85,21 +85,29 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="spanfix")
 def main() -> None:
-    """Relabel and measure SGLang speculative-decoding step spans in profiler traces.
+    """Does SGLang's speculative decoding pay, by how much, at which batch sizes?
 
-    Older SGLang names the draft model's steps and the target's verify steps alike,
-    step[TARGET_VERIFY ...]. spanfix works out which model ran each step and brings the
-    trace to the newer naming, step[DRAFT ...] and step[VERIFY ...].
+    spanfix measures profiler traces of SGLang's speculative decoding: where a
+    decode iteration's time goes (draft, verify, draft extend), and against a
+    capture of the same server without speculation (its plain twin) the speedup
+    and the accept length at which speculation would break even. Older SGLang
+    names the draft's steps and the target's verify steps alike,
+    step[TARGET_VERIFY ...]: spanfix works out which model ran each step, and
+    relabel brings a trace to the newer naming, step[DRAFT ...], step[VERIFY ...].
 
     \b
     Typical use:
-      spanfix relabel trace.json.gz       # -> trace.relabeled.json.gz, beside it
-      spanfix relabel --dry-run --json traces/*.json.gz
-      spanfix relabel --in-place --algorithm eagle trace.json.gz
+      spanfix stats spec/*.trace.json.gz --baseline plain/  # does it pay?
+      spanfix compare runs/eagle runs/mtp runs/plain   # which config pays most?
+      spanfix capture http://127.0.0.1:30000 --load 8 \\
+          --twin http://127.0.0.1:30001   # a live server and its plain twin
+      spanfix check spec/*.json.gz --baseline plain/ \\
+          --budget 'speculation.speedup>=1.2'           # a CI gate
+      spanfix relabel trace.json.gz   # -> trace.relabeled.json.gz, beside it
 
-    Exit codes: 0 ok, 1 a check failed (--strict), 2 bad input or usage,
-    130 Ctrl-C (143 SIGTERM, 129 SIGHUP), 141 the reader of standard output
-    went away (| head), quietly.
+    Exit codes: 0 ok, 1 a check failed (check, compare --budget, relabel
+    --strict), 2 bad input or usage, 130 Ctrl-C (143 SIGTERM, 129 SIGHUP), 141
+    the reader of standard output went away (| head), quietly.
     """
     # A run holds a trace's millions of objects and makes no reference cycles worth collecting:
     # the cyclic collector would only walk them, again and again (about 10% of a relabel).

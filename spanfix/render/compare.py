@@ -42,9 +42,26 @@ def config_label(run: ComparedRun, graph_said: bool = False) -> str:
     graph = "" if config.cuda_graph is None or graph_said else " graphs" if config.cuda_graph else " eager"
     if run.plain:
         return "plain" + graph
-    settings = "/".join("?" if value is None else str(value) for value in (config.steps, config.topk,
-                                                                         config.draft_tokens))
-    return f"{config.server_algorithm or config.algorithm} {settings}{graph}"
+    return f"{config.server_algorithm or config.algorithm} {'/'.join(setting_cells(run))}{graph}"
+
+
+def setting_cells(run: ComparedRun) -> list[str]:
+    """A run's steps, topk and draft tokens as every table says them: `?` where nothing says, `-` where
+    it is not a setting of the run: plain decoding has none, NGRAM no steps and no topk (no draft model
+    runs; SGLang's topk 10 for it is its internal n-gram BFS breadth)."""
+    config = run.config
+    if config is None:
+        return ["?"] * 3
+    if run.plain:
+        return ["-"] * 3
+    values = (config.steps, config.topk, config.draft_tokens) if config.drafts else (None, None, config.draft_tokens)
+    unused = [False, False, False] if config.drafts else [True, True, False]
+    return ["-" if gone else "?" if value is None else str(value) for value, gone in zip(values, unused)]
+
+
+def draft_free(comparison: Comparison) -> list[str]:
+    """The runs whose algorithm runs no draft model (NGRAM): their steps and topk read `-`."""
+    return [run.name for run in comparison.runs if run.config is not None and not run.plain and not run.config.drafts]
 
 
 def _time(value: float | None) -> str:
@@ -91,9 +108,6 @@ def table_cells(comparison: Comparison, whys: Whys | None = None) -> tuple[list[
     return header, rows
 
 
-SETTINGS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
-
-
 def full_cells(comparison: Comparison, merged: bool = False) -> tuple[list[str], list[list[str]]]:
     """Every column, every row whole (markdown, the page): the settings apart (merged: in one column,
     steps/topk/draft tokens), the whys in full."""
@@ -102,12 +116,11 @@ def full_cells(comparison: Comparison, merged: bool = False) -> tuple[list[str],
               "clock", "iteration", "draft share", "per token", "tokens/s", "speedup", "break-even", "note"]
     rows = []
     for run in comparison.runs:
-        settings = run.settings
         graph = "-" if run.config is None or run.config.cuda_graph is None else \
             "CUDA graphs" if run.config.cuda_graph else "eager"
         for row in run.rows:
             note = ", ".join(marks(row) + ([row.why] if row.why else []))
-            values = [_setting(settings.get(key)) for key in SETTINGS]
+            values = setting_cells(run)
             values = ["-"] if merged and set(values) == {"-"} else values
             rows.append([run.name, "-" if row.bs is None else str(row.bs), "plain decoding" if run.plain
                          else run.algorithm, *(["/".join(values)] if merged else values),
@@ -118,10 +131,6 @@ def full_cells(comparison: Comparison, merged: bool = False) -> tuple[list[str],
 
 
 FULL_TEXT = frozenset({"run", "algorithm", "steps/topk/draft", "graphs", "accept source", "clock", "note"})
-
-
-def _setting(value: object) -> str:
-    return "-" if value is None else str(value)
 
 
 def verdict_lines(comparison: Comparison) -> list[str]:
@@ -166,7 +175,10 @@ LEGEND = ("each run on its own clock (the one that bounds its decode iteration);
 def legend(comparison: Comparison) -> str:
     graph = common_graph(comparison)
     modes = "" if graph is None else f", every run {'CUDA graphs' if graph else 'eager'}"
-    return f"config: algorithm steps/topk/draft tokens{modes}; {LEGEND}"
+    free = draft_free(comparison)
+    unused = (f" (-: not a setting of {' and '.join(free)}: its algorithm runs no draft model, so it has no "
+              "steps and no topk)") if free else ""
+    return f"config: algorithm steps/topk/draft tokens{unused}{modes}; {LEGEND}"
 
 
 def sweep_cells(comparison: Comparison) -> tuple[list[str], list[list[str]]] | None:

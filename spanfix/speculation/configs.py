@@ -73,10 +73,17 @@ class RunConfig:
         return found
 
     @property
+    def drafts(self) -> bool:
+        """Does a draft model run (whose steps and topk are settings)? NGRAM proposes from an n-gram cache:
+        SGLang still writes speculative_num_steps and speculative_eagle_topk for it (0, and its internal
+        BFS breadth), but they are not NGRAM's settings."""
+        return not self.candidates or any(ALGORITHMS[name].has_draft for name in self.candidates)
+
+    @property
     def title(self) -> str:
         """`STANDALONE, 3 steps, topk 1, 4 draft tokens`: SGLang's name where known, then the settings."""
         words = [self.server_algorithm or self.algorithm]
-        drafts = not self.candidates or any(ALGORITHMS[name].has_draft for name in self.candidates)
+        drafts = self.drafts
         if self.steps is not None and drafts:  # NGRAM's steps and topk are unused defaults: not its settings
             words.append(f"{self.steps} step{'s' if self.steps != 1 else ''}")
         if self.topk is not None and drafts:
