@@ -34,11 +34,13 @@ from spanfix.capturing import Capture, CaptureResult, Watcher, capture
 from spanfix.capturing.load import generate_body
 from spanfix.capturing.profile import (
     DETAILED_SINCE,
+    NEW_NAMES_SINCE,
     ProfileRequest,
     activities,
     has_detailed,
     has_start_step,
     is_whole,
+    stacks_by_default,
 )
 from spanfix.capturing.server import REDACTED, Server, ServerError, ServerInfo, redacted
 from spanfix.cli import main
@@ -222,6 +224,7 @@ def test_an_old_version_has_no_detailed_annotations(tmp_path, fake):
     assert "SGLang 0.5.18 has no detailed annotations (since 0.5.19)" in result.stderr
     body = fake.asked("POST", "/start_profile")[0]  # (then the cancel: no traffic here)
     assert "detailed_annotations" not in body and body["num_steps"] == 32
+    assert body["with_stack"] is True  # the old step names: python stacks decide attribution, so on by default
 
 
 def test_no_step_in_time_cancels_the_profile_and_is_one_line(tmp_path, fake):
@@ -229,7 +232,8 @@ def test_no_step_in_time_cancels_the_profile_and_is_one_line(tmp_path, fake):
     result = run("capture", fake.url, "-o", tmp_path / "c", "--timeout", "0.5", "--steps", "8")
     assert result.exit_code == 2
     body, cancel = fake.asked("POST", "/start_profile")
-    assert body == {"output_dir": str(tmp_path / "c"), "num_steps": 8, "activities": ["CPU"], "with_stack": True,
+    # SGLang 0.5.23 names draft and verify steps itself: no python stacks by default (they slow host work).
+    assert body == {"output_dir": str(tmp_path / "c"), "num_steps": 8, "activities": ["CPU"], "with_stack": False,
                     "record_shapes": True, "profile_id": body["profile_id"], "start_step": 1,
                     "detailed_annotations": True}
     # The stop is refused (armed, not running): a start without start_step and a stop disarm it.
@@ -318,7 +322,8 @@ def test_a_server_elsewhere_needs_server_dir(tmp_path, fake, monkeypatch):
         return (200, "text/plain", b"Start profiling.\n")
 
     fake.answers[("POST", "/start_profile")] = started
-    result = run("capture", fake.url, "-o", tmp_path / "c", "--server-dir", "/data/traces", "--read-from", seen)
+    result = run("capture", fake.url, "-o", tmp_path / "c", "--server-dir", "/data/traces", "--read-from", seen,
+                 "--stack")
     assert result.exit_code == 0, result.stderr
     body = fake.asked("POST", "/start_profile")[-1]
     assert body["output_dir"] == "/data/traces"
@@ -420,6 +425,13 @@ def test_what_is_asked_follows_the_server():
     assert request.body() == {"output_dir": "/out", "num_steps": 5, "activities": ["CPU"], "with_stack": True,
                               "record_shapes": False, "profile_id": "id"}
     assert has_start_step(info) and not has_start_step(ServerInfo(server_info("0.4.9")))
+    # Python stacks by default only where the step names are the old ones (before 0.5.20): they decide
+    # attribution there; from 0.5.20 on the names do, and stacks would only slow host work unevenly.
+    assert NEW_NAMES_SINCE == (0, 5, 20) and not stacks_by_default(info)
+    assert stacks_by_default(ServerInfo(server_info("0.5.19"))) and stacks_by_default(ServerInfo(server_info("0.5.11")))
+    assert not stacks_by_default(ServerInfo(server_info("0.5.20rc1"))) and not stacks_by_default(
+        ServerInfo(server_info("0.0.0.dev0")))  # a build from a source tree: new
+    assert stacks_by_default(ServerInfo(server_info("unknown")))
     # The files SGLang names (profiler_manager.py _stop_profile): <id>-TP-<r>[-DP-<d>][-PP-<p>][-EP-<e>].
     for name in ("id-TP-0.trace.json.gz", "id-TP-3-DP-1-PP-0-EP-3.trace.json.gz", "id-TP-1.trace.json"):
         assert request.ours(name), name

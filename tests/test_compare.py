@@ -140,9 +140,12 @@ def test_the_json_is_the_issues(sweep):
     result = run("compare", *folders(root), "--format", "json")
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    assert document["baseline"] == "plain" and document["best"] == [{"bs": 4, "run": "eagle-s3", "speedup": pytest.approx(
-        truth["eagle-s3", 4], rel=CLOSE)}, {"bs": 16, "run": "eagle-s5", "speedup": pytest.approx(truth["eagle-s5", 16],
-                                                                                                  rel=CLOSE)}]
+    assert document["baseline"] == "plain" and [{**best, "speedup_interval": None} for best in document["best"]] == [
+        {"bs": 4, "run": "eagle-s3", "speedup": pytest.approx(truth["eagle-s3", 4], rel=CLOSE), "speedup_interval": None},
+        {"bs": 16, "run": "eagle-s5", "speedup": pytest.approx(truth["eagle-s5", 16], rel=CLOSE), "speedup_interval": None}]
+    for best in document["best"]:  # each with its 95% interval, which holds it
+        low, high = best["speedup_interval"]
+        assert low <= best["speedup"] <= high
     for entry in document["runs"]:
         assert {"name", "algorithm", "settings", "verdict", "by_bs"} <= set(entry)
         for row in entry["by_bs"]:
@@ -298,7 +301,7 @@ def test_csv_and_markdown(sweep):
     markdown = run("compare", *folders(root), "--format", "markdown").stdout
     assert markdown.startswith("### Which configuration pays most\n")
     header = next(line for line in markdown.splitlines() if line.startswith("| run"))
-    assert "| steps | topk | draft tokens |" in header and "| speedup | break-even | note |" in header
+    assert "| steps | topk | draft tokens |" in header and "| speedup | speedup 95% | break-even | break-even 95% | note |" in header
     assert markdown.count("| eagle-s5 |") == 2 and "best" in markdown and "loses" in markdown
     assert "**best\\: bs 4 eagle-s3" in markdown
 

@@ -21,6 +21,7 @@ from synth_helpers import decode_truth
 import spanfix
 from spanfix.attribution.analyse import RelabelOptions
 from spanfix.cli import main
+from spanfix.render.speculation import verdict_line
 from spanfix.speculation import read_spec_metrics, speculation_result
 from spanfix.speculation.measure import measure_speculation
 from spanfix.timing import measure_file
@@ -605,9 +606,12 @@ def test_the_reports_cards_are_figures_of_its_speculation_table(tmp_path):
     section = report.payload["speculation"]
     cells = {cell["t"] for table in section["tables"] for row in table["rows"] for cell in row}
     labels = [label for label, _ in section["cards"]]
+    verdict = report.result.speculation.verdict
+    state = {True: "it pays", False: "it does not pay", None: "can't tell"}[verdict.pays]
     assert labels == ["draft model, share of the decode iteration (device)", "accept length (trace annotations)",
-                      "speedup over plain decoding (device, bs 4)", "break-even accept length (device)"]
-    assert report.payload["speculation"]["verdict"].startswith("speculation ")  # stats' verdict line
+                      "speedup over plain decoding (device, bs 4)", f"speedup, 95% interval ({state})",
+                      "break-even accept length (device)"]
+    assert report.payload["speculation"]["verdict"] == verdict_line(report.result.speculation)  # stats' verdict line
     for label, value in section["cards"]:
         assert any(value in cell for cell in cells), (label, value)
     [series] = section["series"]

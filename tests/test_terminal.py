@@ -130,7 +130,7 @@ def test_only_speculation_prints_the_verdict_and_its_table(tmp_path):
                                       tmp_path, rows=120)
     assert code == 0
     lines = [line for line in screen if line.strip()]
-    assert lines[0].startswith("speculation pays: 1.40x plain decoding at bs 4")
+    assert lines[0].startswith("speculation pays: 1.40x (1.21\u20131.61) plain decoding at bs 4")
     assert not any(line.startswith(("step spans per stage", "decode iterations:")) for line in lines)
 
 

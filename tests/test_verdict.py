@@ -67,8 +67,13 @@ def test_the_verdict_is_like_for_like_on_the_clock_that_bounds_the_iteration(tmp
         assert verdict.speedup == pytest.approx(accept * plain_iteration / iteration, rel=CLOSE)
         assert verdict.break_even == pytest.approx(iteration / plain_iteration, rel=CLOSE)
         assert verdict.accept_length == pytest.approx(accept, rel=1e-9)
-        assert verdict.pays == (verdict.speedup > 1) and verdict.batch_sizes == (spec.batch_size,)
-        assert verdict.pays == (verdict.accept_length > verdict.break_even)  # the overall row multiplies out
+        assert verdict.batch_sizes == (spec.batch_size,)
+        assert (verdict.speedup > 1) == (verdict.accept_length > verdict.break_even)  # the overall row multiplies out
+        # How sure: pays only when the whole interval is above 1, does not only when it is below.
+        low, high = verdict.speedup_interval
+        assert low <= verdict.speedup <= high and verdict.break_even_interval[0] <= verdict.break_even
+        assert verdict.pays is (True if low > 1 else False if high < 1 else None)
+        assert verdict.iterations == (spec.decode_iterations, spec.decode_iterations) and verdict.left_out == (0, 0)
         # The host column is the like-for-like host figure whatever the clock chosen.
         assert spec_result.overall.speedup["cpu"] == pytest.approx(accept * plain_host / host, rel=CLOSE)
         if device is None:
@@ -78,15 +83,23 @@ def test_the_verdict_is_like_for_like_on_the_clock_that_bounds_the_iteration(tmp
             assert verdict.why.startswith(bound)
     document = json.loads(run("stats", path, "--baseline", plain, "--format", "json").stdout)["speculation"]
     assert set(document["verdict"]) >= {"clock", "speedup", "break_even", "accept_length", "pays", "batch_sizes",
-                                        "why", "estimated"}
+                                        "why", "estimated", "speedup_interval", "break_even_interval", "iterations",
+                                        "variation", "cannot_tell"}
     assert document["verdict"]["estimated"] is False
     for key in ("plain_iteration_us", "per_token_us", "plain_per_token_us", "tokens_per_s", "speedup", "break_even"):
         assert key in document["by_bs"][0][bounding]
     line = next(line for line in run("stats", path, "--baseline", plain, terminal_width=200).stdout.splitlines()
-                if line.startswith("speculation ") and "plain decoding" in line)
-    pays = "speculation pays" if verdict.pays else "speculation does not pay"
-    assert line.startswith(f"{pays}: {verdict.speedup:.2f}x plain decoding at bs {spec.batch_size} (")
-    assert f"break-even accept length {verdict.break_even:.2f}, accepted {accept:.2f} (trace annotations)" in line
+                if line.startswith(("speculation ", "speculation:")) and "plain decoding" in line)
+    figure = f"{verdict.speedup:.2f}x ({low:.2f}\u2013{high:.2f})"
+    if verdict.pays is None:
+        assert line.startswith(f"speculation: can't tell at bs {spec.batch_size}: {figure} plain decoding, ")
+        assert verdict.cannot_tell in line
+    else:
+        pays = "speculation pays" if verdict.pays else "speculation does not pay"
+        assert line.startswith(f"{pays}: {figure} plain decoding at bs {spec.batch_size} (")
+    be_low, be_high = verdict.break_even_interval
+    assert (f"break-even accept length {verdict.break_even:.2f} ({be_low:.2f}\u2013{be_high:.2f}), accepted "
+            f"{accept:.2f} (trace annotations)") in line
 
 
 def test_check_reads_the_verdicts_clock_and_says_it(tmp_path):
@@ -216,8 +229,12 @@ def test_every_format_carries_the_verdict(tmp_path):
     assert float(said["verdict", "speedup"]["value"]) == pytest.approx(verdict.speedup, abs=1e-4)
     assert said["verdict", "speedup"]["clock"] == verdict.clock and said["verdict", "pays"]["value"] == "True"
     assert float(said["bs=4", "plain_iteration_us"]["value"]) > 0 and ("overall", "tokens_per_s") in said
+    low, high = verdict.speedup_interval
+    assert said["verdict", "speedup_interval"]["value"] == f"{round(low, 4)} {round(high, 4)}"
+    assert [float(end) for end in said["bs=4", "speedup_interval"]["value"].split()] == pytest.approx([low, high], abs=1e-4)
+    assert said["bs=4", "pays"]["value"] == "pays" and said["verdict", "iterations_run"]["value"] == "6"
     markdown = run("stats", path, "--baseline", plain, "--format", "markdown").stdout.replace("\\:", ":")
-    assert f"**speculation pays: {verdict.speedup:.2f}x plain decoding at bs 4" in markdown
+    assert f"**speculation pays: {verdict.speedup:.2f}x ({low:.2f}\u2013{high:.2f}) plain decoding at bs 4" in markdown
 
 
 def test_an_intended_twin_is_quiet(tmp_path):

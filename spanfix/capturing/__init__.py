@@ -47,6 +47,7 @@ from .profile import (
     has_detailed,
     has_start_step,
     new_profile_id,
+    stacks_by_default,
     start,
 )
 from .server import Server, ServerError, ServerInfo
@@ -157,7 +158,7 @@ class CaptureResult:
 
 
 def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: int = DEFAULT_STEPS,
-            detailed: bool | None = None, stack: bool = True, record_shapes: bool = True, load: int = 0,
+            detailed: bool | None = None, stack: bool | None = None, record_shapes: bool = True, load: int = 0,
             prompts: str | os.PathLike[str] | Sequence[str] | None = None,
             max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, server_dir: str | None = None,
             read_from: str | None = None, twin: str | None = None, timeout: float = DEFAULT_TIMEOUT,
@@ -170,7 +171,9 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
     measure what it wrote. See the module's docstring; docs/commands.md#capture explains every choice.
 
     steps: forward steps the profiler records (SGLang's num_steps). detailed: detailed annotations
-    (None: where the version has them, 0.5.19 and later; True on an older one is a ServerError).
+    (None: where the version has them, 0.5.19 and later; True on an older one is a ServerError). stack:
+    python stacks (None: where the server's SGLang writes the old step names, before 0.5.20, whose
+    attribution they decide; a twin is captured as its run is).
     load: concurrent /generate requests sent while it profiles (0: the server's own traffic), of
     prompts (a file, a list, or built-in ones), max_new_tokens each. server_dir: the folder as the
     server sees it, where it writes (needed when the server is on another machine); read_from: where
@@ -192,6 +195,8 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
     if twin is not None:
         _check_twin(servers, infos, said[1])
     plan = [_asked(server, info, detailed, one) for server, info, one in zip(servers, infos, said)]
+    if stack is None:  # one choice for both servers: a twin with stacks and a run without are unlike
+        stack = stacks_by_default(infos[0])
     folders = [folder] if twin is None else [os.path.join(folder, "spec"), os.path.join(folder, "plain")]
     made = _prepare(folder, folders)
     captures = []

@@ -40,6 +40,10 @@ from .server import Server, ServerError, ServerInfo
 # each step span's name, which give the accept length from the trace itself): SGLang 0.5.19. Older
 # releases ignore the field without a word, so the version decides.
 DETAILED_SINCE = (0, 5, 19)
+# The first release that names draft and verify steps itself (step[DRAFT ...], step[VERIFY ...]): from it
+# on, a capture needs no python stacks to tell the two apart, and leaves them out by default (with_stack
+# slows host work unevenly: the host clock of a capture with stacks is not the server's).
+NEW_NAMES_SINCE = (0, 5, 20)
 # start_step came in mid-2025 (sglang pull request 7608), before 0.5.0; older servers start at once.
 START_STEP_SINCE = (0, 5, 0)
 STOP_TIMEOUT = 600.0  # seconds /stop_profile may take: every rank exports its trace before it answers
@@ -96,6 +100,13 @@ def activities(info: ServerInfo) -> tuple[str, ...]:
 def has_start_step(info: ServerInfo) -> bool:
     version = info.version_tuple
     return version is None or version >= START_STEP_SINCE or version == (0, 0, 0)
+
+
+def stacks_by_default(info: ServerInfo) -> bool:
+    """Python stacks unless the server's SGLang names draft and verify steps itself (0.5.20 on): before
+    it, the call stacks are the strongest evidence of which model ran a step; an unknown version has them."""
+    version = info.version_tuple
+    return version is None or (version < NEW_NAMES_SINCE and version != (0, 0, 0))
 
 
 def has_detailed(info: ServerInfo) -> bool | None:
@@ -305,6 +316,26 @@ def cancel(server: Server, request: ProfileRequest, here: str | None) -> None:
                 os.unlink(entry.path)
 
 
-__all__ = ["CANCELLED", "DETAILED_SINCE", "FINISHED", "START_STEP_SINCE", "STOPPED", "Found", "ProfileRequest", "Refused",
-           "ServerError", "Traces", "activities", "cancel", "end", "has_detailed", "has_start_step", "is_whole",
-           "new_profile_id", "start", "stop"]
+__all__ = [
+    "CANCELLED",
+    "DETAILED_SINCE",
+    "FINISHED",
+    "NEW_NAMES_SINCE",
+    "START_STEP_SINCE",
+    "STOPPED",
+    "Found",
+    "ProfileRequest",
+    "Refused",
+    "ServerError",
+    "Traces",
+    "activities",
+    "cancel",
+    "end",
+    "has_detailed",
+    "has_start_step",
+    "is_whole",
+    "new_profile_id",
+    "stacks_by_default",
+    "start",
+    "stop",
+]

@@ -44,6 +44,7 @@ class Budget:
     limit: float  # in microseconds for times, a fraction for shares
     kind: str = TIME  # TIME, FRACTION, COUNT or NUMBER
     family: str = "stage"
+    bs: int | None = None  # a batch size's figure (speculation.bsN.*), None: the whole inputs'
 
     @property
     def is_time(self) -> bool:
@@ -71,6 +72,7 @@ class Spec:
     kind: str
     low: float | None = None  # the range a limit may take (None: unbounded), in the figure's own units
     high: float | None = None
+    bs: int | None = None  # the batch size the figure is of (speculation.bsN.*)
 
 
 class Family(Protocol):

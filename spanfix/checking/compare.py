@@ -17,10 +17,11 @@ from ..speculation.compare import (
     ComparedRun,
     Comparison,
 )
+from ..speculation.verdict import not_comparable, why_no_interval
 from ..timing import CPU
 from .budgets import NUMBER, OPERATORS, Budget, figure_text
 from .grammar import parse_budget
-from .speculation_budgets import model_statistic
+from .speculation_budgets import AGAINST_TWIN, model_statistic
 
 
 def judge(comparison: Comparison, budgets: Sequence[Budget]) -> Comparison:
@@ -48,7 +49,13 @@ def compare_budget(text: str) -> Budget:
 
 
 def _judged(budget: Budget, run: ComparedRun) -> list[BudgetOutcome]:
-    return [_outcome(budget, run, row) for row in run.rows]
+    """The budget at each of the run's rows; one naming a batch size at that row alone (skipped, saying
+    so, where the run has none)."""
+    if budget.bs is not None and not any(row.bs == budget.bs for row in run.rows):
+        sizes = ", ".join(str(row.bs) for row in run.rows if row.bs is not None) or "none"
+        return [BudgetOutcome(budget.text, run.name, budget.bs, SKIPPED, None, "not measured",
+                              run.why or f"no decode iteration at bs {budget.bs} (this run: bs {sizes})")]
+    return [_outcome(budget, run, row) for row in run.rows if budget.bs is None or row.bs == budget.bs]
 
 
 def _outcome(budget: Budget, run: ComparedRun, row: ComparedRow) -> BudgetOutcome:
@@ -68,6 +75,8 @@ def _figure(budget: Budget, run: ComparedRun, row: ComparedRow) -> tuple[float |
     """A budget's figure at one row: (value, the clock read, why none, where an accept length came from)."""
     if row.bs is None:
         return None, None, row.why or "not compared", ""
+    if budget.bs is not None and row.bs != budget.bs:
+        return None, None, "", ""  # another batch size's budget: not judged here
     clock = budget.clock or row.clock or run.clock or CPU
     if budget.family == "model":
         found = row.model.get(clock)
@@ -77,6 +86,15 @@ def _figure(budget: Budget, run: ComparedRun, row: ComparedRow) -> tuple[float |
     if budget.statistic == "accept_length":
         return row.accept_length, None, NEEDS_ACCEPT, row.accept_source or ""
     speed = row.speed
+    if speed is not None and budget.statistic in AGAINST_TWIN and speed.comparable(clock) is False:
+        return None, clock, not_comparable([speed], clock) or "not comparable", ""
+    if speed is not None and budget.statistic in ("speedup_low", "speedup_high"):
+        interval = speed.speedup_interval.get(clock)
+        if interval is None:
+            why = row.why or (f"no interval: {why_no_interval([speed], clock)}" if speed.speedup.get(clock) is not None
+                              else f"no speedup on the {clock} clock at bs {row.bs}")
+            return None, clock, why, ""
+        return interval[0 if budget.statistic == "speedup_low" else 1], clock, "", ""
     figures = {"speedup": speed.speedup, "break_even": speed.break_even,
                "time_per_token": speed.per_token_us} if speed is not None else {}
     value = figures[budget.statistic].get(clock) if figures else None

@@ -96,4 +96,4 @@ def parse_budget(text: str) -> Budget:
         bounds += [f"at most {spec.high:g}"] if spec.high is not None else []
         raise BudgetError(f"{text!r}: {what} is {' and '.join(bounds)}, not {limit:g}")
     return Budget(text, spec.subject, spec.clock, spec.part, spec.statistic, match["op"], limit, spec.kind,
-                  family.name)
+                  family.name, spec.bs)

@@ -50,9 +50,11 @@ class Seconds(click.ParamType):
 @click.option("--detailed/--no-detailed", default=None,
               help="Detailed annotations (the accept length from the trace itself). Default: on where the "
                    "server's SGLang has them (0.5.19 and later); --detailed on an older one is an error.")
-@click.option("--stack/--no-stack", default=True, show_default=True,
+@click.option("--stack/--no-stack", default=None,
               help="Python call stacks in the trace (with_stack): the strongest evidence of which model ran a "
-                   "step; the trace grows several times larger.")
+                   "step in the old step names, but they slow host work unevenly (host times are not the "
+                   "server's) and grow the trace several times. Default: on for SGLang before 0.5.20 (old "
+                   "names), off from 0.5.20 on, whose step names tell draft from verify.")
 @click.option("--load", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
               help="Send N greedy /generate requests at once while it profiles, each slot the next as soon as "
                    "its last is answered (after one unprofiled warm-up round). 0: wait for the server's own "

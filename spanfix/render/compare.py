@@ -17,11 +17,11 @@ from ..speculation.compare import BROKEN, SKIPPED, BudgetOutcome, ComparedRow, C
 from ..timing import format_us
 from .escape import csv_row, markdown_text, printable, whole_reason
 from .fit import fitted_table
-from .speculation import CLOCK_WORDS, _accept, _rate, _ratio, verdict_line
+from .speculation import CLOCK_WORDS, _accept, _rate, _ratio, interval_text, verdict_line
 from .stats import grouped, markdown_table
 
 # What the terminal's table leaves out first to fit, one at a time (every figure is in --format csv).
-LEAVE_OUT = ("tokens/s", "per token", "clock", "iteration", "draft", "break-even")
+LEAVE_OUT = ("tokens/s", "per token", "clock", "iteration", "draft", "break-even", "95%")
 SWEEP_LEAVE_OUT = ("step time", "line")
 TITLE = "which configuration pays most: speedup over plain decoding"
 
@@ -73,7 +73,8 @@ def _share(value: float | None) -> str:
 
 
 def marks(row: ComparedRow) -> list[str]:
-    return (["best"] if row.best else []) + (["loses"] if row.loses else [])
+    return ((["best"] if row.best else []) + (["loses"] if row.loses else [])
+            + (["can't tell"] if row.cannot_tell else []) + ([] if row.comparable else ["not comparable"]))
 
 
 class Whys:
@@ -93,7 +94,7 @@ def table_cells(comparison: Comparison, whys: Whys | None = None) -> tuple[list[
     """The terminal's table: a run's name and configuration on its first row, the figures on the run's
     clock, and a note (best, loses, or [n]: why it is not compared, said under the table)."""
     header = ["run", "bs", "config", "accept", "clock", "iteration", "draft", "per token", "tokens/s", "speedup",
-              "break-even", "note"]
+              "95%", "break-even", "note"]
     rows = []
     said = common_graph(comparison) is not None
     for run in comparison.runs:
@@ -104,7 +105,8 @@ def table_cells(comparison: Comparison, whys: Whys | None = None) -> tuple[list[
             rows.append([run.name if k == 0 else "", "-" if row.bs is None else str(row.bs),
                          config_label(run, said) if k == 0 else "", _accept(row), row.clock or "-", _time(row.iteration_us),
                          _share(row.draft_share), _time(row.per_token_us), _rate(row.tokens_per_s),
-                         _ratio(row.speedup), _ratio(row.break_even), ", ".join(note)])
+                         _ratio(row.speedup), interval_text(row.speedup_interval), _ratio(row.break_even),
+                         ", ".join(note)])
     return header, rows
 
 
@@ -113,7 +115,8 @@ def full_cells(comparison: Comparison, merged: bool = False) -> tuple[list[str],
     steps/topk/draft tokens), the whys in full."""
     settings_header = ["steps/topk/draft"] if merged else ["steps", "topk", "draft tokens"]
     header = ["run", "bs", "algorithm", *settings_header, "graphs", "accept", "accept source",
-              "clock", "iteration", "draft share", "per token", "tokens/s", "speedup", "break-even", "note"]
+              "clock", "iteration", "draft share", "per token", "tokens/s", "speedup", "speedup 95%", "break-even",
+              "break-even 95%", "note"]
     rows = []
     for run in comparison.runs:
         graph = "-" if run.config is None or run.config.cuda_graph is None else \
@@ -126,7 +129,8 @@ def full_cells(comparison: Comparison, merged: bool = False) -> tuple[list[str],
                          else run.algorithm, *(["/".join(values)] if merged else values),
                          graph, _accept(row), row.accept_source or "-", row.clock or "-", _time(row.iteration_us),
                          _share(row.draft_share), _time(row.per_token_us), _rate(row.tokens_per_s),
-                         _ratio(row.speedup), _ratio(row.break_even), note])
+                         _ratio(row.speedup), interval_text(row.speedup_interval), _ratio(row.break_even),
+                         interval_text(row.break_even_interval), note])
     return header, rows
 
 
@@ -162,14 +166,20 @@ def best_line(comparison: Comparison) -> str | None:
     by_bs: dict[int, list[str]] = {}
     for bs, name in comparison.best:
         by_bs.setdefault(bs, []).append(name)
-    return "best: " + "; ".join(f"bs {bs} {' and '.join(names)} ({_ratio(comparison.run(names[0]).row(bs).speedup)}x)"
-                                for bs, names in by_bs.items())
+    def figure(bs: int, name: str) -> str:
+        row = comparison.run(name).row(bs)
+        assert row is not None
+        within = f", {interval_text(row.speedup_interval)}" if row.speedup_interval is not None else ""
+        return f"{_ratio(row.speedup)}x{within}"
+    return "best: " + "; ".join(f"bs {bs} {' and '.join(names)} ({figure(bs, names[0])})" for bs, names in by_bs.items())
 
 
 LEGEND = ("each run on its own clock (the one that bounds its decode iteration); iteration: the decode iteration's "
           "mean; draft: the draft model's share of it; per token: per request; tokens/s: the batch's; speedup, "
-          "break-even (the accept length at which speedup is 1): against the plain run at that batch size; best: "
-          "the largest speedup at that batch size; loses: slower than plain decoding")
+          "break-even (the accept length at which speedup is 1): against the plain run at that batch size; 95%: the "
+          "speedup's interval; best: the largest speedup at that batch size; loses: slower than plain decoding (the "
+          "interval below 1); can't tell: the interval holds 1; not comparable: a speculative iteration faster "
+          "than a plain one")
 
 
 def legend(comparison: Comparison) -> str:

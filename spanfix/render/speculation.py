@@ -27,6 +27,21 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def interval_text(interval: tuple[float, float] | None) -> str:
+    """A 95% interval as people read it: `1.33–1.47` (an en dash between the ends)."""
+    return "-" if interval is None else f"{interval[0]:.2f}\u2013{interval[1]:.2f}"
+
+
+def row_mark(row: SpeedRow, clock: str) -> str:
+    """What a batch size's speedup says: pays, loses, can't tell, or not comparable (break-even below 1)."""
+    if row.comparable(clock) is False:
+        return "not comparable"
+    if row.speedup.get(clock) is None:
+        return ""
+    found = row.pays(clock)
+    return "pays" if found else "loses" if found is False else "can't tell"
+
+
 def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str]]]:
     """One row per figure, a column per clock that has figures."""
     clocks = [clock for clock in (CPU, GPU) if clock in spec.model or clock in spec.iteration_model
@@ -87,7 +102,9 @@ def speculation_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str
                             ("plain decode iteration", lambda clock: _time_share(overall.plain_iteration_us.get(clock))),
                             ("  its DECODE step (forward)", lambda clock: _time_share(overall.plain_us.get(clock))),
                             ("speedup", lambda clock: _ratio(overall.speedup.get(clock))),
-                            ("break-even accept length", lambda clock: _ratio(overall.break_even.get(clock)))):
+                            ("  95% interval", lambda clock: interval_text(overall.speedup_interval.get(clock))),
+                            ("break-even accept length", lambda clock: _ratio(overall.break_even.get(clock))),
+                            ("  95% interval ", lambda clock: interval_text(overall.break_even_interval.get(clock)))):
             cells = [cell(clock) for clock in clocks]
             if any(text != "-" for text in cells):
                 rows.append([label, *cells])
@@ -110,7 +127,8 @@ def by_bs_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str]]] | 
     if len(spec.rows) < 2:
         return None
     clock = spec.verdict_clock()
-    header = ["bs", "iters", "accept", "iteration", "per token", "tokens/s", "plain iter", "speedup", "break-even"]
+    header = ["bs", "iters", "accept", "iteration", "per token", "tokens/s", "plain iter", "speedup", "95%",
+              "break-even", "note"]
     return header, [_bs_row(row, clock) for row in spec.rows]
 
 
@@ -123,7 +141,7 @@ def _bs_row(row: SpeedRow, clock: str) -> list[str]:
     return [str(row.bs), str(row.iterations), _accept(row), _time_share(row.iteration_us.get(clock)),
             _time_share(row.per_token_us.get(clock)), _rate(row.tokens_per_s.get(clock)),
             _time_share(row.plain_iteration_us.get(clock)), _ratio(row.speedup.get(clock)),
-            _ratio(row.break_even.get(clock))]
+            interval_text(row.speedup_interval.get(clock)), _ratio(row.break_even.get(clock)), row_mark(row, clock)]
 
 
 def speculation_title(spec: SpeculationResult) -> str:
@@ -144,10 +162,21 @@ def verdict_line(spec: SpeculationResult) -> str | None:
             text += (f"; break-even accept length {verdict.break_even:.2f} at bs {_sizes(list(verdict.batch_sizes))} "
                      f"({verdict.why})")
         return text
-    pays = "speculation pays" if verdict.pays else "speculation does not pay"
-    return (f"{pays}: {verdict.speedup:.2f}x plain decoding at bs {_sizes(list(verdict.batch_sizes))} ({verdict.why}); "
-            f"break-even accept length {verdict.break_even:.2f}, accepted {verdict.accept_length:.2f}"
+    sizes = _sizes(list(verdict.batch_sizes))
+    figure = f"{verdict.speedup:.2f}x" + within_text(verdict.speedup_interval)
+    if verdict.pays is None:
+        head = f"speculation: can't tell at bs {sizes}: {figure} plain decoding, {verdict.cannot_tell}"
+    else:
+        head = (f"{'speculation pays' if verdict.pays else 'speculation does not pay'}: {figure} plain decoding at bs "
+                f"{sizes}")
+    text = (f"{head} ({verdict.why}); break-even accept length {verdict.break_even:.2f}"
+            f"{within_text(verdict.break_even_interval)}, accepted {verdict.accept_length:.2f}"
             f" ({_accept_source(spec, verdict)})")
+    return "; ".join([text, *verdict.caveats])
+
+
+def within_text(interval: tuple[float, float] | None) -> str:
+    return "" if interval is None else f" ({interval_text(interval)})"
 
 
 def _accept_source(spec: SpeculationResult, verdict: Verdict) -> str:
@@ -225,6 +254,8 @@ def speculation_tables(result: StatsResult) -> list[tuple]:
         return [(not_speculative(spec), [], [], ())]
     line = verdict_line(spec)
     tables = [(line, [], [], ())] if line else []
+    if spec.verdict is not None and spec.verdict.steady_state:
+        tables.append((spec.verdict.steady_state, [], [], ()))
     tables.append((speculation_title(spec), *speculation_cells(spec), (), speculation_notes(spec)))
     by_bs = by_bs_cells(spec)
     if by_bs is not None:
@@ -246,6 +277,8 @@ def speculation_markdown(result: StatsResult, markdown_table) -> list[str]:
     line = verdict_line(spec)
     if line:
         sections += [f"**{markdown_text(line, whole=True)}**", ""]
+    if spec.verdict is not None and spec.verdict.steady_state:
+        sections += [markdown_text(spec.verdict.steady_state, whole=True), ""]
     sections += [markdown_table(*speculation_cells(spec)), ""]
     by_bs = by_bs_cells(spec)
     if by_bs is not None:
@@ -289,12 +322,18 @@ def speculation_csv_figures(result: StatsResult) -> list[tuple]:
     rows: list[tuple] = []
     verdict = spec.verdict
     if verdict is not None:
-        for name in ("pays", "speedup", "break_even", "accept_length", "accept_source", "batch_sizes", "why",
-                     "missing"):
-            value = verdict.to_json()[name]
-            value = " ".join(map(str, value)) if isinstance(value, list) else value
+        found = verdict.to_json()
+        for name in ("pays", "speedup", "speedup_interval", "break_even", "break_even_interval", "accept_length",
+                     "accept_source", "batch_sizes", "why", "missing", "cannot_tell", "steady_state", "caveats"):
+            value = found[name]
+            value = " ".join(map(str, value)) if isinstance(value, list) and name != "caveats" else \
+                "; ".join(value) if isinstance(value, list) else value
             if value not in (None, ""):
                 rows.append((verdict.clock, None, "verdict", name, value))
+        for name in ("iterations", "variation", "left_out"):
+            for side, value in found[name].items():
+                if value is not None:
+                    rows.append((verdict.clock, None, "verdict", f"{name}_{side}", value))
     if spec.accept_length is not None:
         rows.append((None, None, "overall", "accept_length", round(spec.accept_length, 4)))
     for row in ([spec.overall] if spec.overall is not None else []) + list(spec.rows):
@@ -307,4 +346,10 @@ def speculation_csv_figures(result: StatsResult) -> list[tuple]:
                 if value is not None:
                     rows.append((clock, row.counts.get(clock), scope, name,
                                  round(value, 1 if name == "tokens_per_s" else 3 if name.endswith("_us") else 4)))
+            for name in ("speedup_interval", "break_even_interval"):
+                interval = getattr(row, name).get(clock)
+                if interval is not None:
+                    rows.append((clock, row.counts.get(clock), scope, name, " ".join(f"{end:.4f}" for end in interval)))
+            if row.speedup.get(clock) is not None or row.comparable(clock) is False:
+                rows.append((clock, row.counts.get(clock), scope, "pays", row_mark(row, clock)))
     return rows

@@ -261,9 +261,9 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
     for title, header, rows, leave_out, *notes in speculation_tables(result) if "speculation" in shown else ():
         if header:
             add(title, header, rows, leave_out, *notes)
-        else:  # inputs without speculation: a line that says so
+        else:  # a line alone: the verdict, the steady state, or inputs without speculation (spanfix's own words)
             blank()
-            parts.append(rich_text(title))
+            parts.append(Text(whole_reason(title)))
     if result.kernels and "kernels" in shown:
         for in_parts, title in CATEGORY_TABLES:
             header, rows = category_cells(result, in_parts)

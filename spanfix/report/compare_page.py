@@ -79,16 +79,20 @@ def compare_payload(comparison: Comparison, *, command: str = "") -> dict:
 
 
 def _point(row: ComparedRow) -> dict:
-    return {"bs": row.bs, "speedup": row.speedup, "break_even": row.break_even, "accept_length": row.accept_length,
+    low, high = row.speedup_interval or (None, None)
+    return {"bs": row.bs, "speedup": row.speedup if row.comparable else None, "speedup_low": low,
+            "speedup_high": high, "break_even": row.break_even, "accept_length": row.accept_length,
             "iteration_us": row.iteration_us, "draft_share": row.draft_share, "best": row.best, "loses": row.loses,
-            "why": row.why}
+            "cannot_tell": row.cannot_tell, "comparable": row.comparable, "why": row.why}
 
 
 def _values(name: str, row: ComparedRow) -> dict[str, object]:
     """A row's exact values (sorting, tests), by column, where a cell is a figure."""
     return {"run": name, "bs": row.bs, "accept": row.accept_length, "iteration": row.iteration_us,
             "draft share": row.draft_share, "per token": row.per_token_us, "tokens/s": row.tokens_per_s,
-            "speedup": row.speedup, "break-even": row.break_even}
+            "speedup": row.speedup, "speedup 95%": None if row.speedup_interval is None else row.speedup_interval[0],
+            "break-even": row.break_even,
+            "break-even 95%": None if row.break_even_interval is None else row.break_even_interval[0]}
 
 
 def _tone(key: str, row: ComparedRow) -> str | None:

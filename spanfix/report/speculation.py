@@ -9,6 +9,7 @@ from collections import defaultdict
 from ..render.speculation import (
     CLOCK_WORDS,
     by_bs_cells,
+    interval_text,
     not_speculative,
     speculation_cells,
     speculation_notes,
@@ -80,6 +81,8 @@ def _cards(spec: SpeculationResult) -> list[list[str]]:
         if verdict.speedup is not None:
             cards.append([f"speedup over plain decoding ({where}, bs {', '.join(map(str, verdict.batch_sizes))})",
                           f"{verdict.speedup:.2f}"])
+            state = {True: "it pays", False: "it does not pay", None: "can't tell"}[verdict.pays]
+            cards.append([f"speedup, 95% interval ({state})", interval_text(verdict.speedup_interval)])
         if verdict.break_even is not None:
             cards.append([f"break-even accept length ({where})", f"{verdict.break_even:.2f}"])
     return cards

@@ -12,7 +12,7 @@ import orjson
 from ..errors import TraceError
 from ..timing import CLOCKS, BaselineRead
 from .configs import RunConfig, config_from_json, graph_words, group_runs
-from .measure import MODEL_WORK, RUN_BATCH, SpeculationMeasures, decode_means
+from .measure import MODEL_WORK, RUN_BATCH, SpeculationMeasures, decode_durations, means_of
 from .result import PlainDecode
 
 
@@ -34,9 +34,10 @@ def plain_of(read: BaselineRead) -> PlainDecode:
                                for run in runs) + ")")
     bases = {m.basis for m in found} - {None}
     graphs = {m.cuda_graph for m in found} - {None}
-    return PlainDecode(read.source, decode_means(found), algorithms, all(m.plain for m in found),
-                       graphs.pop() if len(graphs) == 1 else None, problem, decode_means(found, "plain_iterations"),
-                       bases.pop() if len(bases) == 1 else None, runs[0].config if runs else None)
+    steps, iterations = decode_durations(found), decode_durations(found, "plain_iterations")
+    return PlainDecode(read.source, means_of(steps), algorithms, all(m.plain for m in found),
+                       graphs.pop() if len(graphs) == 1 else None, problem, means_of(iterations),
+                       bases.pop() if len(bases) == 1 else None, runs[0].config if runs else None, iterations, steps)
 
 
 def plain_from_json(document: dict, source: str) -> PlainDecode:
@@ -53,16 +54,20 @@ def plain_from_json(document: dict, source: str) -> PlainDecode:
     config = config_from_json(runs[0]) if isinstance(runs, list) and len(runs) == 1 and isinstance(runs[0], dict) else None
     if config is None and graph is not None:
         config = RunConfig("none", frozenset({"none"}), False, cuda_graph=graph, graph_from=f"{source}")
-    return PlainDecode(source, _means(section, "decode_steps", source), " / ".join(map(str, algorithms)),
-                       section.get("speculative") is False, graph, None, _means(section, "plain_iterations", source),
-                       basis, config)
+    steps, step_durations = _means(section, "decode_steps", source)
+    iterations, durations = _means(section, "plain_iterations", source)
+    return PlainDecode(source, steps, " / ".join(map(str, algorithms)), section.get("speculative") is False, graph,
+                       None, iterations, basis, config, durations, step_durations)
 
 
-def _means(section: dict, key: str, source: str) -> dict:
-    """The means per (bs, clock) of a saved section. A mean is a time a decode took: finite and
-    positive; a row whose mean is anything else makes the file no stats result (a negative plain
-    decode gave a speedup of -13.9), as a stage's mean does (timing/baseline.py)."""
+def _means(section: dict, key: str, source: str) -> tuple[dict, dict]:
+    """The means per (bs, clock) of a saved section, and the durations behind them where it kept them
+    (`durations_us`, as many as its count). A mean is a time a decode took: finite and positive; a row
+    whose mean is anything else makes the file no stats result (a negative plain decode gave a speedup
+    of -13.9), as a stage's mean does (timing/baseline.py); durations that are not such times are not
+    used (the mean is)."""
     steps: dict = {}
+    durations: dict = {}
     rows = section.get(key)
     for k, row in enumerate(rows if isinstance(rows, list) else ()):
         if not isinstance(row, dict):
@@ -73,4 +78,11 @@ def _means(section: dict, key: str, source: str) -> dict:
                              f"{orjson.dumps(mean, default=repr).decode()[:60]}, not the time of a decode in microseconds)")
         if clock in CLOCKS and isinstance(count, int) and count > 0 and (bs is None or isinstance(bs, int)):
             steps[bs, clock] = (count, float(mean))
-    return steps
+            values = row.get("durations_us")
+            if isinstance(values, list) and len(values) == count and all(_time(value) for value in values):
+                durations[bs, clock] = [float(value) for value in values]
+    return steps, durations
+
+
+def _time(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0

@@ -32,9 +32,9 @@ from .metrics import AcceptFigure
 from .model import ModelTime
 from .result import NEEDS_ACCEPT as STATS_NEEDS_ACCEPT
 from .result import PlainDecode, SpeculationResult, _iteration_model, _twin, speculation_result
-from .speed import Means, SpeedRow, ratio
+from .speed import Means, SpeedRow, interval_json, ratio
 from .sweep import PLAIN, Sweep, SweepLine, SweepMatch, Unmatched
-from .verdict import CLOCK_WORDS, Verdict, bounding_clock
+from .verdict import CLOCK_WORDS, Verdict, bounding_clock, not_comparable
 
 HELD, BROKEN, SKIPPED = "held", "broken", "skipped"
 PLAIN_SOURCE = "plain decoding"  # the accept length of a plain run: one token per request per iteration
@@ -84,16 +84,41 @@ class ComparedRow:
     break_even: float | None = None
     plain_iteration_us: float | None = None
     why: str | None = None
-    best: bool = False  # the largest speedup at this batch size
+    best: bool = False  # the largest speedup at this batch size (of the rows compared, and comparable)
     sweep: SweepMatch | None = None
     speed: SpeedRow | None = None  # every clock's figures (budgets read the clock they name)
     model: dict[str, ModelTime] = field(default_factory=dict)  # the decode iterations' model view, per clock
     model_counts: dict[str, int] = field(default_factory=dict)
 
     @property
+    def speedup_interval(self) -> tuple[float, float] | None:
+        return None if self.speed is None or self.clock is None else self.speed.speedup_interval.get(self.clock)
+
+    @property
+    def break_even_interval(self) -> tuple[float, float] | None:
+        return None if self.speed is None or self.clock is None else self.speed.break_even_interval.get(self.clock)
+
+    @property
+    def comparable(self) -> bool:
+        """False where the break-even is below 1 beyond doubt: the two captures are not comparable there."""
+        return self.speed is None or self.clock is None or self.speed.comparable(self.clock) is not False
+
+    @property
+    def pays(self) -> bool | None:
+        """A speculative row: True when its speedup's interval lies above 1, False below, None otherwise."""
+        if self.speed is None or self.clock is None or not self.comparable:
+            return None
+        return self.speed.pays(self.clock)
+
+    @property
     def loses(self) -> bool:
-        """Slower than plain decoding at this batch size."""
-        return self.speedup is not None and self.speedup < 1
+        """Slower than plain decoding at this batch size: the speedup's interval lies below 1."""
+        return self.pays is False
+
+    @property
+    def cannot_tell(self) -> bool:
+        """A speculative row compared whose interval holds 1 (or that has none): whether it pays is not known."""
+        return self.speed is not None and self.speedup is not None and self.comparable and self.pays is None
 
     def to_json(self) -> dict:
         found = {"bs": self.bs, "clock": self.clock, "iterations": self.iterations,
@@ -101,8 +126,10 @@ class ComparedRow:
                  "accept_assumed": self.accept_assumed, "iteration_us": _us(self.iteration_us),
                  "per_token_us": _us(self.per_token_us), "tokens_per_s": ratio(self.tokens_per_s, 1),
                  "draft_share": ratio(self.draft_share, 6), "speedup": ratio(self.speedup),
-                 "break_even": ratio(self.break_even), "plain_iteration_us": _us(self.plain_iteration_us),
-                 "best": self.best, "loses": self.loses, "why": self.why}
+                 "speedup_interval": interval_json(self.speedup_interval), "break_even": ratio(self.break_even),
+                 "break_even_interval": interval_json(self.break_even_interval),
+                 "plain_iteration_us": _us(self.plain_iteration_us), "pays": self.pays, "comparable": self.comparable,
+                 "best": self.best, "loses": self.loses, "cannot_tell": self.cannot_tell, "why": self.why}
         if self.sweep is not None:
             found["sweep"] = self.sweep.to_json()
         return found
@@ -242,7 +269,8 @@ class Comparison:
     def to_json(self) -> dict:
         return {"baseline": self.baseline, "baseline_inputs": self.baseline_sources,
                 "runs": [run.to_json() for run in self.runs],
-                "best": [{"bs": bs, "run": name, "speedup": ratio(self.run(name).row(bs).speedup)}  # type: ignore[union-attr]
+                "best": [{"bs": bs, "run": name, "speedup": ratio(self.run(name).row(bs).speedup),  # type: ignore[union-attr]
+                          "speedup_interval": interval_json(self.run(name).row(bs).speedup_interval)}  # type: ignore[union-attr]
                          for bs, name in self.best],
                 "budgets": [outcome.to_json() for outcome in self.budgets],
                 "passed": self.passed if self.budgets else None,
@@ -259,6 +287,9 @@ class Comparison:
                           "steps": settings.get(STEPS), "topk": settings.get(TOPK),
                           "draft_tokens": settings.get(DRAFT_TOKENS),
                           "cuda_graph": None if run.config is None else run.config.cuda_graph, **row.to_json()}
+                for name in ("speedup", "break_even"):  # an interval's ends, a column each
+                    interval = record.pop(f"{name}_interval")
+                    record[f"{name}_low"], record[f"{name}_high"] = interval if interval is not None else (None, None)
                 sweep = record.pop("sweep", None)
                 for key in ("sglang_accept_length", "sglang_speed", "speed", "accept_ratio", "speed_ratio"):
                     record[f"sweep_{key}"] = None if sweep is None else sweep[key]
@@ -380,7 +411,9 @@ def _speculative_run(run: RunInput, baseline: PlainRun, errors: list[str]) -> Co
                           speed.tokens_per_s.get(clock), model[clock].share("draft") if clock in model else None,
                           speed.speedup.get(clock), speed.break_even.get(clock), speed.plain_iteration_us.get(clock),
                           speed=speed, model=model, model_counts=counts)
-        if row.speedup is None:
+        if not row.comparable:
+            row.why = not_comparable([speed], clock)
+        elif row.speedup is None:
             if unlike:
                 row.why = unlike
             elif row.iteration_us is None:
@@ -475,7 +508,8 @@ def _best(runs: list[ComparedRun]) -> list[tuple[int, str]]:
     each of them). The rows are marked."""
     best = []
     for bs in sorted({row.bs for run in runs for row in run.rows if row.bs is not None}):
-        found = [(row.speedup, run, row) for run in runs for row in run.rows if row.bs == bs and row.speedup is not None]
+        found = [(row.speedup, run, row) for run in runs for row in run.rows
+                 if row.bs == bs and row.speedup is not None and row.comparable]
         if not any(not run.plain for _, run, _ in found):
             continue
         top = max(speedup for speedup, _, _ in found)

@@ -37,6 +37,9 @@ class RunConfig:
     graph_from: str | None = None
     model: str | None = None
     overlap: bool | None = None  # the overlap scheduler (server_args' disable_overlap_schedule, negated)
+    # The capture's python stacks (the profiler's with_stack: python_function frames in the trace). They
+    # slow host work unevenly, so that host times with them are not those without.
+    python_stacks: bool | None = None
 
     def agrees(self, other: RunConfig) -> bool:
         """Can both be the same run: does everything both say agree?"""
@@ -51,7 +54,7 @@ class RunConfig:
         candidates = (self.candidates & other.candidates) or self.candidates or other.candidates
         known = {name: getattr(self, name) if getattr(self, name) is not None else getattr(other, name)
                  for name in ("server_algorithm", "steps", "topk", "draft_tokens", "cuda_graph", "graph_from", "model",
-                              "overlap")}
+                              "overlap", "python_stacks")}
         algorithm = AlgorithmGuess(candidates=candidates).label if candidates else self.algorithm
         return replace(self, algorithm=algorithm, candidates=candidates, **known)
 
@@ -70,6 +73,8 @@ class RunConfig:
                          f"{there} ({other.graph_from})")
         if self.model is not None and other.model is not None and self.model != other.model:
             found.append(f"model {self.model} {here}, {other.model} {there}")
+        if None not in (self.python_stacks, other.python_stacks) and self.python_stacks != other.python_stacks:
+            found.append(f"{stack_words(self.python_stacks)} {here}, {stack_words(other.python_stacks)} {there}")
         return found
 
     @property
@@ -97,11 +102,15 @@ class RunConfig:
                 "candidates": sorted(self.candidates), "speculative": self.speculative,
                 "settings": {STEPS: self.steps, TOPK: self.topk, DRAFT_TOKENS: self.draft_tokens},
                 "cuda_graph": self.cuda_graph, "cuda_graph_from": self.graph_from, "model": self.model,
-                "overlap_schedule": self.overlap}
+                "overlap_schedule": self.overlap, "python_stacks": self.python_stacks}
 
 
 def graph_words(graph: bool) -> str:
     return "CUDA graphs" if graph else "eager"
+
+
+def stack_words(stacks: bool) -> str:
+    return "python stacks" if stacks else "no python stacks"
 
 
 @dataclass(slots=True)
@@ -138,7 +147,7 @@ def config_of(measures: SpeculationMeasures, server: dict | None = None) -> RunC
                      _whole(args.get(STEPS)), _whole(args.get(TOPK)),
                      measures.num_draft_tokens if measures.num_draft_tokens is not None else _whole(args.get(DRAFT_TOKENS)),
                      graphs, graph_from, args.get(MODEL) if isinstance(args.get(MODEL), str) else None,
-                     None if not isinstance(overlap, bool) else not overlap)
+                     None if not isinstance(overlap, bool) else not overlap, measures.python_stacks)
 
 
 def config_from_json(run: dict) -> RunConfig:
@@ -154,7 +163,8 @@ def config_from_json(run: dict) -> RunConfig:
                      graph if isinstance(graph, bool) else None,
                      run.get("cuda_graph_from") if isinstance(run.get("cuda_graph_from"), str) else None,
                      run.get("model") if isinstance(run.get("model"), str) else None,
-                     run.get("overlap_schedule") if isinstance(run.get("overlap_schedule"), bool) else None)
+                     run.get("overlap_schedule") if isinstance(run.get("overlap_schedule"), bool) else None,
+                     run.get("python_stacks") if isinstance(run.get("python_stacks"), bool) else None)
 
 
 def group_runs(measures: Iterable[SpeculationMeasures], server: dict | None = None) -> list[Run]:

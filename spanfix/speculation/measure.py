@@ -65,6 +65,7 @@ class SpeculationMeasures:
     graph_from: str | None = None  # where cuda_graph came from: server_args.json, or the trace (its launches)
     server_args: dict = field(default_factory=dict)  # the server arguments that shape a run (RUN_SETTINGS)
     candidates: frozenset[str] = frozenset()  # the algorithms attribution left possible
+    python_stacks: bool | None = None  # the trace has SGLang's python_function frames (with_stack)
 
 
 def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attribution, work: DeviceWork,
@@ -106,7 +107,7 @@ def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attrib
         model_view(index, stages, work, members), iterations, dict(decode), graph, window, dict(plain_iterations),
         RUN_BATCH if runs else MODEL_WORK, graph_from,
         {key: server_args[key] for key in RUN_SETTINGS if key in server_args} if server_args else {},
-        frozenset(candidates))
+        frozenset(candidates), any(span.kind == "frame" for spans in index.spans.values() for span in spans))
 
 
 def _graph_mode(index: TraceIndex, work: DeviceWork) -> tuple[bool | None, str | None]:
@@ -130,13 +131,23 @@ def _verify_window(steps) -> int | None:
     return None
 
 
-def decode_means(measures: list[SpeculationMeasures], name: str = "decode_steps"
-                 ) -> dict[tuple[int | None, str], tuple[int, float]]:
-    """Plain DECODE steps (or, name="plain_iterations", plain decode iterations) over traces:
-    (bs, clock) -> (count, mean microseconds)."""
+def decode_durations(measures: list[SpeculationMeasures], name: str = "decode_steps"
+                     ) -> dict[tuple[int | None, str], list[float]]:
+    """Plain DECODE steps (or, name="plain_iterations", plain decode iterations) over traces, in each
+    trace's order, the traces one after another: (bs, clock) -> durations (microseconds)."""
     found: dict[tuple[int | None, str], list[float]] = defaultdict(list)
     for m in measures:
         for key, durations in getattr(m, name).items():
             found[key] += durations
-    return {key: (len(durations), math.fsum(durations) / len(durations)) for key, durations in found.items()
-            if durations}
+    return {key: durations for key, durations in found.items() if durations}
+
+
+def means_of(durations: dict[tuple[int | None, str], list[float]]) -> dict[tuple[int | None, str], tuple[int, float]]:
+    """(bs, clock) -> (count, mean microseconds)."""
+    return {key: (len(values), math.fsum(values) / len(values)) for key, values in durations.items() if values}
+
+
+def decode_means(measures: list[SpeculationMeasures], name: str = "decode_steps"
+                 ) -> dict[tuple[int | None, str], tuple[int, float]]:
+    """As decode_durations, their counts and means: (bs, clock) -> (count, mean microseconds)."""
+    return means_of(decode_durations(measures, name))

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..timing import CLOCKS, CPU, GPU, TraceMeasures
+from .certainty import STEADY_FACTOR, steady
 from .configs import Run, RunConfig, graph_words, group_runs
-from .measure import MODEL_WORK, RUN_BATCH, SpecIteration, SpeculationMeasures, decode_means
+from .measure import MODEL_WORK, RUN_BATCH, SpecIteration, SpeculationMeasures, decode_durations, means_of
 from .metrics import BENCH, LOG, REQUESTS, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError
 from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime
-from .speed import Means, SpeedRow, overall_row, ratio, speed_row
-from .verdict import CLOCK_WORDS, Verdict, verdict_of
+from .speed import NOT_COMPARABLE_BELOW, Means, PlainSamples, SpeedRow, overall_row, plain_samples, ratio, speed_row
+from .verdict import CLOCK_WORDS, Context, Verdict, verdict_of
 
 PRIORITY = (STATED, TRACE, REQUESTS, LOG, BENCH, SERVER_INFO)  # the accept length the figures use, the first found
 DISAGREE = 0.1  # accept lengths from two sources further apart than this (relative) are said
@@ -42,6 +43,10 @@ class PlainDecode:
     iterations: Means = field(default_factory=dict)  # the plain decode iterations, measured as a speculative one's
     basis: str | None = None  # RUN_BATCH or MODEL_WORK (measure.py)
     config: RunConfig | None = None
+    # The durations behind iterations and steps, (bs, clock) -> microseconds in order: what the steady
+    # state and the interval need ({}: a saved result that kept the means alone).
+    durations: dict = field(default_factory=dict)
+    step_durations: dict = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -65,6 +70,10 @@ class SpeculationResult:
     verdict: Verdict | None = None  # does speculation pay (None: nothing speculates)
     plain_iterations: Means = field(default_factory=dict)  # a plain capture's decode iterations (its twin figures)
     basis: str | None = None
+    # The durations behind decode_steps and plain_iterations, (bs, clock) -> microseconds in order: what a
+    # saved result gives a later verdict's steady state and interval.
+    step_durations: dict = field(default_factory=dict)
+    plain_durations: dict = field(default_factory=dict)
 
     @property
     def accept_length(self) -> float | None:
@@ -121,16 +130,17 @@ class SpeculationResult:
             "baseline": None if self.baseline is None else {
                 "source": self.baseline.source, "algorithm": self.baseline.algorithm, "plain": self.baseline.plain,
                 "cuda_graph": self.baseline.cuda_graph, "basis": self.baseline.basis},
-            "decode_steps": _means_json(self.decode_steps),
-            "plain_iterations": _means_json(self.plain_iterations),
+            "decode_steps": _means_json(self.decode_steps, self.step_durations),
+            "plain_iterations": _means_json(self.plain_iterations, self.plain_durations),
             "basis": self.basis,
             "cuda_graph": self.cuda_graph,
             "notes": self.notes,
         }
 
 
-def _means_json(means: Means) -> list[dict]:
-    return [{"bs": bs, "clock": clock, "count": count, "mean_us": _us(mean)}
+def _means_json(means: Means, durations: dict) -> list[dict]:
+    return [{"bs": bs, "clock": clock, "count": count, "mean_us": _us(mean),
+             "durations_us": [_us(value) for value in durations.get((bs, clock), ())]}
             for (bs, clock), (count, mean) in sorted(means.items(), key=_step_order)]
 
 
@@ -179,9 +189,9 @@ def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[Acce
     rows: list[SpeedRow] = []
     overall = verdict = None
     if speculative:
-        host = _mean([it.cpu_us for it in iterations])
-        device = _mean([it.gpu_us for it in iterations if it.gpu_us is not None])
+        host, device = _steady_mean(iterations, CPU), _steady_mean(iterations, GPU)
         missing = _several(runs)
+        context = Context()
         if missing is None and not iterations:
             whys = list(dict.fromkeys(m.no_iterations for m in measures if m.no_iterations))
             missing = "no decode iteration was measured" + (f" ({'; '.join(whys)})" if whys else "")
@@ -193,16 +203,44 @@ def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[Acce
             wanted = ([] if used is not None else [NEEDS_ACCEPT]) + ([] if missing is not None or baseline is not None
                                                                     else [NEEDS_TWIN])
             missing = missing or (" and ".join(wanted) if wanted else None)
-        verdict = verdict_of(host, device, overall, missing)
-    plain_iterations = decode_means(found, "plain_iterations")
+            stacks = run.config.python_stacks or (baseline is not None and baseline.config is not None
+                                                  and baseline.config.python_stacks)
+            context = Context(bool(stacks), tuple((_named(figure), figure.value) for figure in every
+                                                  if figure is not used and figure.value is not None))
+        verdict = verdict_of(host, device, overall, missing, rows, context)
+        notes += _steady_notes(rows, verdict.clock)
+    plain_durations, step_durations = decode_durations(found, "plain_iterations"), decode_durations(found)
     bases = {m.basis for m in found} - {None}
     return SpeculationResult(speculative, list(dict.fromkeys(m.algorithm for m in found)), model, iteration_model,
-                             counts, every, used, rows, overall, baseline, decode_means(found), cuda_graph, unknown,
-                             notes, iterations, runs, verdict, plain_iterations, bases.pop() if len(bases) == 1 else None)
+                             counts, every, used, rows, overall, baseline, means_of(step_durations), cuda_graph,
+                             unknown, notes, iterations, runs, verdict, means_of(plain_durations),
+                             bases.pop() if len(bases) == 1 else None, step_durations, plain_durations)
 
 
-def _mean(values: list[float]) -> float | None:
-    return math.fsum(values) / len(values) if values else None
+def _steady_mean(iterations: list[SpecIteration], clock: str) -> float | None:
+    """The decode iterations' mean on a clock, each batch size's steady state (certainty.py) applied."""
+    by_bs: dict[int | None, list[float]] = defaultdict(list)
+    for it in iterations:
+        value = it.cpu_us if clock == CPU else it.gpu_us
+        if value is not None:
+            by_bs[it.bs].append(value)
+    kept = [value for values in by_bs.values() for value in steady(values)[0]]
+    return math.fsum(kept) / len(kept) if kept else None
+
+
+def _steady_notes(rows: list[SpeedRow], clock: str | None) -> list[str]:
+    """The other clock's iterations the steady state left out (the verdict's line says its own clock's)."""
+    notes = []
+    for other in CLOCKS:
+        if other == clock:
+            continue
+        left = sum(len(row.left_out.get(other, ())) for row in rows)
+        plain = sum(len(row.plain_left_out.get(other, ())) for row in rows)
+        if left or plain:
+            notes.append(f"steady state, {CLOCK_WORDS[other]} clock: {left} speculative and {plain} plain decode "
+                         f"iterations over {STEADY_FACTOR:g}x the median of their batch size left out of its speed "
+                         "figures")
+    return notes
 
 
 def server_of(figures: Sequence[AcceptFigure]) -> tuple[dict, list[str]]:
@@ -258,7 +296,8 @@ def _allowed(value: float, most: int | None) -> bool:
     return math.isfinite(value) and value >= 1 and (most is None or value <= most)
 
 
-def _twin(baseline: PlainDecode | None, run: Run, notes: list[str]) -> tuple[tuple[Means, Means] | None, str | None]:
+def _twin(baseline: PlainDecode | None, run: Run, notes: list[str]
+          ) -> tuple[tuple[PlainSamples, Means] | None, str | None]:
     """The plain twin's decode iterations and DECODE steps to compare the run with, or why there is none."""
     if baseline is None:
         return None, None
@@ -270,8 +309,12 @@ def _twin(baseline: PlainDecode | None, run: Run, notes: list[str]) -> tuple[tup
     if baseline.config is not None:
         unlike = run.config.differences(baseline.config, algorithm=False, here="here", there="in the plain twin")
         if unlike:
+            stacks = run.config.python_stacks != baseline.config.python_stacks and None not in (
+                run.config.python_stacks, baseline.config.python_stacks)
             return None, (f"the plain twin is unlike this run ({'; '.join(unlike)}): capture both the same way "
-                          "(the same server arguments but speculation)")
+                          "(the same server arguments but speculation" + (
+                              ", and python stacks on both or neither: they slow host work unevenly" if stacks else "")
+                          + ")")
     if baseline.config is not None and None not in (run.config.overlap, baseline.config.overlap) \
             and run.config.overlap != baseline.config.overlap:
         word = {True: "with the overlap scheduler", False: "without it"}
@@ -283,9 +326,10 @@ def _twin(baseline: PlainDecode | None, run: Run, notes: list[str]) -> tuple[tup
     if basis is not None and baseline.basis is not None and basis != baseline.basis:
         return None, (f"the decode iterations are not measured alike: "
                       f"{_basis_words(basis)} here, {_basis_words(baseline.basis)} in the plain twin")
-    iterations = baseline.iterations
+    iterations, durations = baseline.iterations, baseline.durations
     if basis == MODEL_WORK or (not iterations and baseline.basis == MODEL_WORK):
-        iterations = baseline.steps  # no run_batch on either side: the model's work alone, a DECODE step
+        # no run_batch on either side: the model's work alone, a DECODE step
+        iterations, durations = baseline.steps, baseline.step_durations
         notes.append("no scheduler.run_batch spans (SGLang before mid-2026): iterations are the model's work alone on "
                      "both sides (draft to draft_extend; the plain DECODE step), scheduling left out")
     if not iterations:
@@ -294,14 +338,14 @@ def _twin(baseline: PlainDecode | None, run: Run, notes: list[str]) -> tuple[tup
         return None, (f"the baseline {baseline.source} has no plain decode iteration (a scheduler.run_batch span "
                       "holding DECODE steps only)" + ("; its stats JSON was saved by an older spanfix: save it again"
                                                        if baseline.basis is None else ""))
-    return (iterations, baseline.steps), None
+    return (plain_samples(durations, iterations), baseline.steps), None
 
 
 def _basis_words(basis: str) -> str:
     return "scheduler.run_batch spans" if basis == RUN_BATCH else "no scheduler.run_batch spans"
 
 
-def _speed(iterations: list[SpecIteration], used: AcceptFigure | None, plain: tuple[Means, Means] | None,
+def _speed(iterations: list[SpecIteration], used: AcceptFigure | None, plain: tuple[PlainSamples, Means] | None,
            notes: list[str]) -> tuple[list[SpeedRow], SpeedRow | None]:
     by_bs: dict[int, list[SpecIteration]] = defaultdict(list)
     for it in iterations:
@@ -355,10 +399,19 @@ def _impossible(rows: list[SpeedRow], overall: SpeedRow | None, draft_tokens: in
             if value is None:
                 continue
             if value < 1:
-                notes.append(f"{where}, {CLOCK_WORDS[clock]} clock: break-even {value:.2f} is below 1: a speculative "
-                             "decode iteration took less time than a plain one, though it does the plain one's work "
-                             "and more; the captures differ in something else (load, lengths, settings) or are too "
-                             "short to tell the two apart")
+                interval = row.break_even_interval.get(clock)
+                within = f" (95%: {interval[0]:.2f}\u2013{interval[1]:.2f})" if interval is not None else ""
+                text = (f"{where}, {CLOCK_WORDS[clock]} clock: break-even {value:.2f} is below 1{within}: a speculative "
+                        "decode iteration took less time than a plain one, though it does the plain one's work and "
+                        "more; ")
+                if row.comparable(clock) is False:
+                    text += ("the captures differ in something else (load, python stacks, lengths, settings): not "
+                             "comparable there" + (", left out of the overall figures and the verdict"
+                                                   if row.bs is not None else ""))
+                else:
+                    text += (f"by less than like-for-like captures differ (not comparable below "
+                             f"{NOT_COMPARABLE_BELOW:g}), so compared")
+                notes.append(text)
             elif draft_tokens and value > draft_tokens:
                 notes.append(f"{where}, {CLOCK_WORDS[clock]} clock: break-even {value:.2f} is above the {draft_tokens} "
                              "draft tokens a request can accept at most: speculation cannot pay there")

@@ -227,8 +227,43 @@ def needs_kernels(trace: ReadTrace, index: TraceIndex) -> bool:
                  if event.cat == GPU_CATEGORY and event.name in STAGE_SPANS)
     if copies < stages:
         return True
+    if _iterations_need_kernels(index):
+        return True
     return any(span.kind == "frame" and is_draft_frame(span.name) and index.nearest(span, "stage") is None
                for spans in index.spans.values() for span in spans)
+
+
+# The step modes of a decode iteration (a speculative one's verify, a plain one's decode), old and new naming.
+_VERIFY_MODES = frozenset({"TARGET_VERIFY", "VERIFY"})
+_DECODE_MODES = _VERIFY_MODES | {"DECODE"}
+
+
+def _iterations_need_kernels(index: TraceIndex) -> bool:
+    """Does a decode iteration's device time (the verdict's bounding clock) need the kernels? When a
+    scheduler.run_batch span holding a verify or decode step has no GPU annotation copy (Kineto draws
+    none where it saw no launch inside the range, as around some graph replays), or when a verify has
+    no scheduler.run_batch span around it: its iteration (draft to draft_extend) has a device extent
+    only from the kernels its launches queued; or when the trace replays CUDA graphs: Kineto's copies
+    cover only the kernels it saw launched inside a range, and a replay's often not (a run_batch copy
+    then leaves a graph-replayed draft out, and reads the iteration short)."""
+    graphs = index.graph_launches > 0
+    windows = None  # can a verify outside run_batch spans be in a decode iteration (stage spans, draft steps)?
+    for step in index.steps:
+        if step.step.mode not in _DECODE_MODES:
+            continue
+        if graphs:
+            return True
+        iteration = index.nearest(step.span, "iteration")
+        if iteration is None:
+            if step.step.mode in _VERIFY_MODES:
+                if windows is None:
+                    windows = any(other.step.mode not in _VERIFY_MODES for other in index.steps) or any(
+                        span.kind == "stage" for spans in index.spans.values() for span in spans)
+                if windows:
+                    return True
+        elif iteration not in index.iteration_copies:
+            return True
+    return False
 
 
 # A space and a key=value token whose key is not the batch's own (bs, toks, and the frozen-KV worker's

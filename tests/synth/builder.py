@@ -82,6 +82,7 @@ class _Builder:
         self.draft_marks: list[tuple[dict, int]] = []
         self.window: tuple[int, int] = (self.t, self.t)  # the last scheduler iteration's run_batch window
         self.iteration_number, self.phase, self.verified = -1, "prefill", False
+        self.slow = 1.0  # this decode iteration's slow-down (SynthSpec.slow)
         self.roots: list[dict] = []
         loop = _LOOP_NORMAL if spec.algorithm == "eagle-v1" else _LOOP_OVERLAP
         self._root(self.sched_tid, loop)
@@ -93,10 +94,13 @@ class _Builder:
     # -- time and ids
 
     def _gap(self) -> None:
-        self.t += self.rng.randint(150, 900)
+        self.t += self._slowed(self.rng.randint(150, 900))
 
     def work(self, lo_ns: int, hi_ns: int) -> None:
-        self.t += self.rng.randint(lo_ns, hi_ns)
+        self.t += self._slowed(self.rng.randint(lo_ns, hi_ns))
+
+    def _slowed(self, ns: int) -> int:
+        return ns if self.slow == 1.0 else int(ns * self.slow)
 
     def _next_ext(self) -> int:
         self.ext += 1
@@ -195,6 +199,7 @@ class _Builder:
         event = self._x("cuda_runtime", name, {"External id": ops[-1].ext if ops else 0, "cbid": cbid,
                                                "correlation": self.corr})
         self.activity.append(event)
+        dur = self._slowed(dur)
         self.t += dur
         event["dur"] = Micros(dur)
         return event, self.corr
@@ -284,7 +289,7 @@ class _Builder:
 
     def _kernel_ns(self, name: str, scale: float) -> int:
         base = self.rng.randint(9_000, 30_000) if name == _GEMM[1] else self.rng.randint(1_500, 6_000)
-        return int(base * scale)
+        return self._slowed(int(base * scale))
 
     def sync(self) -> None:
         """The scheduler waits for the GPU when it reads the batch result back."""

@@ -266,7 +266,9 @@ def _run(b: _Builder, spec: SynthSpec, endless: bool = False, truths: list[Itera
             ran("prefill")
             yield
         bs = w.n
+        b.slow = spec.slow[done] if done < len(spec.slow) else 1.0
         b.iteration(lambda: script.decode(b, w))
+        b.slow = 1.0
         ran("decode", tuple(w.last_accept) if speculative else ())
         found[-1] = _with_bs(found[-1], bs)
         if done in spec.finish_at:

@@ -50,6 +50,9 @@ class SynthSpec:
     # and, with speculation, the draft runner too (eagle_worker_v2's _draft_forward_idle: step-spans.md §9).
     idle_iterations: int = 0
     model: str = ""  # server_args.json's model_path ("": the usual one for the algorithm; a twin keeps its run's)
+    # How much slower each decode iteration runs (from 0; missing: 1): its host work and its kernels take this
+    # many times as long, the random draws unchanged (a busy machine, a warm-up, a recompilation).
+    slow: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,8 @@
     var s = section(root, "speedup", "Which configuration pays most?",
       "Each run's speedup over plain decoding at each batch size: accept length × plain decode iteration / " +
       "speculative decode iteration, like for like, on the run's own clock (the one that bounds its decode " +
-      "iteration). Plain decoding is the line at 1: below it a configuration loses. Stars mark the best run at " +
+      "iteration), with its 95% interval as a bar: a run pays where the bar lies above 1, loses where it lies " +
+      "below, and cannot tell where it crosses 1. Plain decoding is the line at 1. Stars mark the best run at " +
       "each batch size. On the right, each run's accept length (solid) against its break-even accept length " +
       "(dashed, the accept length at which the speedup is 1): speculation pays where the solid line is above " +
       "its dashed one. A point a run could not be compared at is missing; the table says why.");
@@ -110,11 +111,19 @@
       if (points.length) {
         speedups.push({type: "scatter", mode: "lines+markers", name: name, legendgroup: name,
           x: points.map(function (p) { return p.bs; }), y: points.map(function (p) { return p.speedup; }),
+          error_y: {type: "data", symmetric: false, color: run.color, thickness: 1.5, width: 6,
+                    array: points.map(function (p) { return p.speedup_high === null ? 0 : p.speedup_high - p.speedup; }),
+                    arrayminus: points.map(function (p) { return p.speedup_low === null ? 0 : p.speedup - p.speedup_low; })},
           customdata: points.map(function (p) { return [fmt(p.break_even, 2), fmt(p.accept_length, 2),
-                                                       p.best ? "best at this batch size" : p.loses ? "loses to plain decoding" : ""]; }),
+                                                       [p.best ? "best at this batch size" : "",
+                                                        p.loses ? "loses to plain decoding" : "",
+                                                        p.cannot_tell ? "can't tell whether it pays" : ""]
+                                                         .filter(function (t) { return t; }).join(", "),
+                                                       p.speedup_low === null ? "no interval" :
+                                                         "95%: " + fmt(p.speedup_low, 2) + "\u2013" + fmt(p.speedup_high, 2)]; }),
           marker: {color: run.color, size: 8}, line: {color: run.color, width: 2},
-          hovertemplate: "<b>" + name + "</b><br>bs %{x}: speedup %{y:.2f}<br>break-even %{customdata[0]}, " +
-                         "accepted %{customdata[1]}<br>%{customdata[2]}<extra></extra>"});
+          hovertemplate: "<b>" + name + "</b><br>bs %{x}: speedup %{y:.2f} (%{customdata[3]})<br>break-even " +
+                         "%{customdata[0]}, accepted %{customdata[1]}<br>%{customdata[2]}<extra></extra>"});
       }
       points.forEach(function (p) {
         if (p.best) { best.x.push(p.bs); best.y.push(p.speedup); best.marker.color.push(run.color); best.text.push(name); }
@@ -149,7 +158,9 @@
   function tables(root) {
     var s = section(root, "table", "Every run at every batch size",
       "The figures of spanfix compare (--format json has them exact). Best: the largest speedup at that batch size; " +
-      "loses: slower than plain decoding; a row not compared says why instead of a figure.");
+      "loses: slower than plain decoding (its 95% interval below 1); can't tell: the interval holds 1; not " +
+      "comparable: a speculative iteration faster than a plain one (the captures ran under other conditions); a row " +
+      "not compared says why instead of a figure.");
     s.appendChild(table(data.table));
     var v = section(root, "verdicts", "Verdicts", "Each run's verdict, as spanfix stats gives it against the plain run.");
     v.appendChild(list(data.verdicts, "verdicts"));
