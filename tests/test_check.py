@@ -417,3 +417,76 @@ def test_a_device_budget_reads_the_kernels_of_an_annotated_trace():
     assert all(row["busy_us"] is None for row in plain["stages"])
     result = run("check", eagle, "--budget", "DRAFT.gpu.busy_share>=0.5", "--budget", "iteration.gpu.idle.share<=0.1")
     assert result.exit_code == 0, result.stdout
+
+
+def _speculative_pair(tmp_path, batch_sizes=(4,), iterations=20):
+    """Generated EAGLE captures at each batch size and their plain twins (server_args.json beside each)."""
+    import synth
+
+    paths, twins = [], []
+    for bs in batch_sizes:
+        spec = synth.SynthSpec(algorithm="eagle", detailed=True, decode_iterations=iterations, batch_size=bs,
+                               seed=20 + bs)
+        for trace, kind, found in ((synth.generate(spec), "spec", paths),
+                                   (synth.generate(synth.plain_twin(spec)), "plain", twins)):
+            folder = tmp_path / f"{kind}{bs}"
+            folder.mkdir()
+            synth.write(trace, folder / f"{kind}{bs}-TP-0.trace.json")
+            (folder / "server_args.json").write_text(json.dumps(trace.server_args))
+            found.append(str(folder / f"{kind}{bs}-TP-0.trace.json"))
+    return paths, twins
+
+
+def test_budgets_on_the_speedups_interval_and_on_one_batch_size(tmp_path):
+    """speculation.speedup_low and speculation.speedup_high read the ends of the verdict's 95% interval;
+    speculation.bsN.STAT reads batch size N's row (its clock the verdict's, or the one it names)."""
+    import spanfix
+
+    paths, twins = _speculative_pair(tmp_path, (4, 8))
+    result = spanfix.stats(paths, baseline=twins).speculation
+    low, high = result.verdict.speedup_interval
+    rows = {row.bs: row for row in result.rows}
+    clock = result.verdict.clock
+    budgets = [f"speculation.speedup_low>={low - 0.001:.4f}", f"speculation.speedup_high<={high + 0.001:.4f}",
+               f"speculation.speedup_low>={low + 0.001:.4f}", f"speculation.bs8.speedup>={rows[8].speedup[clock] - 0.001:.4f}",
+               f"speculation.bs4.break_even<={rows[4].break_even[clock] + 0.001:.4f}",
+               f"speculation.cpu.bs8.speedup_low>={rows[8].speedup_interval['cpu'][0] - 0.001:.4f}",
+               "speculation.bs8.gpu.time_per_token<=1s", "speculation.bs16.speedup>=1"]
+    report = spanfix.check(paths, baseline=twins, budgets=budgets)
+    outcomes = {o.rule: o for o in report.outcomes if o.kind == "budget"}
+    assert [outcomes[b].status for b in budgets] == ["held", "held", "broken", "held", "held", "held", "held",
+                                                     "skipped"]
+    assert outcomes[budgets[0]].value == pytest.approx(low) and outcomes[budgets[1]].value == pytest.approx(high)
+    assert outcomes[budgets[0]].figure.endswith(f"({clock})")
+    assert outcomes[budgets[3]].value == pytest.approx(rows[8].speedup[clock])
+    assert outcomes[budgets[5]].value == pytest.approx(rows[8].speedup_interval["cpu"][0])
+    assert outcomes[budgets[7]].detail == "no decode iteration at bs 16 (these inputs: bs 4, 8)"
+    # On the command line alike, in every format.
+    result = run("check", *paths, *[arg for twin in twins for arg in ("--baseline", twin)], "--budget",
+                 budgets[0], "--budget", budgets[3], "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert [rule["status"] for rule in json.loads(result.stdout)["rules"] if rule["kind"] == "budget"] == ["held"] * 2
+
+
+def test_a_speedup_without_an_interval_skips_its_ends(tmp_path):
+    import spanfix
+
+    paths, twins = _speculative_pair(tmp_path, iterations=2)
+    report = spanfix.check(paths, baseline=twins, budgets=["speculation.speedup_low>=1", "speculation.speedup>=0"])
+    low, speedup = [o for o in report.outcomes if o.kind == "budget"]
+    assert low.status == "skipped" and low.detail == ("no interval: 2 speculative decode iterations at bs 4 are too "
+                                                      "few to say how sure (at least 3)")
+    assert speedup.status == "held"
+
+
+@pytest.mark.parametrize(("budget", "message"), [
+    ("speculation.bs.speedup>=1", "'bs' is not understood there (a batch size is bs and its number: bs8)"),
+    ("speculation.bs4.accept_length>=2", "a budget on the accept length reads the whole inputs'"),
+    ("speculation.bs4.bs8.speedup>=1", "'bs8' is not understood there"),
+    ("speculation.speedup_mid>=1", "'speedup_mid' is not a speculation figure"),
+])
+def test_batch_size_and_interval_budgets_that_do_not_parse_say_why(budget, message):
+    with pytest.raises(BudgetError) as found:
+        parse_budget(budget)
+    assert message in str(found.value)
+    assert parse_budget("speculation.gpu.bs8.speedup_low>=1").bs == 8 == parse_budget("speculation.bs8.gpu.speedup>=1").bs

@@ -475,3 +475,43 @@ def test_the_json_reference_is_what_compare_writes(monkeypatch):
                   "speculation.speedup>=1.3", "--format", "json")
     assert (FIXTURES / "eagle-stock.trace.json.gz").exists() and written.exit_code == 0, written.output
     assert example == json.loads(written.stdout)
+
+
+def test_every_row_carries_its_interval_and_the_cant_tell_state(sweep, tmp_path):
+    """Each speculative row's speedup has its 95% interval (holding it) in every format; a run about as
+    fast as plain decoding whose iterations vary is `can't tell`, neither `loses` nor sure to pay."""
+    import random
+
+    root, _, _ = sweep
+    comparison = spanfix.compare(folders(root))
+    for run_ in comparison.runs:
+        for row in run_.rows:
+            if run_.plain:
+                assert row.speedup_interval is None and row.pays is None and not row.cannot_tell
+                continue
+            low, high = row.speedup_interval
+            assert low <= row.speedup <= high and row.loses == (high < 1) and row.pays == (True if low > 1 else
+                                                                                           False if high < 1 else None)
+    rng = random.Random(5)
+    spec = _spec("eagle", 3, 4, 1, draft_scale=1.8, decode_iterations=12,
+                 slow=tuple(rng.choice((0.6, 1.5)) for _ in range(12)))
+    _put(tmp_path / "near", synth.generate(spec), "near-bs4-TP-0.trace.json")
+    _put(tmp_path / "plain", synth.generate(synth.plain_twin(_spec("eagle", 3, 4, 1))), "plain-bs4-TP-0.trace.json")
+    near = spanfix.compare([str(tmp_path / "near"), str(tmp_path / "plain")])
+    [row] = near.run("near").rows
+    low, high = row.speedup_interval
+    assert low < 1 < high and row.cannot_tell and not row.loses and row.pays is None, (row.speedup, low, high)
+    table = " ".join(run("compare", tmp_path / "near", tmp_path / "plain", terminal_width=200).stdout.split())
+    assert f"{low:.2f}\u2013{high:.2f}" in table and "can't tell" in table
+    records = list(csv.DictReader(io.StringIO(run("compare", tmp_path / "near", tmp_path / "plain", "--format",
+                                                  "csv").stdout)))
+    mine = next(record for record in records if record["run"] == "near")
+    assert float(mine["speedup_low"]) == pytest.approx(low, abs=1e-4) and mine["cannot_tell"] == "True"
+    markdown = run("compare", tmp_path / "near", tmp_path / "plain", "--format", "markdown").stdout
+    assert f"| {low:.2f}\u2013{high:.2f} |" in markdown and "can't tell" in markdown
+    document = json.loads(run("compare", tmp_path / "near", tmp_path / "plain", "--format", "json").stdout)
+    [found] = next(entry for entry in document["runs"] if entry["name"] == "near")["by_bs"]
+    assert found["cannot_tell"] is True and found["speedup_interval"] == [round(low, 4), round(high, 4)]
+    from spanfix.report.compare_page import compare_payload
+    [point] = next(entry for entry in compare_payload(near)["runs"] if entry["name"] == "near")["points"]
+    assert (point["speedup_low"], point["speedup_high"], point["cannot_tell"]) == (low, high, True)

@@ -156,3 +156,77 @@ def test_a_cpu_capture_says_once_that_it_has_no_device_activity():
     lines = [line for line in said.splitlines() if "no device activity" in line]
     assert len(lines) == 1 and "host clock only" in lines[0]
     assert "device" not in run("stats", _trace("plain"), terminal_width=200).stdout
+
+
+def _stretched(path: Path, out: Path, factor: float) -> Path:
+    """The real capture with every time stretched factor-fold from its first event: what a machine busy
+    elsewhere (or python stacks) makes of the same run."""
+    document = json.loads(gzip.decompress(path.read_bytes()))
+    events = document["traceEvents"]
+    start = min(e["ts"] for e in events if e.get("ph") != "M" and isinstance(e.get("ts"), (int, float)))
+    for event in events:
+        if event.get("ph") != "M" and isinstance(event.get("ts"), (int, float)):
+            event["ts"] = round(start + (event["ts"] - start) * factor, 3)
+            if isinstance(event.get("dur"), (int, float)):
+                event["dur"] = round(event["dur"] * factor, 3)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(gzip.compress(json.dumps(document).encode()))
+    return out
+
+
+def test_the_real_standalone_capture_does_not_pay_beyond_doubt():
+    """On this CPU machine STANDALONE loses to plain decoding, and its whole 95% interval says so, with
+    every accept length SGLang wrote; check judges the interval's ends."""
+    for side in ("server.log", "server_info.json", "generate_outputs.json"):
+        verdict = spanfix.stats(str(_trace("standalone")), baseline=str(_trace("plain")),
+                                spec_metrics=[str(_run("standalone") / side)]).speculation.verdict
+        low, high = verdict.speedup_interval
+        assert verdict.pays is False and high < 1 and low <= verdict.speedup <= high, (side, verdict)
+        assert "taken as exact" in verdict.interval_method
+    result = run("check", _trace("standalone"), "--baseline", _trace("plain"), "--spec-metrics",
+                 _run("standalone") / "server.log", "--budget", "speculation.speedup_high<1", "--budget",
+                 "speculation.bs4.speedup_low>=1", "--format", "json")
+    assert [rule["status"] for rule in json.loads(result.stdout)["rules"] if rule["kind"] == "budget"] == \
+        ["held", "broken"]
+
+
+def test_a_real_twin_captured_on_a_busy_machine_gives_no_verdict_and_no_held_budget(tmp_path):
+    """The real plain twin as a busy machine (or python stacks) makes it, every time 30 times longer:
+    a speculative iteration then takes a fraction of a plain one, which does less work: not comparable.
+    No verdict, every speculation budget skipped with why, compare marks no run best."""
+    busy = _stretched(_trace("plain"), tmp_path / "busy" / "busy-TP-0.trace.json.gz", 30)
+    log = _run("standalone") / "server.log"
+    result = spanfix.stats(str(_trace("standalone")), baseline=str(busy), spec_metrics=[str(log)]).speculation
+    verdict = result.verdict
+    assert verdict.speedup is None and verdict.pays is None
+    assert verdict.missing.startswith("the captures are not comparable on the host clock (bs 4: a speculative decode "
+                                      "iteration took ")
+    [row] = [row for row in result.rows if row.bs == 4]
+    assert row.break_even["cpu"] < 0.9 and row.comparable("cpu") is False and row.speedup["cpu"] > 1
+    said = run("check", _trace("standalone"), "--baseline", busy, "--spec-metrics", log, "--budget",
+               "speculation.speedup>=1.3", "--budget", "speculation.bs4.speedup_low>=1", "--format", "json")
+    budgets = [rule for rule in json.loads(said.stdout)["rules"] if rule["kind"] == "budget"]
+    assert said.exit_code == 1 and [rule["status"] for rule in budgets] == ["skipped", "skipped"]
+    assert all("not comparable" in rule["detail"] for rule in budgets)
+    compared = spanfix.compare([str(_trace("standalone")), str(busy)],
+                               spec_metrics={_trace("standalone").name.split(".trace")[0]: str(log)})
+    speculative = next(found for found in compared.runs if not found.plain)
+    assert all(not row.best and (row.bs != 4 or not row.comparable) for row in speculative.rows)
+    assert speculative.name not in [name for _, name in compared.best]
+
+
+FIXTURE_RUNS = Path(__file__).parent.parent / "fixtures" / "sglang-cpu"
+
+
+@pytest.mark.parametrize("name", ["0.5.19-standalone", "0.5.19-ngram"])
+def test_the_real_busy_machine_captures_give_no_verdict_and_no_held_budget(name):
+    """The real SGLang 0.5.19 captures of fixtures/sglang-cpu (made on a busy machine: their decode
+    iterations take 0.1 to 1.4 s) against the real plain twin: no batch size of theirs is the twin's,
+    so no verdict, and no speculation budget holds."""
+    [trace] = sorted((FIXTURE_RUNS / name).glob("*.trace.json.gz"))
+    verdict = spanfix.stats(str(trace), baseline=str(_trace("plain"))).speculation.verdict
+    assert verdict.speedup is None and verdict.pays is None and verdict.missing
+    report = spanfix.check(str(trace), baseline=str(_trace("plain")),
+                           budgets=["speculation.speedup>=1.3", "speculation.speedup_low>=1", "speculation.bs2.speedup>=1"])
+    assert all(outcome.status == "skipped" for outcome in report.outcomes if outcome.kind == "budget")
+    assert not report.passed

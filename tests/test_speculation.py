@@ -308,6 +308,30 @@ def test_speedup_and_break_even_against_a_plain_twin_equal_the_formula_on_the_tr
     assert again.break_even["cpu"] == pytest.approx(overall.break_even["cpu"], rel=RATIO)
 
 
+def test_a_saved_twin_keeps_its_durations_and_one_saved_before_has_no_interval(tmp_path):
+    """A plain capture's saved stats JSON keeps each decode iteration's duration (`durations_us`), so that
+    the verdict against it has the steady state and interval the trace gives; one saved by an older
+    spanfix (means alone) gives the same figures without an interval, and says why."""
+    spec = _spec("eagle", True)
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    saved = spanfix.stats(str(plain)).to_json()
+    rows = saved["speculation"]["plain_iterations"]
+    assert rows and all(len(row["durations_us"]) == row["count"] for row in rows)
+    assert all(row["mean_us"] == pytest.approx(sum(row["durations_us"]) / row["count"], abs=1e-3) for row in rows)
+    assert saved["speculation"]["runs"][0]["python_stacks"] is True
+    traced = spanfix.stats(str(path), baseline=str(plain)).speculation.verdict
+    for row in [*rows, *saved["speculation"]["decode_steps"]]:
+        del row["durations_us"]
+    del saved["speculation"]["runs"][0]["python_stacks"]
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(saved))
+    verdict = spanfix.stats(str(path), baseline=str(older)).speculation.verdict
+    assert verdict.speedup == pytest.approx(traced.speedup, rel=1e-4) and verdict.speedup_interval is None
+    assert verdict.pays is None and verdict.cannot_tell.startswith("the plain twin's saved stats keep its means alone")
+    assert verdict.break_even_interval is None
+
+
 def test_a_speculative_baseline_or_another_batch_size_is_said_not_compared(tmp_path):
     spec = _spec("eagle", True)
     path = _write(tmp_path, synth.generate(spec))

@@ -243,6 +243,6 @@ def _disagreements(speedup: float, interval: tuple[float, float], accept: float,
     for name, value in others:
         would = speedup * value / accept
         if not interval[0] <= would <= interval[1]:
-            found.append(f"the {name} says {value:.2f} accepted, which would give {would:.2f}x, outside the interval: "
-                         f"these figures use the {source}'s {accept:.2f}")
+            found.append(f"the {name} says {value:.2f} accepted, which would give {would:.2f}x, outside the interval; "
+                         f"the figures use {accept:.2f} ({source})")
     return found
