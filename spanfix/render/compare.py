@@ -17,7 +17,7 @@ from ..speculation.compare import BROKEN, SKIPPED, BudgetOutcome, ComparedRow, C
 from ..timing import format_us
 from .escape import csv_row, markdown_text, printable, whole_reason
 from .fit import fitted_table
-from .speculation import CLOCK_WORDS, _accept, _rate, _ratio, interval_text, verdict_line
+from .speculation import CLOCK_WORDS, _accept, _rate, _ratio, interval_text, verdict_line, within_text
 from .stats import grouped, markdown_table
 
 # What the terminal's table leaves out first to fit, one at a time (every figure is in --format csv).
@@ -112,11 +112,11 @@ def table_cells(comparison: Comparison, whys: Whys | None = None) -> tuple[list[
 
 def full_cells(comparison: Comparison, merged: bool = False) -> tuple[list[str], list[list[str]]]:
     """Every column, every row whole (markdown, the page): the settings apart (merged: in one column,
-    steps/topk/draft tokens), the whys in full."""
+    steps/topk/draft tokens, and the speedup's interval in its cell), the whys in full."""
     settings_header = ["steps/topk/draft"] if merged else ["steps", "topk", "draft tokens"]
+    speed_header = ["speedup", "break-even"] if merged else ["speedup", "speedup 95%", "break-even", "break-even 95%"]
     header = ["run", "bs", "algorithm", *settings_header, "graphs", "accept", "accept source",
-              "clock", "iteration", "draft share", "per token", "tokens/s", "speedup", "speedup 95%", "break-even",
-              "break-even 95%", "note"]
+              "clock", "iteration", "draft share", "per token", "tokens/s", *speed_header, "note"]
     rows = []
     for run in comparison.runs:
         graph = "-" if run.config is None or run.config.cuda_graph is None else \
@@ -125,12 +125,13 @@ def full_cells(comparison: Comparison, merged: bool = False) -> tuple[list[str],
             note = ", ".join(marks(row) + ([row.why] if row.why else []))
             values = setting_cells(run)
             values = ["-"] if merged and set(values) == {"-"} else values
+            speed = [_ratio(row.speedup) + within_text(row.speedup_interval), _ratio(row.break_even)] if merged else \
+                [_ratio(row.speedup), interval_text(row.speedup_interval), _ratio(row.break_even),
+                 interval_text(row.break_even_interval)]
             rows.append([run.name, "-" if row.bs is None else str(row.bs), "plain decoding" if run.plain
                          else run.algorithm, *(["/".join(values)] if merged else values),
                          graph, _accept(row), row.accept_source or "-", row.clock or "-", _time(row.iteration_us),
-                         _share(row.draft_share), _time(row.per_token_us), _rate(row.tokens_per_s),
-                         _ratio(row.speedup), interval_text(row.speedup_interval), _ratio(row.break_even),
-                         interval_text(row.break_even_interval), note])
+                         _share(row.draft_share), _time(row.per_token_us), _rate(row.tokens_per_s), *speed, note])
     return header, rows
 
 

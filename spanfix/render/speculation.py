@@ -202,6 +202,8 @@ def speculation_notes(spec: SpeculationResult) -> list[str]:
             notes.append(f"also: {figure.value:.2f} ({figure.source}{where}): {figure.detail}")
     if spec.baseline is not None:
         notes.append(f"plain twin: {spec.baseline.source}")
+    if spec.verdict is not None and spec.verdict.interval_method:
+        notes.append(f"intervals: {spec.verdict.interval_method}")
     if any(row.accept_assumed for row in spec.rows) and len(spec.rows) > 1:
         notes.append("accept* : not measured at that batch size (the source's mean, assumed)")
     notes += spec.notes

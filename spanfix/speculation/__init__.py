@@ -6,8 +6,9 @@ read, index, attribution and device work; model.py makes the model view (whose w
 was, on both clocks), accept.py the accept length from the verify spans' g_sk, metrics.py reads
 what SGLang writes about acceptance (`--spec-metrics`), baseline.py a plain-decode baseline,
 configs.py groups captures into runs (one configuration each), speed.py compares a run with its plain
-twin like for like per batch size and clock, verdict.py gives the one verdict on the clock that
-bounds the decode iteration, result.py puts several traces together, and compare.py puts runs side
+twin like for like per batch size and clock (certainty.py: which iterations its means stand on, and
+their 95% intervals), verdict.py gives the one verdict on the clock that bounds the decode iteration
+and says how sure it is, result.py puts several traces together, and compare.py puts runs side
 by side (sweep.py: SGLang's own sweep beside them). check's `model.*` and `speculation.*` budget
 families are checking/speculation_budgets.py's.
 Definitions: docs/stats.md, "Speculation".

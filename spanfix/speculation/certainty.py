@@ -105,10 +105,10 @@ def spread(draws) -> float:
     return float(np.var(np.log(draws)))
 
 
-def iterations_to_tell(figure: float, interval: tuple[float, float], count: int) -> int | None:
-    """About how many iterations (of the side whose count is given) an interval as wide, relative to
-    the figure, would need to leave 1 out: its width shrinks as one over the root of the count. None
-    where the figure is too close to 1 for any capture to tell."""
+def growth_to_tell(figure: float, interval: tuple[float, float]) -> float | None:
+    """How many times the iterations behind an interval would make one narrow enough to leave 1 out
+    (its width shrinks as one over the root of their number), for the same figure. None where the
+    figure is too close to 1 for any capture to tell."""
     low, high = interval
     if figure <= 0 or low <= 0 or high <= 0:
         return None
@@ -116,8 +116,12 @@ def iterations_to_tell(figure: float, interval: tuple[float, float], count: int)
     if distance < 0.005:
         return None
     half = (math.log(high) - math.log(low)) / 2
-    needed = math.ceil(count * (half / distance) ** 2)
-    return max(needed, count + 1)
+    return (half / distance) ** 2
+
+
+def iterations_to_tell(count: int, growth: float) -> int:
+    """About how many iterations, of a side that has count, would tell (growth_to_tell): more than now."""
+    return max(math.ceil(count * growth), count + 1)
 
 
 def rounded_count(count: int) -> int:

@@ -23,6 +23,7 @@ from .certainty import (
     MIN_ITERATIONS,
     STEADY_FACTOR,
     block_length,
+    growth_to_tell,
     iterations_to_tell,
     pays,
     rounded_count,
@@ -34,7 +35,7 @@ from .speed import SpeedRow, interval_json, ratio
 CLOCK_WORDS = {CPU: "host", GPU: "device"}
 BOUND = {CPU: "CPU-bound", GPU: "GPU-bound"}
 SIDES = {"run": "the speculative run's decode iterations", "twin": "the plain twin's decode iterations",
-         "accept": "the trace's accept lengths"}
+         "accept": "the speculative run's accept lengths"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,24 +183,26 @@ def _cannot_tell(overall: SpeedRow, rows: Sequence[SpeedRow], clock: str, counts
     if interval is None:
         return why_no_interval(rows, clock)
     draws = overall.draws.get(clock)
-    shares = {"run": spread(draws.iteration), "twin": spread(draws.plain),
-              "accept": spread(draws.accept) if not isinstance(draws.accept, float) else 0.0} if draws else {}
-    total = sum(shares.values())
-    side = max(shares, key=shares.get) if total else "run"
-    alone = total and shares[side] >= 0.75 * total
+    iteration, plain = (spread(draws.iteration), spread(draws.plain)) if draws else (0.0, 0.0)
+    accept = spread(draws.accept) if draws and not isinstance(draws.accept, float) else 0.0
+    # The two captures' shares of the spread: the speculative one's iterations and accept lengths, the twin's.
+    ours, theirs = iteration + accept, plain
+    side = "twin" if theirs > ours else "accept" if accept > iteration else "run"
+    alone = max(ours, theirs) >= 0.75 * (ours + theirs)
     text = SIDES[side]
     if side in ("run", "twin"):
         cv = spreads[0 if side == "run" else 1]
         text += f" vary by {cv:.0%} (their coefficient of variation)" if cv is not None else " vary"
     else:
         text += " vary from iteration to iteration"
-    count = counts[0 if side in ("run", "accept") else 1] if alone else max(counts)
-    needed = iterations_to_tell(overall.speedup[clock], interval, count)
-    if needed is None:
+    growth = growth_to_tell(overall.speedup[clock], interval)
+    if growth is None:
         return text + "; the speedup is too close to 1 for any capture to tell"
-    whose = {"run": "speculative decode iterations", "twin": "plain decode iterations",
-             "accept": "speculative decode iterations"}[side] if alone else "decode iterations of each capture"
-    return text + f"; about {rounded_count(needed)} {whose} would tell"
+    run, twin = (rounded_count(iterations_to_tell(count, growth)) for count in counts)
+    if not alone:
+        return text + f"; about {run} speculative and {twin} plain decode iterations would tell"
+    return text + (f"; about {twin} plain decode iterations would tell" if side == "twin" else
+                   f"; about {run} speculative decode iterations would tell")
 
 
 def _steady_line(rows: Sequence[SpeedRow], clock: str) -> str | None:
@@ -214,13 +217,14 @@ def _steady_line(rows: Sequence[SpeedRow], clock: str) -> str | None:
             total = len(kept) + len(left)
             times = ", ".join(format_us(value) for value in sorted(left, reverse=True)[:3]) + (
                 f" and {len(left) - 3} more" if len(left) > 3 else "")
-            parts.append(f"{len(left)} of {total} {word} decode iterations at bs {row.bs} ({times}; their median "
+            parts.append(f"{len(left)} of {total} {word} decode iterations at bs {row.bs} ({times}; the median "
                          f"{format_us(statistics.median([*kept, *left]))})")
     if not parts:
         return None
-    return (f"steady state: {'; '.join(parts)} left out of the speed figures on the {CLOCK_WORDS[clock]} clock, each "
-            f"over {STEADY_FACTOR:g}x the median of its batch size (a warm-up, a recompilation, a busy machine); the "
-            "stage and iteration tables keep them")
+    one = len(parts) == 1 and parts[0].startswith("1 of")
+    return (f"steady state: {'; '.join(parts)} left out of the {CLOCK_WORDS[clock]} clock's speed figures: over "
+            f"{STEADY_FACTOR:g}x the median of its batch size (a warm-up, a recompilation, a busy machine); the stage "
+            f"and iteration tables keep {'it' if one else 'them'}")
 
 
 def _method(rows: Sequence[SpeedRow], clock: str, source: str | None) -> str:
