@@ -408,9 +408,11 @@ def _impossible(rows: list[SpeedRow], overall: SpeedRow | None, draft_tokens: in
                     text += ("the captures differ in something else (load, python stacks, lengths, settings): not "
                              "comparable there" + (", left out of the overall figures and the verdict"
                                                    if row.bs is not None else ""))
-                else:
+                elif value >= NOT_COMPARABLE_BELOW:
                     text += (f"by less than like-for-like captures differ (not comparable below "
                              f"{NOT_COMPARABLE_BELOW:g}), so compared")
+                else:
+                    text += "its interval holds 1: too unsure to call the captures not comparable, so compared"
                 notes.append(text)
             elif draft_tokens and value > draft_tokens:
                 notes.append(f"{where}, {CLOCK_WORDS[clock]} clock: break-even {value:.2f} is above the {draft_tokens} "
