@@ -316,26 +316,6 @@ def cancel(server: Server, request: ProfileRequest, here: str | None) -> None:
                 os.unlink(entry.path)
 
 
-__all__ = [
-    "CANCELLED",
-    "DETAILED_SINCE",
-    "FINISHED",
-    "NEW_NAMES_SINCE",
-    "START_STEP_SINCE",
-    "STOPPED",
-    "Found",
-    "ProfileRequest",
-    "Refused",
-    "ServerError",
-    "Traces",
-    "activities",
-    "cancel",
-    "end",
-    "has_detailed",
-    "has_start_step",
-    "is_whole",
-    "new_profile_id",
-    "stacks_by_default",
-    "start",
-    "stop",
-]
+__all__ = ["CANCELLED", "DETAILED_SINCE", "FINISHED", "NEW_NAMES_SINCE", "START_STEP_SINCE", "STOPPED", "Found",
+           "ProfileRequest", "Refused", "ServerError", "Traces", "activities", "cancel", "end", "has_detailed",
+           "has_start_step", "is_whole", "new_profile_id", "stacks_by_default", "start", "stop"]

@@ -140,7 +140,8 @@ FULL_TEXT = frozenset({"run", "algorithm", "steps/topk/draft", "graphs", "accept
 
 def verdict_lines(comparison: Comparison) -> list[str]:
     """Each run's answer in one line, named: the verdict of `stats` (its clock, why that clock), or why
-    it is not compared; the baseline's says what it is."""
+    it is not compared, and its steady-state line where iterations were left out; the baseline's says
+    what it is."""
     lines = []
     for run in comparison.runs:
         if run.baseline:
@@ -154,6 +155,8 @@ def verdict_lines(comparison: Comparison) -> list[str]:
         else:
             text = run.why or "not compared"
         lines.append(f"{run.name}: {text}")
+        if not run.plain and run.verdict is not None and run.verdict.steady_state:  # what its figures leave out
+            lines.append(f"{run.name}: {run.verdict.steady_state}")
     return lines
 
 

@@ -159,8 +159,8 @@ def verdict_line(spec: SpeculationResult) -> str | None:
         text = f"no speculation verdict: it needs {verdict.missing}" if verdict.missing.startswith(("the accept", "a plain")) \
             else f"no speculation verdict: {verdict.missing}"
         if verdict.break_even is not None:
-            text += (f"; break-even accept length {verdict.break_even:.2f} at bs {_sizes(list(verdict.batch_sizes))} "
-                     f"({verdict.why})")
+            text += (f"; break-even accept length {verdict.break_even:.2f}{within_text(verdict.break_even_interval)} "
+                     f"at bs {_sizes(list(verdict.batch_sizes))} ({verdict.why})")
         return text
     sizes = _sizes(list(verdict.batch_sizes))
     figure = f"{verdict.speedup:.2f}x" + within_text(verdict.speedup_interval)
