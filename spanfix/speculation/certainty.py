@@ -28,6 +28,7 @@ STEADY_FACTOR = 5.0  # an iteration over this many times the median of its batch
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 MIN_ITERATIONS = 3  # on each side: fewer say nothing of how much the iterations vary
+DRAWN = 1 << 21  # block starts drawn at a time (16 MiB of them), whatever the number of iterations
 LOW, HIGH = (1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2
 
 
@@ -64,8 +65,14 @@ def resampled_means(values: Sequence[float], seed: int):
     wrapped = np.concatenate([x, x[:length - 1]])
     sums = np.concatenate([[0.0], np.cumsum(wrapped)])
     block_sums = sums[length:length + count] - sums[:count]  # the block that starts at each value
-    starts = np.random.default_rng(seed).integers(0, count, size=(RESAMPLES, blocks))
-    return block_sums[starts].sum(axis=1) / (blocks * length)
+    rng = np.random.default_rng(seed)
+    rows = max(1, DRAWN // blocks)  # resamples drawn at once: memory stays bounded however many iterations
+    means = np.empty(RESAMPLES)
+    for first in range(0, RESAMPLES, rows):
+        last = min(RESAMPLES, first + rows)
+        starts = rng.integers(0, count, size=(last - first, blocks))
+        means[first:last] = block_sums[starts].sum(axis=1) / (blocks * length)
+    return means
 
 
 def bounds(draws) -> tuple[float, float] | None:
