@@ -98,9 +98,11 @@ def pays(interval: tuple[float, float] | None) -> bool | None:
 def variation(groups: Sequence[Sequence[float]]) -> float | None:
     """The coefficient of variation of decode iterations, each over the mean of its own group (its
     batch size), so that several batch sizes do not count as spread; None with fewer than two."""
+    import numpy as np
+
     relative = [value / mean for values in groups if values and (mean := math.fsum(values) / len(values)) > 0
                 for value in values]
-    return statistics.stdev(relative) if len(relative) > 1 else None
+    return float(np.std(relative, ddof=1)) if len(relative) > 1 else None
 
 
 def spread(draws) -> float:
