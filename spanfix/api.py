@@ -92,7 +92,7 @@ _LAZY = {
     **dict.fromkeys(("GROUP_KEYS", "IterationTiming", "KernelClasses", "StatsResult", "StepTiming", "TraceMeasures",
                      "aggregate", "measure"), "timing"),
     **dict.fromkeys(("DeviceReducer", "DeviceWork", "device_work"), "timing.device"),
-    **dict.fromkeys(("capture", "capture_verdict", "CaptureResult"), "capturing"),
+    **dict.fromkeys(("capture", "capture_verdict", "CaptureResult", "CAPTURE_LIMITS"), "capturing"),
 }
 # Public names made from those: name -> (module, the name there).
 _ALIASES = {"Step": ("timing", "StepTiming"), "Iteration": ("timing", "IterationTiming"),

@@ -7,12 +7,16 @@ Two kinds of server here:
   /tmp/sgl-cpu-venv-0.5.23/bin/python; its models in SPANFIX_SGLANG_MODELS, default
   /tmp/sgl-cpu-work-0.5.23/models), once for the module, and stop them at the end. Without that
   environment they are skipped, with the reason: CI does not build it.
-- a small fake, for the error paths only: an http.server on 127.0.0.1 in a thread, answering as the SGLang
-  code named at each of its answers does.
+- a small fake (tests/sglang_fake.py), for the error paths only: an http.server on 127.0.0.1 in a thread,
+  answering as the SGLang code named at each of its answers does.
+
+The folder capture shares with the server (links, leftovers, what is written there) is
+tests/test_capture_folder.py's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -22,12 +26,11 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from conftest import ROOT
+from sglang_fake import INTERNAL_ERROR, Fake, free_port, run, server_info, spanfix_process
 
 import spanfix
 from spanfix.capturing import Capture, CaptureResult, Watcher, capture
@@ -43,123 +46,7 @@ from spanfix.capturing.profile import (
     stacks_by_default,
 )
 from spanfix.capturing.server import REDACTED, Server, ServerError, ServerInfo, redacted
-from spanfix.cli import main
 from spanfix.errors import UsageError
-
-
-def run(*args):
-    return CliRunner().invoke(main, [str(a) for a in args])
-
-
-def spanfix_process(*args, **kwargs):
-    return subprocess.Popen([sys.executable, "-m", "spanfix", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=kwargs.pop("cwd", None), **kwargs)
-
-
-# ---------------------------------------------------------------------------------------------------
-# The fake: what SGLang answers, from its code (sglang 0.5.23, python/sglang/srt/...).
-
-
-def server_info(version="0.5.23", **fields):
-    """entrypoints/http_server.py, server_info(): ServerArgs.resolved_dict(), the scheduler's info,
-    internal_states (one per DP scheduler, managers/scheduler.py get_internal_state: world_size, ...)
-    and version."""
-    return {"model_path": "/models/target", "tp_size": 1, "dp_size": 1, "pp_size": 1, "device": "cpu",
-            "enable_dp_attention": False, "speculative_algorithm": None, "api_key": None,
-            "internal_states": [{"world_size": 1}], "version": version, **fields}
-
-
-class Fake:
-    """An HTTP server on 127.0.0.1 whose answers each test sets: `answers[(method, path)]` is
-    (status, content type, body) or a callable of the request body giving it. Every request is kept."""
-
-    def __init__(self):
-        self.requests: list[tuple[str, str, object]] = []
-        self.answers: dict[tuple[str, str], object] = {}
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self, method):
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                body = json.loads(raw) if raw else None
-                fake.requests.append((method, self.path, body))
-                answer = fake.answers.get((method, self.path))
-                if callable(answer):
-                    answer = answer(body)
-                if answer is None:  # FastAPI's answer to a route it does not have
-                    answer = (404, "application/json", b'{"detail":"Not Found"}')
-                status, kind, data = answer
-                self.send_response(status)
-                self.send_header("Content-Type", kind)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                self._answer("GET")
-
-            def do_POST(self):
-                self._answer("POST")
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def sglang(self, version="0.5.23", traffic=False, writes=False, **fields):
-        """GET /server_info as SGLang answers it, and its profiler (profiler_manager.py,
-        SchedulerProfilerManager._profile): a start with start_step is armed until the next forward
-        step (at once with `traffic`), refused while a profile runs; one without starts at once; a stop
-        ends a running profile (writing its trace with `writes`, as _stop_profile exports it), and
-        is refused otherwise, leaving an armed one armed. Answers as http_server.py's
-        start_profile_async ("Start profiling.\\n"), stop_profile_async ("Stop profiling. This will
-        take some time.\\n") and INTERNAL_ERROR for a refusal."""
-        info = json.dumps(server_info(version, **fields)).encode()
-        self.answers[("GET", "/server_info")] = (200, "application/json", info)
-        state = {"armed": None, "running": None}
-
-        def start(body):
-            if body.get("start_step"):
-                if state["running"] is not None:
-                    return INTERNAL_ERROR  # "Profiling is already in progress. Call /stop_profile first."
-                state["armed"] = body
-                if traffic:
-                    state["running"], state["armed"] = body, None
-            else:  # starts now, whatever runs: _init_profile's answer is dropped
-                state["running"] = {**(state["armed"] or {}), **body}
-            return (200, "text/plain", b"Start profiling.\n")
-
-        def stop(body):
-            if state["running"] is None:
-                return INTERNAL_ERROR  # "Profiling is not in progress. Call /start_profile first."
-            running, state["running"], state["armed"] = state["running"], None, None
-            if writes:
-                name = f"{running['profile_id']}-TP-0.trace.json.gz"
-                with gzip.open(os.path.join(running["output_dir"], name), "wb") as out:
-                    out.write(b'{"traceEvents": []}')
-            return (200, "text/plain", b"Stop profiling. This will take some time.\n")
-
-        self.answers[("POST", "/start_profile")] = start
-        self.answers[("POST", "/stop_profile")] = stop
-        self.state = state
-
-    def asked(self, method, path):
-        return [body for m, p, body in self.requests if (m, p) == (method, path)]
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-# A start that a scheduler refused: profiler_manager.py SchedulerProfilerManager._init_profile returns
-# ProfileReqOutput(success=False, "Profiling is already in progress. Call /stop_profile first."),
-# tokenizer_control_mixin.py _execute_profile raises RuntimeError(result.message), and the
-# exception leaves FastAPI as Starlette's plain 500 (http_server.py has no handler for it).
-INTERNAL_ERROR = (500, "text/plain; charset=utf-8", b"Internal Server Error")
 
 
 @pytest.fixture
@@ -167,12 +54,6 @@ def fake():
     server = Fake()
     yield server
     server.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_no_server_is_one_line(tmp_path):
@@ -241,10 +122,13 @@ def test_no_step_in_time_cancels_the_profile_and_is_one_line(tmp_path, fake):
                       "record_shapes": False, "profile_id": body["profile_id"] + "-cancelled"}
     assert len(fake.asked("POST", "/stop_profile")) == 2 and fake.state == {"armed": None, "running": None}
     lines = result.stderr.strip().splitlines()
-    assert lines[-2:] == [
+    assert lines[-3:] == [
         "the profile had not started (no forward step yet): cancelled, so that it never will",
+        (f"removed what this capture wrote into {tmp_path / 'c'}/ (a capture is kept whole or not at all): the same "
+         "command can run again"),
         (f"spanfix: error: {fake.url}: no forward step in 0.5 s, so no trace: the server had no traffic (--load N sends "
          "some; --timeout waits longer); the profile was cancelled")]
+    assert not (tmp_path / "c").exists()
 
 
 def test_too_few_steps_in_time_stops_the_profiler_and_is_one_line(tmp_path, fake):
@@ -262,13 +146,14 @@ def test_too_few_steps_in_time_stops_the_profiler_and_is_one_line(tmp_path, fake
     assert result.exit_code == 2
     body = fake.asked("POST", "/start_profile")[-1]
     assert body["with_stack"] is False and "detailed_annotations" not in body
-    name = f"{body['profile_id']}-TP-0.trace.json.gz"
-    assert result.stderr.strip().splitlines()[-2:] == [
+    assert result.stderr.strip().splitlines()[-3:] == [
         "the profiler was stopped (POST /stop_profile)",
+        (f"removed what this capture wrote into {tmp_path / 'd'}/ (a capture is kept whole or not at all): the same "
+         "command can run again"),
         (f"spanfix: error: {fake.url}: its trace not written within 0.5 s: the server ran fewer than 32 forward steps "
-         "(--load N sends traffic; --timeout waits longer); the profiler was stopped, and what it recorded is in "
-         f"{tmp_path / 'd'}: {name}")]
-    assert (tmp_path / "d" / name).is_file() and (tmp_path / "d" / "server_args.json").is_file()
+         "(--load N sends traffic; --timeout waits longer; --steps asks for fewer); the profiler was stopped, and the "
+         "partial capture is not kept")]
+    assert not (tmp_path / "d").exists()  # the trace the stop wrote and server_args.json: removed with the folder
 
 
 def test_a_failing_load_stops_the_profiler(tmp_path, fake):
@@ -391,7 +276,9 @@ def test_ctrl_c_stops_the_profiler_it_started(tmp_path, fake):
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130, err
     assert len(fake.asked("POST", "/stop_profile")) == 1
-    assert err.splitlines()[-2:] == ["the profiler was stopped (POST /stop_profile)",
+    assert err.splitlines()[-3:] == ["the profiler was stopped (POST /stop_profile)",
+                                     (f"removed what this capture wrote into {tmp_path / 'c'}/ (a capture is kept "
+                                      "whole or not at all): the same command can run again"),
                                      "spanfix: interrupted"]
     # Armed, not started (no traffic): cancelled, so that it does not start at the next request.
     fake.sglang()
@@ -403,6 +290,170 @@ def test_ctrl_c_stops_the_profiler_it_started(tmp_path, fake):
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130 and fake.state == {"armed": None, "running": None}, err
     assert "cancelled, so that it never will" in err
+
+
+# ---------------------------------------------------------------------------------------------------
+# Every wait bounded, every number and URL checked at the edge (issue 39; the folder's cases are
+# tests/test_capture_folder.py's).
+
+
+class Trickle:
+    """A server that accepts and answers one byte every `pause` seconds, for ever (a slow or hostile one)."""
+
+    def __init__(self, pause: float = 0.25):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.pause, self.closed = pause, threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while not self.closed.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+
+    def _trickle(self, conn):
+        conn.recv(65536)
+        answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Padding: " + b"x" * 10**6
+        with contextlib.suppress(OSError):
+            for byte in answer:
+                if self.closed.wait(self.pause):
+                    break
+                conn.sendall(bytes([byte]))
+        conn.close()
+
+    def close(self):
+        self.closed.set()
+        self.sock.close()
+
+
+def test_an_answer_a_byte_at_a_time_is_cut_at_its_deadline():
+    """/server_info sending one byte a second was silent past 100 s: the 30 s timeout was per recv, with no
+    deadline for the whole answer. Now the whole answer has one deadline, however the bytes are paced
+    (issue 39)."""
+    server = Trickle()
+    outcome = []
+
+    def ask():
+        try:
+            Server(server.url, read_timeout=1.5).info()
+        except ServerError as exc:
+            outcome.append(str(exc))
+
+    try:
+        thread = threading.Thread(target=ask, daemon=True)
+        began = time.monotonic()
+        thread.start()
+        thread.join(10)
+        assert not thread.is_alive(), "no deadline: still reading after 10 s"
+        assert time.monotonic() - began < 5
+    finally:
+        server.close()
+    assert outcome == [f"{server.url}/server_info: no whole answer within 1.5 s"]
+
+
+def test_a_second_signal_ends_at_once_and_says_what_it_left_running(tmp_path, fake):
+    """Ctrl-C while profiling against a server whose /stop_profile never answers waited 600 s, and a second
+    Ctrl-C and SIGTERM were ignored: only kill -9 ended it. Now a second signal ends it at once, saying what
+    is left running on the server (issue 39)."""
+    fake.sglang(traffic=True)
+    never = threading.Event()
+
+    def stop(body):
+        never.wait(60)
+        return INTERNAL_ERROR
+
+    fake.answers[("POST", "/stop_profile")] = stop
+    process = spanfix_process("capture", fake.url, "-o", tmp_path / "c")
+    try:
+        deadline = time.monotonic() + 30
+        while not fake.asked("POST", "/start_profile") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while not fake.asked("POST", "/stop_profile") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=10)
+    finally:
+        never.set()
+        process.kill()
+    assert process.returncode == 143, err
+    profile = fake.asked("POST", "/start_profile")[0]["profile_id"]
+    lines = err.splitlines()
+    assert (f"stopped again: not waiting for {fake.url} to end its profile {profile}: the server may still be "
+            f"profiling into {tmp_path / 'c'} (POST {fake.url}/stop_profile ends it)") in lines, err
+    assert lines[-1] == "spanfix: stopped by SIGTERM"
+
+
+def test_prompts_from_a_named_pipe_no_program_writes_to_are_waited_for_saying_so(tmp_path, fake):
+    """`--prompts FIFO` with no writer blocked silently in open(). Now it is read as every side file is: the
+    wait is said after a second, and Ctrl-C ends it (issue 39)."""
+    fake.sglang()
+    pipe = tmp_path / "prompts"
+    os.mkfifo(pipe)
+    process = spanfix_process("capture", fake.url, "-o", tmp_path / "c", "--load", "1", "--prompts", pipe)
+    try:
+        time.sleep(2.5)
+        assert process.poll() is None
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=10)
+    finally:
+        process.kill()
+    assert f"spanfix: {pipe}: waiting for a program to write to this named pipe (Ctrl-C to stop)" in err, err
+    assert process.returncode == 130 and err.splitlines()[-1] == "spanfix: interrupted"
+    assert fake.requests == []  # nothing asked of the server yet
+
+
+@pytest.mark.parametrize("option, value", [("--max-new-tokens", str(10**30)), ("--steps", str(10**30)),
+                                           ("--timeout", "1e308"), ("--load", str(10**9))])
+def test_a_number_beyond_what_is_meaningful_is_a_usage_error(tmp_path, fake, option, value):
+    """`--max-new-tokens 10**30` ended in a traceback from the load's threads, then a capture of 0 responses;
+    `--steps 10**30` and `--timeout 1e308` were taken. Now each option's value is checked at the edge, before
+    anything is asked of the server (issue 39)."""
+    fake.sglang()
+    result = run("capture", fake.url, "-o", tmp_path / "c", "--load", "1", option, value)
+    assert result.exit_code == 2 and f"Invalid value for '{option}'" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr and fake.requests == []
+
+
+def test_the_api_checks_the_same_bounds(tmp_path):
+    for field, value in (("max_new_tokens", 10**30), ("steps", 10**30), ("load", 10**9), ("timeout", 1e308)):
+        with pytest.raises(UsageError, match=field):
+            capture("http://127.0.0.1:1", tmp_path / "c", **{field: value})
+
+
+@pytest.mark.parametrize("url, why", [("http://[zz]:1", "the brackets hold no IPv6 address"),
+                                      ("http://[::1", "the brackets hold no IPv6 address"),
+                                      ("http://127.0.0.1:0", "port 0 is no port a server listens on"),
+                                      ("http://127.0.0.1:99999", "the port is not a number from 1 to 65535"),
+                                      ("http://host:port", "the port is not a number from 1 to 65535")])
+def test_an_odd_url_is_one_line(tmp_path, url, why):
+    """`http://[zz]:1` and `http://[::1` were internal errors, and `http://127.0.0.1:0` silently became
+    port 80. Now each is one line saying what is wrong, before anything is made (issue 39)."""
+    for args in (["capture", url], ["capture", "http://127.0.0.1:1", "--twin", url]):
+        result = run(*args, "-o", tmp_path / "c")
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip().splitlines()[-1].endswith(f"{url}: not a server URL ({why})"), result.stderr
+        assert "Traceback" not in result.stderr and not (tmp_path / "c").exists()
+
+
+def test_a_dead_twin_says_it_is_the_twin(tmp_path, fake):
+    """A dead --twin URL's error did not say it was the twin: `no server at URL: connection refused` read as
+    the first server's (issue 43 item 10)."""
+    fake.sglang(speculative_algorithm="EAGLE")
+    dead = f"http://127.0.0.1:{free_port()}"
+    result = run("capture", fake.url, "--twin", dead, "-o", tmp_path / "pair")
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines()[-1] == (f"spanfix: error: the twin (--twin): no server at {dead}: "
+                                                      "connection refused")
+    assert fake.asked("POST", "/start_profile") == [] and not (tmp_path / "pair").exists()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -472,7 +523,7 @@ def test_the_api_names_it(fake, tmp_path):
     from spanfix import api
     assert api.capture is capture is spanfix.capture and api.CaptureResult is CaptureResult is spanfix.CaptureResult
     assert api.CaptureWatcher is Watcher and api.capture_verdict is spanfix.capturing.capture_verdict
-    with pytest.raises(UsageError, match="steps is a whole number of at least 1"):
+    with pytest.raises(UsageError, match="steps is a whole number from 1 to 100000"):
         capture(fake.url, tmp_path / "c", steps=0)
     with pytest.raises(ServerError, match="is not an SGLang server"):
         capture(fake.url, tmp_path / "c", watcher=Watcher())

@@ -1,11 +1,13 @@
 """Traffic for the profiler to record: N requests at once to SGLang's native `/generate`, greedy
 (temperature 0) and of a fixed length (`max_new_tokens`, `ignore_eos`), each slot sending its next
-request as soon as its last one is answered, until told to stop. Every response is kept as SGLang
-answered it (`text`, `meta_info`: `completion_tokens`, `spec_verify_ct`, `spec_accept_length`,
-`e2e_latency`, ...), in the order they arrived.
+request as soon as its last one is answered, until told to stop. Every response goes to the sink as
+it arrives, one JSON line, as SGLang answered it (`text`, `meta_info`: `completion_tokens`,
+`spec_verify_ct`, `spec_accept_length`, `e2e_latency`, ...) less its secrets (server.redacted): none
+is kept, so that memory holds the responses in flight, not every one of the load.
 
 The prompts: a file (`--prompts FILE`: one prompt a line; a line that is a JSON string, or an object
-with "text" or "prompt", may hold several lines), or a few built-in ones (code and prose, so that a
+with "text" or "prompt", may hold several lines; read as a side file, read/side.py: a named pipe no
+program writes to is waited for, saying so), or a few built-in ones (code and prose, so that a
 draft model has something to predict).
 """
 
@@ -13,12 +15,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
-from ..errors import SpanfixError, UsageError
-from .server import Server, ServerError
+from ..errors import SpanfixError, TraceError, UsageError
+from .server import Server, ServerError, redacted
 
 BUILT_IN_PROMPTS = (
     "def fibonacci(n):\n    if n < 2:\n        return n\n    return",
@@ -34,16 +36,17 @@ MAX_PROMPTS_BYTES = 64 * 2**20
 
 
 def read_prompts(path: str) -> list[str]:
-    """The prompts of a file, in order (UsageError when there are none, or it cannot be read)."""
+    """The prompts of a file, in order (UsageError when there are none, or it cannot be read). Read as
+    every side file is (read/side.py): a named pipe is waited for, saying so, a terminal or a device
+    refused, at most MAX_PROMPTS_BYTES."""
+    from ..read.side import SideFile
+
     try:
-        with open(path, "rb") as stream:
-            data = stream.read(MAX_PROMPTS_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read the prompts: {exc.strerror or exc}") from None
-    if len(data) > MAX_PROMPTS_BYTES:
-        raise UsageError(f"{path}: more than {MAX_PROMPTS_BYTES >> 20} MiB of prompts")
+        lines = [text.decode("utf-8", "replace") for _, text in SideFile(path, MAX_PROMPTS_BYTES).lines()]
+    except TraceError as exc:
+        raise UsageError(f"cannot read the prompts: {exc}") from None
     prompts = []
-    for line in data.decode("utf-8", "replace").splitlines():
+    for line in lines:
         if not line.strip():
             continue
         prompt: Any = line
@@ -68,27 +71,36 @@ def generate_body(prompt: str, max_new_tokens: int) -> dict[str, Any]:
                                                 "ignore_eos": True}}
 
 
+class Sink(Protocol):
+    """Where the responses go as they come: one JSON line each (folder.Lines)."""
+
+    def write(self, data: bytes) -> None: ...
+
+
 class Load:
     """`concurrency` slots, each a thread sending /generate requests one after the other. start() them;
     stop() lets each finish the request it is in and send no other; join() waits for that; abort()
-    cuts the requests in flight. responses: every answer, in order of arrival; failure: the first
-    request that failed (the load then stops)."""
+    cuts the requests in flight. responses: how many answers came; each is written to the sink as it
+    comes (none is kept); failure: the first request that failed (the load then stops)."""
 
-    def __init__(self, url: str, prompts: Sequence[str], concurrency: int, max_new_tokens: int, read_timeout: float):
+    def __init__(self, url: str, prompts: Sequence[str], concurrency: int, max_new_tokens: int, read_timeout: float,
+                 sink: Sink | None = None):
         self.server = Server(url, read_timeout=read_timeout)  # its own: abort() cuts these calls alone
         self.prompts, self.concurrency, self.max_new_tokens = list(prompts), concurrency, max_new_tokens
-        self.responses: list[dict[str, Any]] = []
+        self.sink = sink
+        self.responses = 0
         self.failure: SpanfixError | None = None
         self._next = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._aborted = False
         self._threads: list[threading.Thread] = []
 
     def warm_up(self, max_new_tokens: int) -> None:
         """One round of `concurrency` short requests at once, outside the profile: the first requests of
         a fresh server compile and allocate for their batch sizes, which a profile should not record.
         Raises the first failure."""
-        threads = [threading.Thread(target=self._one, args=(i, max_new_tokens, None), daemon=True,
+        threads = [threading.Thread(target=self._one, args=(i, max_new_tokens, False), daemon=True,
                                     name=f"spanfix-warm-up-{i}") for i in range(self.concurrency)]
         self._run(threads)
         for thread in threads:
@@ -125,6 +137,8 @@ class Load:
 
     def abort(self) -> None:
         """Stop now: no new request, the ones in flight cut (their connections closed), slots joined."""
+        with self._lock:
+            self._aborted = True
         self._stopping.set()
         self.server.abort()
         for thread in self._threads:
@@ -134,11 +148,11 @@ class Load:
         while not self._stopping.is_set():
             with self._lock:
                 index, self._next = self._next, self._next + 1
-            if not self._one(index, self.max_new_tokens, self.responses):
+            if not self._one(index, self.max_new_tokens, True):
                 self._stopping.set()
                 return
 
-    def _one(self, index: int, max_new_tokens: int, keep: list[dict[str, Any]] | None) -> bool:
+    def _one(self, index: int, max_new_tokens: int, keep: bool) -> bool:
         prompt = self.prompts[index % len(self.prompts)]
         try:
             answer = self.server.post("/generate", generate_body(prompt, max_new_tokens))
@@ -150,15 +164,28 @@ class Load:
             if not isinstance(response, dict):
                 raise ServerError(f"{self.server.url}: POST /generate answered something other than a response "
                                   "object")
+            if keep:
+                line = _line(response, self.server.url)
+                with self._lock:
+                    if self._stopping.is_set() and self._aborted:
+                        return False  # cut: the capture is being given up
+                    if self.sink is not None:
+                        self.sink.write(line)
+                    self.responses += 1
         except SpanfixError as exc:
             with self._lock:
                 if self.failure is None and not (self._stopping.is_set() and "abandoned" in str(exc)):
                     self.failure = exc
             return False
-        if keep is not None:
-            with self._lock:
-                keep.append(response)
         return True
+
+
+def _line(response: dict[str, Any], url: str) -> bytes:
+    """A response as one line of requests.jsonl, less its secrets."""
+    try:
+        return orjson.dumps(redacted(response), default=str) + b"\n"
+    except TypeError as exc:  # orjson: nested past 254 levels, an integer past 64 bits
+        raise ServerError(f"{url}: POST /generate answered a response spanfix cannot write ({exc})") from None
 
 
 __all__ = ["BUILT_IN_PROMPTS", "Load", "generate_body", "read_prompts"]

@@ -26,14 +26,16 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import SpanfixError, TraceError
 from ..sources import is_url, join, local_path
+from .folder import CaptureFolder, LinkRefused, linked
 from .server import Server, ServerError, ServerInfo
 
 # The first release whose ProfileReq has detailed_annotations (the iteration-level c_/g_ aggregates in
@@ -155,13 +157,14 @@ class Found:
 
 class Traces:
     """A profile's trace files, where the server writes them (`where`: the folder as this machine sees
-    it, a local path or a URL), brought into `folder` once whole (when `where` is not `folder`, a
-    copy). `expected`: how many (one per scheduler)."""
+    it, a local path or a URL), brought into the capture's folder once whole (when `where` is not that
+    folder, a copy). `expected`: how many (one per scheduler). A file of this profile's that is a
+    symbolic link is refused (LinkRefused), never read through nor kept (folder.py)."""
 
-    def __init__(self, where: str, folder: str, request: ProfileRequest, expected: int):
+    def __init__(self, where: str, folder: CaptureFolder, request: ProfileRequest, expected: int):
         self.where, self.folder, self.request, self.expected = where, folder, request, expected
         self.remote = is_url(where)
-        self.same = not self.remote and os.path.abspath(local_path(where)) == os.path.abspath(folder)
+        self.same = not self.remote and os.path.abspath(local_path(where)) == os.path.abspath(folder.path)
         self._sizes: dict[str, int] = {}  # name -> size at the last look
         self._whole: dict[str, str] = {}  # name -> its path in folder, once whole there
 
@@ -173,7 +176,7 @@ class Traces:
                 continue
             steady = size > 0 and self._sizes.get(name) == size  # unchanged since the last look
             if steady and self._bring(name, size):
-                self._whole[name] = os.path.join(self.folder, name)
+                self._whole[name] = self.folder.join(name)
         self._sizes = listed
         return Found(listed, self.paths())
 
@@ -183,6 +186,11 @@ class Traces:
 
     def paths(self) -> list[str]:
         return sorted(self._whole.values())
+
+    def names(self) -> list[str]:
+        """Every file of this profile seen in the capture's folder (what a failed capture removes)."""
+        return sorted(name for name in self.folder.entries() if self.request.ours(name)
+                      or name.startswith(f"{self.request.profile_id}-cancelled"))
 
     def _listed(self) -> dict[str, int]:
         if self.remote:
@@ -196,43 +204,75 @@ class Traces:
                 if self.request.ours(name):
                     names[name] = size_of(url) or 0
             return names
-        folder = local_path(self.where)
         names = {}
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(folder) as entries:
+        where: str | int = self.folder.fd if self.same else local_path(self.where)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError), os.scandir(where) as entries:
             for entry in entries:
-                if self.request.ours(entry.name):
-                    with contextlib.suppress(OSError):
-                        if entry.is_file():
-                            names[entry.name] = entry.stat().st_size
+                if not self.request.ours(entry.name):
+                    continue
+                if entry.is_symlink():
+                    self._refuse_link(entry.name)
+                with contextlib.suppress(OSError):
+                    if entry.is_file(follow_symlinks=False):
+                        names[entry.name] = entry.stat(follow_symlinks=False).st_size
         return names
 
-    def _bring(self, name: str, size: int) -> bool:
-        """The file in folder, whole: True; not whole yet (its gzip stream has not ended): False."""
-        target = os.path.join(self.folder, name)
+    def _refuse_link(self, name: str) -> None:
         if self.same:
-            return is_whole(target)
-        partial = target + ".part"
-        try:
-            if self.remote:
-                _download(join(self.where, name), partial)
-            else:
-                shutil.copyfile(os.path.join(local_path(self.where), name), partial)
-            if not is_whole(partial):
-                os.unlink(partial)
+            error = linked(self.folder.join(name), self.folder.fd, name)
+            self.folder.remove([name])  # the link itself: the server then writes a file of its own there
+        else:
+            error = LinkRefused(f"{os.path.join(local_path(self.where), name)}: is a symbolic link, not a trace the "
+                                "server wrote: refused (spanfix reads no trace through a link in a folder it does "
+                                "not own)")
+        raise error
+
+    def _bring(self, name: str, size: int) -> bool:
+        """The file in the folder, whole: True; not whole yet (its gzip stream has not ended): False."""
+        if self.same:
+            try:
+                with self.folder.open_trace(name) as stream:
+                    return is_whole(stream)
+            except LinkRefused:
+                self._refuse_link(name)
+            except OSError:
                 return False
-            os.replace(partial, target)
-        except (OSError, TraceError):
-            with contextlib.suppress(OSError):
-                os.unlink(partial)
+        try:
+            with self.folder.lines(name) as out:
+                if self.remote:
+                    _download(join(self.where, name), out.stream.fileno())
+                else:
+                    self._copy_local(name, out.stream)
+                with out.reader() as check:
+                    if not is_whole(check):
+                        raise _NotWhole
+        except (_NotWhole, OSError, TraceError):
             return False
         return True
 
+    def _copy_local(self, name: str, out: BinaryIO) -> None:
+        path = os.path.join(local_path(self.where), name)
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            if os.path.islink(path):
+                self._refuse_link(name)
+            raise
+        with os.fdopen(fd, "rb") as source:
+            if not stat.S_ISREG(os.fstat(source.fileno()).st_mode):
+                raise OSError(f"{path}: not a regular file")
+            shutil.copyfileobj(source, out, 8 * 2**20)
 
-def is_whole(path: str) -> bool:
+
+class _NotWhole(Exception):
+    """A copy not whole yet: removed, taken again at the next look."""
+
+
+def is_whole(path: str | BinaryIO) -> bool:
     """A trace file written to its end: a gzip stream that ends (with its trailer), or JSON whose last
-    byte closes it. A file still being written fails."""
+    byte closes it. A file still being written fails. path: a path, or a stream open for reading."""
     try:
-        with open(path, "rb") as stream:
+        with open(path, "rb") if isinstance(path, str) else contextlib.nullcontext(path) as stream:
             if stream.read(2) != b"\x1f\x8b":
                 stream.seek(0, os.SEEK_END)
                 if stream.tell() == 0:
@@ -252,17 +292,19 @@ def is_whole(path: str) -> bool:
         return False
 
 
-def _download(url: str, target: str) -> None:
+def _download(url: str, fd: int) -> None:
     from ..sources.isolated import isolated
 
-    isolated(url, _download_here, url, target)
+    isolated(url, _download_here, url, fd)
 
 
-def _download_here(url: str, target: str) -> None:
+def _download_here(url: str, fd: int) -> None:
+    """The object at url into the open file fd (a temporary file of the capture's folder: written by
+    descriptor, in a child or here, never by a name that could be swapped)."""
     from ..sources.store import failure, opened
 
     try:
-        with opened(url, 8 * 2**20) as (stream, _size), open(target, "wb") as out:
+        with opened(url, 8 * 2**20) as (stream, _size), os.fdopen(os.dup(fd), "wb") as out:
             shutil.copyfileobj(stream, out, 8 * 2**20)
     except OSError:
         raise

@@ -1,5 +1,6 @@
 """A running SGLang server, through its HTTP API: the standard library's http.client, with a connect
-timeout and a read timeout on every call, and every failure one line (ServerError).
+timeout on every call and a deadline for its whole answer (not only for each read: a server sending
+a byte a second is cut at the deadline), and every failure one line (ServerError).
 
 What SGLang answers, as its code has it (sglang/srt/entrypoints/http_server.py, 0.5.19 to 0.5.23):
 
@@ -20,11 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import io
 import ipaddress
 import re
 import socket
 import ssl
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,9 +35,10 @@ from typing import Any
 import orjson
 
 from ..errors import SpanfixError, UsageError
+from ..runtime.redact import redact
 
 CONNECT_TIMEOUT = 5.0  # seconds to open a connection
-READ_TIMEOUT = 30.0  # seconds between the request and its answer, for calls that do no work
+READ_TIMEOUT = 30.0  # seconds for the whole answer of a call that does no work
 MAX_ANSWER = 64 * 2**20  # bytes of one answer read at most (a /generate response with its meta_info)
 
 
@@ -73,16 +77,9 @@ class Server:
     connection open at that moment (their calls then fail), so that Ctrl-C need not wait for them."""
 
     def __init__(self, url: str, *, connect_timeout: float = CONNECT_TIMEOUT, read_timeout: float = READ_TIMEOUT):
-        parsed = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise UsageError(f"{url}: not a server URL (http://HOST:PORT)")
-        try:
-            port = parsed.port
-        except ValueError:
-            raise UsageError(f"{url}: not a server URL (the port is not a number)") from None
-        self.scheme, self.host = parsed.scheme, parsed.hostname
-        self.port = port or (443 if parsed.scheme == "https" else 80)
-        self.prefix = parsed.path.rstrip("/")
+        self.scheme, self.host, port, path = server_address(url)
+        self.port = port or (443 if self.scheme == "https" else 80)
+        self.prefix = path.rstrip("/")
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"{self.scheme}://{host}:{self.port}{self.prefix}"
         self.connect_timeout, self.read_timeout = connect_timeout, read_timeout
@@ -104,7 +101,8 @@ class Server:
         return self.call("POST", path, body, read_timeout=read_timeout)
 
     def call(self, method: str, path: str, body: Any = None, *, read_timeout: float | None = None) -> Answer:
-        """One request and its answer; ServerError when there is none (refused, timed out, cut)."""
+        """One request and its whole answer within read_timeout seconds (a deadline, however the server
+        paces its bytes); ServerError when there is none (refused, timed out, cut)."""
         timeout = self.read_timeout if read_timeout is None else read_timeout
         data = None if body is None else orjson.dumps(body)
         headers = {"Connection": "close", "Accept": "application/json, text/plain"}
@@ -120,12 +118,13 @@ class Server:
                 raise ServerError(f"no server at {self.url}: {_why(exc)}") from None
             assert connection.sock is not None
             connection.sock.settimeout(timeout)
+            connection.sock = _Deadline(connection.sock, time.monotonic() + timeout)  # type: ignore[assignment]
             try:
                 connection.request(method, self.prefix + path, body=data, headers=headers)
                 response = connection.getresponse()
                 answer = response.read(MAX_ANSWER + 1)
             except TimeoutError:
-                raise ServerError(f"{self.url}{path}: no answer within {timeout:g} s") from None
+                raise ServerError(f"{self.url}{path}: no whole answer within {timeout:g} s") from None
             except (OSError, http.client.HTTPException) as exc:
                 if self._aborted:
                     raise ServerError(f"{self.url}{path}: abandoned") from None
@@ -177,6 +176,66 @@ class Server:
             raise ServerError(f"{self.url} is not an SGLang server: its /server_info is not SGLang's "
                               f"(no {', '.join(repr(k) for k in SGLANG_KEYS)})")
         return ServerInfo(document)
+
+
+def server_address(url: str) -> tuple[str, str, int | None, str]:
+    """(scheme, host, port or None, path prefix) of a server's URL (http:// is assumed without a
+    scheme); UsageError in one line for anything else: another scheme, no host, a port that is no
+    number or not 1 to 65535 (0 is no port a server listens on), brackets that hold no IPv6 address."""
+    text = url if "://" in url else f"http://{url}"
+    try:
+        parsed = urllib.parse.urlsplit(text)
+        host, port = parsed.hostname, parsed.port
+    except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535", a port that is no number
+        why = str(exc)
+        what = ("the brackets hold no IPv6 address" if "IPv6" in why else
+                "the port is not a number from 1 to 65535")
+        raise UsageError(f"{url}: not a server URL ({what})") from None
+    if parsed.scheme not in ("http", "https") or not host:
+        raise UsageError(f"{url}: not a server URL (http://HOST:PORT)")
+    if "[" in parsed.netloc:
+        try:
+            ipaddress.IPv6Address(host.split("%", 1)[0])
+        except ValueError:
+            raise UsageError(f"{url}: not a server URL (the brackets hold no IPv6 address)") from None
+    if port == 0:
+        raise UsageError(f"{url}: not a server URL (port 0 is no port a server listens on)")
+    return parsed.scheme, host, port, parsed.path
+
+
+class _Deadline:
+    """A connection's socket whose reads end by one deadline, however the server paces its bytes: each
+    read waits only for what is left of the time (a timeout set once bounds each read alone, and a
+    server sending a byte every second never hits it)."""
+
+    def __init__(self, sock: socket.socket, deadline: float):
+        self._sock, self._deadline = sock, deadline
+
+    def makefile(self, mode: str = "rb", *args: Any, **kwargs: Any) -> io.BufferedReader:
+        # The socket's own raw file holds it open after the connection closes (Connection: close).
+        return io.BufferedReader(_DeadlineReader(self._sock, self._sock.makefile("rb", buffering=0), self._deadline))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+class _DeadlineReader(io.RawIOBase):
+    def __init__(self, sock: socket.socket, raw: Any, deadline: float):
+        self._sock, self._raw, self._deadline = sock, raw, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the deadline passed")
+        self._sock.settimeout(left)
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 # What every SGLang /server_info holds (ServerArgs fields and the version) and other servers' do not.
@@ -257,20 +316,43 @@ _SPACES = re.compile(r"(\s+)")  # one character class: splitting is linear in th
 REDACTED = "<redacted>"
 
 
-def redacted(document: dict[str, Any]) -> dict[str, Any]:
-    """The document with every secret's value replaced (the keys named like one, and the values of such
-    flags in a launch command); other values as they are."""
-    out: dict[str, Any] = {}
-    for key, value in document.items():
-        if _SECRET_KEY.search(key) and value not in (None, "", False):
-            out[key] = REDACTED
-        elif key == "launch_command" and isinstance(value, str):
-            out[key] = _redacted_command(value)
-        elif key == "launch_command" and isinstance(value, list):
-            out[key] = _redacted_argv(value)
+def redacted(document: Any) -> Any:
+    """A copy of a server's answer with every secret hidden, at any depth, as everything spanfix prints
+    is: the value of every key named like a secret, of every secret flag in a launch command, and in
+    every string (keys too) a URL's userinfo and credential query values and the secrets the user
+    named (runtime/redact.py: `https://***@host/...`, `?token=***`). Walked without recursion: an
+    answer nested a thousand deep costs its size, never the interpreter's stack."""
+    top: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(document, top, 0)]  # (value, the container to put its copy in, where)
+    while stack:
+        value, into, at = stack.pop()
+        if isinstance(value, dict):
+            copy: dict[Any, Any] = {}
+            into[at] = copy
+            for key, item in value.items():
+                name = redact(key) if isinstance(key, str) else key
+                if isinstance(key, str) and _SECRET_KEY.search(key) and item not in (None, "", False):
+                    copy[name] = REDACTED
+                elif key == "launch_command" and isinstance(item, str):
+                    copy[name] = redact(_redacted_command(item))
+                elif key == "launch_command" and isinstance(item, list):
+                    copy[name] = [redact(part) if isinstance(part, str) else part for part in _redacted_argv(item)]
+                elif isinstance(item, (dict, list)):
+                    copy[name] = None
+                    stack.append((item, copy, name))
+                else:
+                    copy[name] = redact(item) if isinstance(item, str) else item
+        elif isinstance(value, list):
+            items: list[Any] = [None] * len(value)
+            into[at] = items
+            for k, item in enumerate(value):
+                if isinstance(item, (dict, list)):
+                    stack.append((item, items, k))
+                else:
+                    items[k] = redact(item) if isinstance(item, str) else item
         else:
-            out[key] = value
-    return out
+            into[at] = redact(value) if isinstance(value, str) else value
+    return top[0]
 
 
 def _redacted_command(command: str) -> str:

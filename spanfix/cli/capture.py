@@ -28,6 +28,10 @@ def _default(name: str) -> Any:
     return inspect.signature(api.capture).parameters[name].default
 
 
+LIMITS = api.CAPTURE_LIMITS  # what is meaningful, as capture() checks it too
+MAX_TIMEOUT = LIMITS["timeout"]
+
+
 class Seconds(click.ParamType):
     name = "seconds"
 
@@ -36,8 +40,8 @@ class Seconds(click.ParamType):
             seconds = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if not seconds > 0 or seconds == float("inf"):
-            self.fail(f"{value!r}: more than 0 seconds", param, ctx)
+        if not 0 < seconds <= MAX_TIMEOUT:  # NaN and infinity too
+            self.fail(f"{value!r}: more than 0 seconds, and at most {MAX_TIMEOUT:g} (a week)", param, ctx)
         return seconds
 
 
@@ -45,7 +49,7 @@ class Seconds(click.ParamType):
 @click.argument("url")
 @click.option("-o", "--output", "folder", metavar="FOLDER",
               help="Where the capture goes: a new or empty folder (created). Default: capture-DATE-TIME here.")
-@click.option("--steps", type=click.IntRange(min=1), default=_default("steps"), show_default=True, metavar="N",
+@click.option("--steps", type=click.IntRange(1, LIMITS["steps"]), default=_default("steps"), show_default=True, metavar="N",
               help="Forward steps the profiler records (SGLang's num_steps); it then stops by itself.")
 @click.option("--detailed/--no-detailed", default=None,
               help="Detailed annotations (the accept length from the trace itself). Default: on where the "
@@ -55,14 +59,14 @@ class Seconds(click.ParamType):
                    "step in the old step names, but they slow host work unevenly (host times are not the "
                    "server's) and grow the trace several times. Default: on for SGLang before 0.5.20 (old "
                    "names), off from 0.5.20 on, whose step names tell draft from verify.")
-@click.option("--load", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+@click.option("--load", type=click.IntRange(0, LIMITS["load"]), default=0, show_default=True, metavar="N",
               help="Send N greedy /generate requests at once while it profiles, each slot the next as soon as "
                    "its last is answered (after one unprofiled warm-up round). 0: wait for the server's own "
                    "traffic.")
 @click.option("--prompts", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="The load's prompts: one a line (a JSON string or {\"text\": ...} for several lines). "
                    "Default: a few built-in ones.")
-@click.option("--max-new-tokens", type=click.IntRange(min=1), default=_default("max_new_tokens"), show_default=True,
+@click.option("--max-new-tokens", type=click.IntRange(1, LIMITS["max_new_tokens"]), default=_default("max_new_tokens"), show_default=True,
               metavar="N", help="Tokens each load request generates (ignore_eos: always N).")
 @click.option("--server-dir", metavar="PATH",
               help="The folder the server writes its traces into, as the server sees it: needed when the "

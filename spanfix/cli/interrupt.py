@@ -4,8 +4,9 @@ The signal becomes an exception (Interrupted, a KeyboardInterrupt) in the main t
 whatever is running unwinds through its cleanup: a temporary output is removed, parallel workers
 are stopped, and the command ends in one line and the shell's exit code for that signal (130 for
 Ctrl-C, 143 for SIGTERM, 129 for SIGHUP). A second signal while spanfix is already stopping is
-ignored, so that it cannot cut the cleanup short. A signal the caller ignores (nohup, a background
-job) stays ignored.
+ignored, so that it cannot cut the cleanup short, unless the cleanup waits on something outside
+spanfix (a server ending its profile: runtime/stopping.py), which a second signal then ends at once.
+A signal the caller ignores (nohup, a background job) stays ignored.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+
+from ..runtime.stopping import at_once
 
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -50,7 +53,7 @@ def signals_interrupt() -> Iterator[None]:
 
     def handler(signum, frame):
         nonlocal stopping
-        if stopping:
+        if stopping and not at_once():
             return
         stopping = True
         raise Interrupted(signum)

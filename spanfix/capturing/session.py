@@ -1,0 +1,447 @@
+"""One capture, from the first question to the server to the files left: the servers asked (`/server_info`,
+and the twin's), the folder made, each server's profile run with its load, and on any failure or
+Ctrl-C the profile ended and what was written removed (folder.py). See the package's docstring;
+docs/commands.md#capture explains every choice."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..errors import OutputError, UsageError
+from ..runtime.redact import remember
+from ..runtime.stopping import ends_at_once
+from ..sources import is_url, local_path
+from .folder import CaptureFolder, Lines
+from .load import BUILT_IN_PROMPTS, Load, read_prompts
+from .profile import (
+    CANCELLED,
+    DETAILED_SINCE,
+    STOPPED,
+    ProfileRequest,
+    Refused,
+    Traces,
+    activities,
+    end,
+    has_detailed,
+    has_start_step,
+    new_profile_id,
+    stacks_by_default,
+    start,
+)
+from .results import REQUESTS, SERVER_ARGS, SERVER_INFO, Capture, CaptureResult, Said, Watcher, capture_verdict
+from .server import Server, ServerError, ServerInfo
+
+if TYPE_CHECKING:
+    from ..options import Options
+    from ..runs.measure import Each
+
+DEFAULT_STEPS = 32  # forward steps the profiler records: a few dozen decode iterations
+DEFAULT_MAX_NEW_TOKENS = 64
+DEFAULT_TIMEOUT = 300  # seconds to wait for the traces
+WARM_UP_TOKENS = 16
+# What is meaningful, and no more: a larger value is a usage error (it used to end in a traceback from
+# the load's threads, or in a wait no clock can count).
+MAX_STEPS = 100_000  # forward steps of one profile: a trace of gigabytes already
+MAX_LOAD = 1024  # requests at once: a thread and a connection each, more than any server batches
+MAX_NEW_TOKENS = 10_000_000  # tokens a request generates: more than any model's context holds
+MAX_TIMEOUT = 7 * 24 * 3600.0  # seconds: a week
+LIMITS = {"steps": MAX_STEPS, "load": MAX_LOAD, "max_new_tokens": MAX_NEW_TOKENS, "timeout": MAX_TIMEOUT}
+
+
+@dataclass
+class _Attempt:
+    """One server's capture under way: where it writes, and what a failure leaves."""
+
+    folder: CaptureFolder
+    traces: Traces | None = None
+    left: str | None = None  # what was left running on the server, when the profile could not be ended
+
+
+def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: int = DEFAULT_STEPS,
+            detailed: bool | None = None, stack: bool | None = None, record_shapes: bool = True, load: int = 0,
+            prompts: str | os.PathLike[str] | Sequence[str] | None = None,
+            max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, server_dir: str | None = None,
+            read_from: str | None = None, twin: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+            verdict: bool = True, watcher: Watcher | None = None, options: Options | None = None,
+            by: Sequence[str] = (), kernels: bool = False, kernel_categories: Sequence[str] = (),
+            baseline: str | os.PathLike[str] | None = None, device: bool | None = None, each: Each | None = None,
+            spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
+            **option_fields: Any) -> CaptureResult:
+    """Profile the SGLang server at url into folder (new, or empty; default capture-DATE-TIME here) and
+    measure what it wrote. See the package's docstring; docs/commands.md#capture explains every choice.
+
+    steps: forward steps the profiler records (SGLang's num_steps). detailed: detailed annotations
+    (None: where the version has them, 0.5.19 and later; True on an older one is a ServerError). stack:
+    python stacks (None: where the server's SGLang writes the old step names, before 0.5.20, whose
+    attribution they decide; a twin is captured as its run is).
+    load: concurrent /generate requests sent while it profiles (0: the server's own traffic), of
+    prompts (a file, a list, or built-in ones), max_new_tokens each. server_dir: the folder as the
+    server sees it, where it writes (needed when the server is on another machine); read_from: where
+    this machine reads that folder (a path or an fsspec URL; default server_dir). twin: a server of
+    the same model without speculation, captured after the first with the same load. timeout:
+    seconds to wait for the traces. The rest is stats()'s, for the verdict. A capture that fails (or
+    is stopped) leaves nothing in folder: what it wrote is removed, and the folders it made."""
+    for name, value in (("url", url), ("twin", twin), ("server_dir", server_dir), ("read_from", read_from)):
+        if not isinstance(value, str) and (value is not None or name == "url"):
+            raise UsageError(f"{name} is a string (an address or a folder), not {type(value).__name__}")
+    remember(url, twin, server_dir, read_from)  # their secrets, hidden wherever spanfix shows text
+    folder = _checked_arguments(steps, load, max_new_tokens, timeout, server_dir, read_from, twin, baseline, folder)
+    watcher = watcher or Watcher()
+    prompt_list = _prompts(prompts) if load else []
+    servers = [Server(url, read_timeout=30.0)]
+    if twin is not None:
+        servers.append(_as_twin(lambda: Server(twin, read_timeout=30.0)))
+    infos = [servers[0].info(), *(_as_twin(server.info) for server in servers[1:])]  # all SGLang, before anything
+    said = [Said(watcher, role, server.url) for role, server in zip(("spec", "plain") if twin else ("",), servers)]
+    if twin is not None:
+        _check_twin(servers, infos, said[1])
+    plan = [_asked(server, info, detailed, one) for server, info, one in zip(servers, infos, said)]
+    if stack is None:  # one choice for both servers: a twin with stacks and a run without are unlike
+        stack = stacks_by_default(infos[0])
+    folders = [folder] if twin is None else [os.path.join(folder, "spec"), os.path.join(folder, "plain")]
+    made = _prepare(folder, folders)
+    attempts: list[_Attempt] = []
+    captures = []
+    try:
+        attempts = [_Attempt(CaptureFolder(path, path in made, follow=path == folder)) for path in folders]
+        places = [_where(server, target, server_dir, read_from) for server, target in zip(servers, folders)]
+        for k, (server, info, attempt, (output_dir, where), detail, one) in enumerate(
+                zip(servers, infos, attempts, places, plan, said)):
+            request = ProfileRequest(output_dir=output_dir, num_steps=steps, activities=activities(info),
+                                     with_stack=stack, record_shapes=record_shapes, detailed_annotations=detail,
+                                     profile_id=new_profile_id(), start_step=1 if has_start_step(info) else None)
+            try:
+                captures.append(_capture_one(server, info, attempt, where, request, load, prompt_list,
+                                             max_new_tokens, timeout, one))
+            except ServerError as exc:
+                if k == 0:
+                    raise
+                raise ServerError(f"the twin (--twin): {exc}") from None
+    except BaseException:
+        _give_up(folder, attempts, made, watcher)
+        raise
+    finally:
+        for attempt in attempts:
+            attempt.folder.close()
+    result = CaptureResult(captures[0], captures[1] if twin is not None else None)
+    if verdict:
+        capture_verdict(result, options, by=by, kernels=kernels, kernel_categories=kernel_categories,
+                        baseline=baseline, device=device, each=each, spec_metrics=spec_metrics,
+                        accept_length=accept_length, **option_fields)
+    return result
+
+
+def _as_twin(call: Any) -> Any:
+    """call(), its errors said to be the twin's (--twin): a dead twin's `no server at ...` names no role."""
+    try:
+        return call()
+    except ServerError as exc:
+        raise ServerError(f"the twin (--twin): {exc}") from None
+    except UsageError as exc:
+        raise UsageError(f"--twin {exc}") from None
+
+
+def _give_up(folder: str, attempts: list[_Attempt], made: list[str], watcher: Watcher) -> None:
+    """A capture that failed or was stopped: what it wrote, and its profiles' traces, removed with the
+    folders it made, so that nothing partial is left and the same command can run again; said."""
+    removed = []
+    for attempt in attempts:
+        names = attempt.traces.names() if attempt.traces is not None else []
+        removed += attempt.folder.remove(names)
+    for path in reversed(made):  # the folders it made, parents last: removed once empty
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+    left = [attempt.left for attempt in attempts if attempt.left]
+    if not removed and not left:
+        return
+    gone = not os.path.exists(folder)
+    where = f"{folder}{os.sep}"
+    text = (f"removed what this capture wrote into {where} (a capture is kept whole or not at all)" if removed
+            else f"nothing was written into {where}")
+    if left:
+        text += (f"; {' '.join(left)} may still write its trace into {where} later" if gone or removed else "")
+    elif gone or not os.listdir(folder):
+        text += ": the same command can run again"
+    watcher.note("", text)
+
+
+def _checked_arguments(steps: int, load: int, max_new_tokens: int, timeout: float, server_dir: str | None,
+                       read_from: str | None, twin: str | None, baseline: object,
+                       folder: str | os.PathLike[str] | None) -> str:
+    for name, value, least, most in (("steps", steps, 1, MAX_STEPS), ("load", load, 0, MAX_LOAD),
+                                     ("max_new_tokens", max_new_tokens, 1, MAX_NEW_TOKENS)):
+        if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= most:
+            raise UsageError(f"{name} is a whole number from {least} to {most}")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
+        raise UsageError(f"timeout is a number of seconds, more than 0 and at most {MAX_TIMEOUT:g} (a week)")
+    if read_from is not None and server_dir is None:
+        raise UsageError("read_from (--read-from) is where this machine reads the server's folder: give that "
+                         "folder too (server_dir, --server-dir)")
+    if twin is not None and baseline is not None:
+        raise UsageError("twin (--twin) and baseline (--baseline) would both be the verdict's baseline: give one")
+    if folder is None:
+        return f"capture-{time.strftime('%Y%m%d-%H%M%S')}"
+    folder = os.fspath(folder)
+    if is_url(folder):
+        raise UsageError(f"{folder}: the capture's folder is a local folder (the server's can be a URL: "
+                         "--server-dir and --read-from)")
+    return local_path(folder)
+
+
+def _prompts(prompts: str | os.PathLike[str] | Sequence[str] | None) -> list[str]:
+    if prompts is None:
+        return list(BUILT_IN_PROMPTS)
+    if isinstance(prompts, (str, os.PathLike)):
+        return read_prompts(os.fspath(prompts))
+    found = [p for p in prompts if isinstance(p, str) and p]
+    if not found:
+        raise UsageError("prompts: no prompt (a file, or a list of strings)")
+    return found
+
+
+def _check_twin(servers: list[Server], infos: list[ServerInfo], said: Said) -> None:
+    spec, plain = infos
+    if spec.speculative_algorithm is None:
+        raise UsageError(f"{servers[0].url} runs without speculative decoding: --twin compares a speculative "
+                         "server (URL) with one of the same model without it (--twin URL_PLAIN)")
+    if plain.speculative_algorithm is not None:
+        raise UsageError(f"{servers[1].url} runs speculative decoding ({plain.speculative_algorithm}): the twin is "
+                         "the same model without it")
+    if servers[0].url == servers[1].url:
+        raise UsageError(f"{servers[0].url} is given twice: the twin is another server")
+    if spec.document.get("model_path") != plain.document.get("model_path"):
+        said.note(f"the twin serves another model ({plain.document.get('model_path')!s} against "
+                  f"{spec.document.get('model_path')!s}): the speedup compares different models")
+
+
+def _asked(server: Server, info: ServerInfo, detailed: bool | None, said: Said) -> bool:
+    """Detailed annotations for this server: asked for and there, on by default where there, off with a
+    note where not; asked for where the version lacks them: ServerError."""
+    has = has_detailed(info)
+    since = ".".join(map(str, DETAILED_SINCE))
+    if detailed is True and not has:
+        raise ServerError(f"detailed annotations not supported by SGLang {info.version} at {server.url} (they "
+                          f"came with {since}): --no-detailed captures without them")
+    if detailed is None and not has:
+        what = f"SGLang {info.version}" if has is False else f"SGLang's version {info.version!r}"
+        said.note(f"{what} has no detailed annotations (since {since}): the accept length "
+                     "comes from /server_info instead of the trace")
+    return bool(has) if detailed is None else detailed
+
+
+def _prepare(folder: str, folders: list[str]) -> list[str]:
+    """The capture's folder, new or empty (a capture never mixes with older files), and its parts;
+    the folders made, parents first."""
+    made = []
+    try:
+        if os.path.isdir(folder):
+            if os.listdir(folder):
+                raise OutputError(f"{folder}: not empty; a capture goes into a new or empty folder (-o)")
+        elif os.path.lexists(folder):
+            raise OutputError(f"{folder}: not a folder")
+        for path in dict.fromkeys([folder, *folders]):
+            if not os.path.isdir(path):
+                os.makedirs(path)
+                made.append(path)
+    except OSError as exc:
+        raise OutputError(f"{folder}: cannot make the folder: {exc.strerror or exc}") from None
+    return made
+
+
+def _where(server: Server, folder: str, server_dir: str | None, read_from: str | None) -> tuple[str, str]:
+    """(output_dir as the server sees it, where this machine reads it). A server on this machine writes
+    into the folder itself; one elsewhere needs server_dir."""
+    if server_dir is not None:
+        where = read_from if read_from is not None else server_dir
+        if not is_url(where):
+            try:
+                os.makedirs(local_path(where), exist_ok=True)
+            except OSError as exc:
+                raise OutputError(f"{where}: cannot read the server's folder here: {exc.strerror or exc}") from None
+        return server_dir, where
+    if not server.is_local():
+        raise UsageError(f"{server.url} is not on this machine: its profiler writes there, where {folder} is not. "
+                         "Give --server-dir (the folder as the server sees it) and --read-from (where this machine "
+                         "reads it: a shared mount, or a URL such as s3://bucket/prefix)")
+    path = os.path.abspath(folder)
+    return path, path
+
+
+def _capture_one(server: Server, info: ServerInfo, attempt: _Attempt, where: str, request: ProfileRequest,
+                 load: int, prompts: list[str], max_new_tokens: int, timeout: float, said: Said) -> Capture:
+    folder = attempt.folder
+    traces = attempt.traces = Traces(where, folder, request, info.world_size)
+    runner = Load(server.url, prompts, load, max_new_tokens, read_timeout=timeout) if load else None
+    capture = Capture(server.url, folder.path, [], folder.join(SERVER_ARGS), folder.join(SERVER_INFO), None,
+                      info.version, info.speculative_algorithm, request.body())
+    ranks = f", {traces.expected} ranks" if traces.expected > 1 else ""
+    said.note(f"capturing {server.url}: SGLang {info.version}, {info.speculative_algorithm or 'no speculative decoding'}"
+              f"{ranks}")
+    started = stopped = False
+    responses: Lines | None = None
+    try:
+        if runner is not None:
+            said.note(f"warming up: {load} requests outside the profile")
+            _warm_up(runner, said, timeout, load)
+        started = True  # from here, a Ctrl-C stops it: the request may have reached the server
+        try:
+            start(server, request)
+        except Refused:
+            started = False  # someone else's profile, maybe: never stopped by this capture
+            raise
+        _write_json(folder, SERVER_ARGS, info.arguments())  # the server as it was asked to profile
+        shown = folder.path if where == os.path.abspath(folder.path) else where
+        seen = f" (as the server sees it: {request.output_dir})" if where != request.output_dir else ""
+        said.note(f"profiling {request.num_steps} forward steps into {shown}{os.sep}{seen}: {_described(request)}")
+        if runner is not None:
+            runner.sink = responses = folder.lines(REQUESTS)  # each response written as it comes, none kept
+            runner.start()
+            said.note(f"load: {load} requests at once, {max_new_tokens} new tokens each, greedy")
+        else:
+            how = ("the profile starts at its next forward step and records " if request.start_step else
+                   "the profile stops itself after ")
+            said.note(f"no --load: waiting for the server's own traffic; {how}{request.num_steps}")
+        began = time.monotonic()
+        pause = 2.0 if traces.remote else 0.5
+        while True:
+            found = traces.look()
+            elapsed = time.monotonic() - began
+            said.status("profiling", elapsed, timeout, runner.responses if runner else 0, len(found.names),
+                        len(found.whole), traces.expected, load)
+            if traces.done:
+                break
+            if runner is not None and runner.failure is not None:
+                raise runner.failure
+            if elapsed > timeout:
+                stopped = True
+                _timed_out(server, traces, timeout, request, said)
+            time.sleep(pause)
+        stopped = True  # by itself
+        if runner is not None:
+            _finish(runner, said, timeout, load)
+    except BaseException:
+        if responses is not None:
+            responses.discard()
+        _stop(server, traces, request, runner, started and not stopped, attempt, said)
+        raise
+    capture.traces = traces.paths()
+    after = server.info()
+    _write_json(folder, SERVER_INFO, after.redacted())
+    capture.accept_lengths = after.accept_lengths
+    if runner is not None and responses is not None:
+        capture.requests = responses.commit()
+        capture.responses = runner.responses
+    return capture
+
+
+def _stop(server: Server, traces: Traces, request: ProfileRequest, runner: Load | None, profiling: bool,
+          attempt: _Attempt, said: Said) -> None:
+    """After a failure or a Ctrl-C: the load cut and the profile this capture asked for ended. Both wait
+    on the server, so a second Ctrl-C (or SIGTERM) ends them at once, saying what is left running."""
+    try:
+        with ends_at_once():
+            if runner is not None:
+                runner.abort()
+            if profiling and end(server, traces, said.note) is None:
+                attempt.left = server.url
+    except KeyboardInterrupt:
+        if profiling:
+            attempt.left = server.url
+            said.note(f"stopped again: not waiting for {server.url} to end its profile {request.profile_id}: the server "
+                      f"may still be profiling into {request.output_dir} (POST {server.url}/stop_profile ends it)")
+        raise
+
+
+def _described(request: ProfileRequest) -> str:
+    parts = ["+".join(request.activities), "python stacks" if request.with_stack else "no python stacks"]
+    if request.record_shapes:
+        parts.append("shapes")
+    parts.append("detailed annotations" if request.detailed_annotations else "no detailed annotations")
+    return ", ".join(parts)
+
+
+def _warm_up(runner: Load, said: Said, timeout: float, load: int) -> None:
+    import threading
+
+    done = threading.Event()
+    failure: list[BaseException] = []
+
+    def warm() -> None:
+        try:
+            runner.warm_up(min(WARM_UP_TOKENS, runner.max_new_tokens))
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread
+            failure.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=warm, daemon=True, name="spanfix-warm-up")
+    thread.start()
+    began = time.monotonic()
+    while not done.wait(0.5):  # the main thread stays where Ctrl-C reaches it
+        elapsed = time.monotonic() - began
+        said.status("warming up", elapsed, timeout, 0, 0, 0, 0, load)
+        if elapsed > timeout:
+            runner.abort()
+            raise ServerError(f"{said.url}: the warm-up requests got no answer within {timeout:g} s")
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
+def _finish(runner: Load, said: Said, timeout: float, load: int) -> None:
+    """The profile is written: no new request; those in flight are answered (kept) or cut at timeout."""
+    runner.stop()
+    began = time.monotonic()
+    while not runner.join(0.5):
+        elapsed = time.monotonic() - began
+        said.status("finishing the load", elapsed, timeout, runner.responses, 0, 0, 0, load)
+        if elapsed > timeout:
+            runner.abort()
+            break
+    if runner.failure is not None and not runner.responses:
+        raise runner.failure
+
+
+def _timed_out(server: Server, traces: Traces, timeout: float, request: ProfileRequest, said: Said) -> None:
+    """No whole trace of every rank in time: end the profile, see what that wrote, and say it in one line
+    (what it wrote is then removed with the rest of the capture: _give_up)."""
+    with ends_at_once():
+        ended = end(server, traces, said.note)
+    if ended == CANCELLED:
+        raise ServerError(f"{server.url}: no forward step in {timeout:g} s, so no trace: the server had no traffic "
+                          "(--load N sends some; --timeout waits longer); the profile was cancelled")
+    for _ in range(3):  # the stop answers once the ranks have written: two looks see a file steady
+        found = traces.look()
+        if traces.done:
+            break
+        time.sleep(1.0)
+    if not found.names:
+        raise ServerError(f"{server.url}: no trace in {traces.where} after {timeout:g} s, nor after stopping the "
+                          "profiler: the server writes where this machine does not see it (--server-dir: the folder "
+                          "as the server sees it; --read-from: where it is read here)")
+    ranks = f"{len(found.whole)} of {traces.expected} rank files" if traces.expected > 1 else "its trace"
+    how = "the profiler was stopped" if ended == STOPPED else "the profiler had stopped" if ended else \
+        "the profiler may still run"
+    raise ServerError(f"{server.url}: {ranks} not written within {timeout:g} s: the server ran fewer than "
+                      f"{request.num_steps} forward steps (--load N sends traffic; --timeout waits longer; --steps "
+                      f"asks for fewer); {how}, and the partial capture is not kept")
+
+
+def _write_json(folder: CaptureFolder, name: str, document: object) -> None:
+    try:
+        data = orjson.dumps(document, default=str, option=orjson.OPT_INDENT_2) + b"\n"
+    except TypeError as exc:  # nested past orjson's 254 levels, an integer past 64 bits
+        raise OutputError(f"{folder.join(name)}: cannot write the server's answer: {exc}") from None
+    folder.write(name, [data])
+
+
+__all__ = ["DEFAULT_MAX_NEW_TOKENS", "DEFAULT_STEPS", "DEFAULT_TIMEOUT", "LIMITS", "MAX_LOAD", "MAX_NEW_TOKENS",
+           "MAX_STEPS", "MAX_TIMEOUT", "capture"]
