@@ -99,7 +99,13 @@ def without_clashing_outputs(jobs: list[tuple]) -> tuple[list[tuple], list[tuple
             continue
         clash = read.match(target)
         key = place_key(target)
-        if clash is not None and reads([source]).match(target) is None:
+        own = reads([source]).match(target)
+        side = clash if clash is not None and clash[1] != "input" else own if own is not None and own[1] != "input" \
+            else None
+        if side is not None:  # a side file read beside one of the inputs (server_args.json)
+            why = f"{source}: output {target} is the {side[1]}; spanfix never writes over what it reads: choose another --output"
+            refused.append((source, why))
+        elif clash is not None and own is None:
             refused.append((source, f"{source}: output {target} is another input; choose another --output"))
         elif key in written:
             clash_text = f"{source}: output {target} is also the output of {written[key]}; choose another --output"
@@ -157,7 +163,11 @@ def _target(source: str, output: str | None, in_place: bool, read: Reads | None 
     if in_place and is_standard_input(source):
         raise TraceError(f"{source}: is standard input, which cannot be replaced; give -o for it")
     target = source if in_place else (output or default_output(source))
-    if not in_place and (read or reads([source])).match(target) is not None:
+    clash = None if in_place else (read or reads([source])).match(target)
+    if clash is not None and clash[1] != "input":
+        raise TraceError(f"{source}: output {target} is the {clash[1]}; spanfix never writes over what it reads: "
+                         "choose another --output")
+    if clash is not None:
         raise TraceError(f"{source}: output would overwrite the input; pass --in-place to replace it")
     if in_place:
         _regular_file(source)

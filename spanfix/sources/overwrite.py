@@ -6,6 +6,10 @@ are, device and inode, so that every spelling of one file is caught: a symlink, 
 /proc/self/fd/N, a relative or an absolute path. Standard output counts as an output too: `spanfix
 stats t.json --format json >> t.json` would write into the trace it reads.
 
+Every file a command reads is an input: the side files it finds beside a trace too (server_args.json,
+which every command reads beside each trace and baseline: written over, the next run would have lost
+the algorithm).
+
 Standard input has a few names besides `-`: /dev/stdin, /dev/fd/0, /proc/self/fd/0. A trace read
 through any of them is standard input: it has no file of its own to write beside or to replace.
 """
@@ -23,6 +27,7 @@ from .names import is_url, local_path
 
 STDIN = "-"
 STDOUT = "-"  # as an output
+BESIDE = ("server_args.json",)  # the side files read beside every trace (read/server_args.py)
 _STDIN_NAMES = re.compile(r"/dev/stdin|/dev/fd/0|/proc/(?:self|thread-self|\d+)/fd/0")
 
 
@@ -83,20 +88,44 @@ class Reads:
 
 
 def reads(inputs: Iterable[str], baseline: str | Iterable[str] | None = None, spec_metrics: Iterable[str] = ()) -> Reads:
-    """Every file a command reads: its inputs, its baselines, the --spec-metrics files it takes."""
+    """Every file a command reads: its inputs, its baselines, the --spec-metrics files it takes, and the
+    side files found beside each input and baseline (BESIDE)."""
     found = Reads()
+    inputs = list(inputs)
+    baselines = [baseline] if baseline is None or isinstance(baseline, str) else list(baseline)
     for source in inputs:
         found.add(source)
     for source in spec_metrics:
         found.add(source, "--spec-metrics file")
-    for source in [baseline] if baseline is None or isinstance(baseline, str) else baseline:
+    traces = list(inputs)
+    for source in baselines:
         if isinstance(source, str) and not is_url(source) and os.path.isdir(local_path(source)):  # a run's folder
             from .layout import resolve_run
 
             for trace in resolve_run(source).sources:
                 found.add(trace, "baseline", f"{source} ({trace})")
+                traces.append(trace)
         else:
             found.add(source, "baseline")
+            traces.append(source)
+    for source in traces:
+        add_beside(found, source)
+    return found
+
+
+def add_beside(found: Reads, source: str | None) -> Reads:
+    """The side files read beside one trace (server_args.json: beside it, or one level up from SGLang's
+    RUN/traces/), as files read."""
+    if source is None or not isinstance(source, str) or is_standard_input(source):
+        return found
+    from . import side_file_candidates
+
+    for name in BESIDE:
+        try:
+            for candidate in side_file_candidates(source, name):
+                found.add(candidate, f"{name} read beside {source}")
+        except ValueError:  # no folder to be beside (a URL's root)
+            continue
     return found
 
 
@@ -107,8 +136,11 @@ def refuse_overwrite(target: str, read: Reads, *, hint: str = "choose another ou
         return
     name, role = match
     where = "standard output" if target == STDOUT else target
-    same = "" if where == name else f" {name}"
-    raise OutputError(f"{where}: is the {role}{same}; spanfix never writes over what it reads: {hint}")
+    if " beside " in role:  # a side file: what it is, then which trace it is read beside
+        what = f"the {role}" if where == name else f"{name}, the {role}"
+    else:
+        what = f"the {role}" + ("" if where == name else f" {name}")
+    raise OutputError(f"{where}: is {what}; spanfix never writes over what it reads: {hint}")
 
 
-__all__ = ["STDIN", "STDOUT", "Reads", "is_standard_input", "reads", "refuse_overwrite"]
+__all__ = ["BESIDE", "STDIN", "STDOUT", "Reads", "add_beside", "is_standard_input", "reads", "refuse_overwrite"]
