@@ -268,3 +268,26 @@ def test_the_option_lists_in_docs_commands_are_the_help_itself():
                 quoted += 1
                 assert block in helps[section], (section, block.splitlines()[0])
     assert quoted >= 5
+
+
+def test_a_title_from_server_args_json_is_shown_as_the_text_it_is(tmp_path):
+    """stats printed speculative_algorithm from server_args.json raw into the speculation table's title:
+    `ESC[2J` reached the terminal, and a newline plus `::error::` forged a GitHub Actions annotation (capture
+    writes that file from the server's answer, so a server could inject through it end to end). A title is
+    trace data like a cell: made printable, in every format (issue 39)."""
+    import shutil
+    from pathlib import Path
+
+    shutil.copy(Path(__file__).resolve().parents[1] / "fixtures" / "eagle-stock.trace.json.gz", tmp_path / "t.json.gz")
+    hostile = "EAGLE\x1b[2J\n::error file=x::forged"
+    (tmp_path / "server_args.json").write_text(json.dumps({"speculative_algorithm": hostile}))
+    for output in ("table", "markdown", "csv", "json"):
+        result = CliRunner().invoke(main, ["stats", str(tmp_path / "t.json.gz"), "--format", output],
+                                    env={"GITHUB_ACTIONS": "true"})
+        assert result.exit_code == 0, result.output
+        assert "\x1b" not in result.output, output
+        assert not any(line.startswith("::") for line in result.output.splitlines()), output
+        if output == "json":
+            assert json.loads(result.stdout)["speculation"]["title"].startswith(hostile)  # data stays data
+        elif output == "table":
+            assert "speculation (EAGLE\\x1b[2J\\n::error file=x::forged" in result.stdout

@@ -13,7 +13,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from .escape import rich_text
+from .escape import printable, rich_text
 
 TEXT_COLUMNS = frozenset({"file", "rank", "stage", "name", "mode-name", "source", "part", "kernel", "category",
                           "group", "figure", "run", "config", "note"})  # left-aligned; figures go right
@@ -110,7 +110,9 @@ def middle_cut(text: str, room: int) -> str:
 
 def rich_table(title: str, header: list[str], rows: list[list[str]]) -> Table:
     # At least as wide as its title, so that a long title (a run's configuration) is not wrapped to the
-    # columns under it; a console narrower than that wraps it still.
+    # columns under it; a console narrower than that wraps it still. A title quotes the trace and its
+    # side files (a run's algorithm as server_args.json names it): data, made printable as cells are.
+    title = printable(title)
     table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=True, min_width=len(title))
     for k, name in enumerate(header):
