@@ -299,5 +299,7 @@ def read_side_file(path: Path, limit: int = SIDE_FILE_BYTES) -> tuple[object, st
         os.close(fd)
     try:
         return msgspec.json.decode(b"".join(chunks)), None
-    except (msgspec.DecodeError, RecursionError) as exc:
+    except RecursionError:
+        return None, f"{path}: ignored, JSON nested too deeply to read"
+    except msgspec.DecodeError as exc:
         return None, f"{path}: ignored, not readable JSON ({one_line(exc)[:200]})"

@@ -83,6 +83,8 @@ def read_spec_metrics(path: str, max_bytes: int | None = None) -> AcceptFigure:
         raise MetricsError(str(exc)) from None
     except _Unusable as exc:
         raise MetricsError(f"{path}: {exc}: not a number spanfix can use") from None
+    except RecursionError:  # msgspec decodes nesting on the interpreter's stack
+        raise MetricsError(f"{path}: JSON nested too deeply to read (more than about 1000 levels)") from None
     if found is not None:
         return found
     raise NoAcceptLength(f"{path}: no accept length found: expected SGLang's server log ('Decode batch, ... "

@@ -130,6 +130,8 @@ def read_sweep(path: str, max_bytes: int | None = None) -> Sweep:
         except orjson.JSONDecodeError as exc:
             if "infinity" in str(exc):  # 1e400, or an integer of hundreds of digits
                 problems.append(f"{path}: line {number} holds a number spanfix cannot use: left out")
+            elif "depth" in str(exc):  # orjson's bound: 1024 levels
+                problems.append(f"{path}: line {number} is JSON nested too deeply to read: left out")
             else:
                 problems.append(f"{path}: line {number} is not JSON: left out")
             continue
