@@ -71,8 +71,13 @@ class LazyGroup(click.Group):
             except (click.exceptions.Exit, click.exceptions.Abort):
                 raise
             except Exception as exc:
+                from ..runtime.threads import THREADS_REFUSED, thread_refused
+
                 if isinstance(exc, OSError) and _written_by_click(exc):  # a command's --help, to a full device
                     sys.exit(_output_failed(exc))
+                if thread_refused(exc):  # not a bug, nor an interruption: the system's limit
+                    say(f"spanfix: error: {THREADS_REFUSED}")
+                    sys.exit(EXIT_BAD_INPUT)
                 if os.environ.get("SPANFIX_DEBUG"):
                     raise
                 say(f"spanfix: internal error: {type(exc).__name__}: {exc} "
