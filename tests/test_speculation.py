@@ -6,12 +6,14 @@ without speculation (plain_twin). spanfix must find the same figures from the tr
 Times are compared to within a nanosecond per kernel or span summed: Kineto's timestamps are
 microseconds with three decimals."""
 
+import gzip
 import json
 import math
 import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import synth
@@ -27,6 +29,8 @@ from spanfix.speculation.measure import measure_speculation
 from spanfix.timing import measure_file
 
 NS = 1e-3
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+EAGLE, PLAIN = FIXTURES / "eagle-stock.trace.json.gz", FIXTURES / "eagle-plain.trace.json.gz"
 # A ratio of times each exact to about a nanosecond (epoch-scale timestamps in a float) is exact to this.
 RATIO = 2e-4
 ALGORITHMS = ("eagle", "eagle3", "mtp", "standalone", "ngram", "dflash", "frozen-kv", "nextn")
@@ -750,3 +754,29 @@ def test_the_whole_trace_rows_are_a_total_and_parts_that_add_up_to_it(tmp_path):
     notes = " ".join(speculation_notes(spec))
     assert "accept length unknown" in notes and "it needs the accept length" in verdict_line(spec) \
         and "and a plain twin" in verdict_line(spec)
+
+
+@pytest.mark.parametrize("digits", [6, 0])
+def test_a_decode_iteration_shorter_than_a_microsecond_is_no_iteration(tmp_path, digits):
+    """A capture whose times are in seconds where microseconds belong measured 0.0 us per decode iteration:
+    `compare` said `speculation pays: 483196.63x`, marked it best, and a budget held. A decode iteration
+    (or a plain DECODE step) shorter than 1 us is no forward pass: left out of the speculation figures, said
+    in a warning, so that no verdict stands on it (issue 39; 0 decimals: every span 0 us long)."""
+    document = json.loads(gzip.decompress(EAGLE.read_bytes()))
+    for event in document["traceEvents"]:
+        for key in ("ts", "dur"):
+            if isinstance(event.get(key), (int, float)):
+                event[key] = round(event[key] * 1e-6, digits)
+    seconds = tmp_path / "seconds.json"
+    seconds.write_text(json.dumps(document))
+    result = CliRunner().invoke(main, ["stats", str(seconds), "--baseline", str(PLAIN), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    verdict = json.loads(result.stdout)["speculation"]["verdict"]
+    assert verdict["speedup"] is None and verdict["pays"] is None
+    assert "shorter than 1 us left out of the speculation figures" in result.stderr
+    compared = CliRunner().invoke(main, ["compare", str(seconds), str(PLAIN), "--budget", "speculation.speedup>=1.3",
+                                         "--format", "json"])
+    assert compared.exit_code == 1, compared.output  # the budget is skipped, not held
+    found = json.loads(compared.stdout)
+    assert found["best"] == [] or all(best["run"] != "seconds" for best in found["best"])
+    assert all(outcome["status"] != "held" for outcome in found["budgets"])

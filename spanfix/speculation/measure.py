@@ -18,6 +18,10 @@ from ..timing.iterations import plain_decode_iterations
 from .accept import acceptances, suffix_values
 from .model import ModelTime, iteration_model, model_view
 
+# A decode iteration shorter than this is no decode iteration: a forward pass of a model takes longer on
+# any hardware, so 0 us (spans without duration) or a fraction of a microsecond (a trace whose times are
+# in seconds, where the format has microseconds) is no basis for a speedup (it gave 483196x).
+MIN_ITERATION_US = 1.0
 RUN_BATCH = "scheduler.run_batch"  # an iteration is the scheduler's whole iteration, on both sides
 MODEL_WORK = "model work"  # no run_batch spans: the model's work alone (draft to draft_extend; a DECODE step)
 # server_args.json's keys that make a run's configuration (which captures are one run, configs.py).
@@ -77,17 +81,26 @@ def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attrib
     verifies = any(step.stage == "VERIFY" for step in measured.steps)
     told = acceptances(measured.steps, measured.iterations, candidates, server_args)
     iterations = []
+    short = 0  # decode iterations too short to be one (MIN_ITERATION_US)
     for it, acceptance in zip(measured.iterations, told):
+        if not it.cpu_us >= MIN_ITERATION_US:
+            short += 1
+            continue
         iterations.append(SpecIteration(
             it.file, it.rank, it.pid, it.start_from_trace_us, None if acceptance is None else acceptance.bs,
             None if acceptance is None else acceptance.tokens,
             "no VERIFY step of its own" if acceptance is None else acceptance.why, it.cpu_us, it.gpu_us,
             iteration_model(it.parts), None if it.gpu_parts is None else iteration_model(it.gpu_parts)))
+        if iterations[-1].gpu_us is not None and not iterations[-1].gpu_us >= MIN_ITERATION_US:
+            iterations[-1].gpu_us = iterations[-1].gpu_model = None  # no device time to stand behind
     decode: dict[tuple[int | None, str], list[float]] = defaultdict(list)
     for step in measured.steps:
         if step.stage == "DECODE":
+            if not step.cpu_us >= MIN_ITERATION_US:
+                short += 1
+                continue
             decode[step.bs, CPU].append(step.cpu_us)
-            if step.gpu_us is not None:
+            if step.gpu_us is not None and step.gpu_us >= MIN_ITERATION_US:
                 decode[step.bs, GPU].append(step.gpu_us)
     graphs = server_args.get("disable_cuda_graph") if server_args else None
     graph, graph_from = (not graphs, "server_args.json") if isinstance(graphs, bool) else _graph_mode(index, work)
@@ -99,9 +112,17 @@ def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attrib
     plain_iterations: dict[tuple[int | None, str], list[float]] = defaultdict(list)
     if plain:
         for it in plain_decode_iterations(index, stages, work):
+            if not it.host_us >= MIN_ITERATION_US:
+                short += 1
+                continue
             plain_iterations[it.bs, CPU].append(it.host_us)
-            if it.device_us is not None:
+            if it.device_us is not None and it.device_us >= MIN_ITERATION_US:
                 plain_iterations[it.bs, GPU].append(it.device_us)
+    if short:
+        measured.warnings.append(
+            f"{trace.source}: {short} decode iteration{'s' if short > 1 else ''} (or plain DECODE steps) shorter than "
+            f"{MIN_ITERATION_US:g} us left out of the speculation figures: no forward pass is that short (0 us: spans "
+            "without duration; a fraction of a microsecond: the trace's times in seconds, not microseconds?)")
     measured.speculation = SpeculationMeasures(
         trace.source, measured.algorithm, verifies or (candidates <= SPECULATIVE), plain,
         model_view(index, stages, work, members), iterations, dict(decode), graph, window, dict(plain_iterations),
