@@ -6,6 +6,7 @@ belong to (issue 39; issue 38 item 5)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -57,3 +58,35 @@ def test_a_sweep_or_server_args_nested_too_deeply_is_said_so(tmp_path):
     (tmp_path / "server_args.json").write_text("[" * DEEP + "]" * DEEP)
     result = run("stats", tmp_path / "t.json.gz")
     assert result.exit_code == 0 and "server_args.json: ignored, JSON nested too deeply to read" in result.stderr
+
+
+# --- bench_speculative's sweep -------------------------------------------------------------------------------
+
+def _sweep_line(accept, bs=4, steps=3, topk=1, tokens=4, step_time=0.0008):
+    return json.dumps({"batch_size": bs, "steps": steps, "topk": topk, "num_draft_tokens": tokens,
+                       "acc_length": accept, "step_time": step_time, "speed": accept / step_time})
+
+
+@pytest.mark.parametrize("accept", [9.5, 1e15])
+def test_a_sweep_line_whose_accept_length_no_run_can_have_is_left_out_with_a_note(tmp_path, accept):
+    """A bench_speculative sweep line with acc_length 9.5 for 4 draft tokens (or 1e15) was shown as SGLang's
+    figure; everywhere else such a value is refused. Now a line outside [1, its draft tokens] is left out,
+    with a note naming it, and matches no row (issue 39)."""
+    run_folder = tmp_path / "eagle"
+    run_folder.mkdir()
+    shutil.copy(EAGLE, run_folder / "t.trace.json.gz")
+    (run_folder / "server_args.json").write_text(json.dumps({
+        "speculative_algorithm": "EAGLE", "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+        "speculative_num_draft_tokens": 4}))
+    sweep = tmp_path / "sweep.jsonl"
+    sweep.write_text("\n".join([_sweep_line(accept), _sweep_line(1.5, bs=4, steps=0, topk=0, tokens=0),
+                                 _sweep_line(2.5, bs=8)]) + "\n")  # the last one usable (no run at bs 8)
+    result = run("compare", run_folder, PLAIN, "--sweep", sweep, "--format", "json")
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.stdout)
+    eagle = next(r for r in found["runs"] if r["name"] == "eagle")
+    assert all("sweep" not in row for row in eagle["by_bs"])
+    notes = found["sweep"]["problems"]
+    assert any(f"line 1 has acc_length {accept:g}, above its 4 draft tokens" in note and "left out" in note
+               for note in notes), notes
+    assert any("line 2 has acc_length 1.5, above 1, plain decoding's" in note for note in notes), notes

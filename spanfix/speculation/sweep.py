@@ -14,7 +14,8 @@ request. Read from sgl-project/sglang's scripts/playground/bench_speculative.py.
 
 A line is matched to a run by the run's settings (steps, topk, draft tokens; plain decoding to 0, 0,
 0) and to one of its rows by its batch size. A line that matches no run, or several, is kept with
-why, never dropped.
+why, never dropped. A line whose figures no run can have (an accept length below 1 or above its draft
+tokens, a time that is no positive number) is left out, with a note naming it.
 """
 
 from __future__ import annotations
@@ -170,6 +171,11 @@ def _line(number: int, record: object) -> tuple[SweepLine | None, str]:
         figures[name] = float(value)
     if figures["acc_length"] < 1:
         return None, f"has acc_length {figures['acc_length']:g}, below 1 (the bonus token counts)"
+    most = record["num_draft_tokens"] if record["num_draft_tokens"] else 1
+    if figures["acc_length"] > most:  # what no run can accept: everywhere else such a value is refused
+        window = (f"its {most} draft token{'s' if most != 1 else ''} (a request accepts at most those)"
+                  if record["num_draft_tokens"] else "1, plain decoding's (no draft token)")
+        return None, f"has acc_length {figures['acc_length']:g}, above {window}"
     return SweepLine(number, *(record[name] for name in WHOLE), figures["acc_length"], figures["step_time"],
                      figures["speed"], figures["completion_tokens"]), ""
 
