@@ -515,3 +515,21 @@ def test_every_row_carries_its_interval_and_the_cant_tell_state(sweep, tmp_path)
     from spanfix.report.compare_page import compare_payload
     [point] = next(entry for entry in compare_payload(near)["runs"] if entry["name"] == "near")["points"]
     assert (point["speedup_low"], point["speedup_high"], point["cannot_tell"]) == (low, high, True)
+
+
+def test_a_speculative_baseline_is_shown_as_what_it_is():
+    """`--baseline` naming an EAGLE run showed it as `plain decoding` (`algorithm: none`, `plain: true`). It is
+    shown as the configuration it is, and said to be no plain twin, in compare and in stats (issue 39)."""
+    fixtures = ROOT / "fixtures"
+    eagle, other = fixtures / "eagle-stock.trace.json.gz", fixtures / "draft-thread.trace.json.gz"
+    result = run("compare", eagle, "--baseline", other, "--format", "json")
+    found = json.loads(result.stdout)
+    baseline = next(r for r in found["runs"] if r["baseline"])
+    assert baseline["plain"] is False and baseline["algorithm"] != "none", baseline
+    assert not baseline["title"].startswith("plain decoding")
+    assert "runs speculative decoding" in baseline["why"]
+    table = run("compare", eagle, "--baseline", other, terminal_width=200).stdout
+    assert " plain " not in next(line for line in table.splitlines() if line.startswith(" draft-thread"))
+    stats = run("stats", eagle, "--baseline", other)
+    assert f"baseline: {other} (it runs speculative decoding: no plain twin)" in stats.stdout
+    assert f"plain twin: {other}" not in stats.stdout

@@ -200,8 +200,9 @@ def speculation_notes(spec: SpeculationResult) -> list[str]:
         if figure is not spec.used and figure.value is not None:
             where = f" ({figure.file})" if figure.file else ""
             notes.append(f"also: {figure.value:.2f} ({figure.source}{where}): {figure.detail}")
-    if spec.baseline is not None:
-        notes.append(f"plain twin: {spec.baseline.source}")
+    if spec.baseline is not None:  # a speculative one is said as what it is
+        notes.append(f"plain twin: {spec.baseline.source}" if spec.baseline.plain else
+                     f"baseline: {spec.baseline.source} (it runs speculative decoding: no plain twin)")
     if spec.verdict is not None and spec.verdict.interval_method:
         notes.append(f"intervals: {spec.verdict.interval_method}")
     if any(row.accept_assumed for row in spec.rows) and len(spec.rows) > 1:

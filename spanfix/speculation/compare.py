@@ -456,10 +456,12 @@ def _baseline_run(baseline: PlainRun, sources: list[str]) -> ComparedRun:
     means = _plain_means(plain)
     clock = _plain_clock(means)
     config = plain.config
-    compared = ComparedRun(baseline.name, sources, True, True, config, [], clock)
-    problem = plain.problem or (None if plain.plain else f"it runs speculative decoding ({plain.algorithm})")
-    if problem:
-        compared.why = f"the plain run {baseline.name}: {problem}"
+    # A baseline that speculates is shown as what it is (its algorithm, not "plain decoding").
+    compared = ComparedRun(baseline.name, sources, plain.plain or config is None, True, config, [], clock)
+    if plain.problem or not plain.plain:
+        compared.why = (f"the plain run {baseline.name}: {plain.problem}" if plain.problem else
+                        f"the baseline {baseline.name} runs speculative decoding ({plain.algorithm}): the baseline is "
+                        "the same server captured without it")
         compared.rows = [ComparedRow(None, clock, why=compared.why)]
         return compared
     sizes = _sizes(plain)
