@@ -47,9 +47,10 @@ def analyse(trace: ReadTrace, options: RelabelOptions) -> tuple[TraceIndex, Attr
     """Index and attribute one trace (shared by relabel, inspect and stats)."""
     progress.phase("attributing")
     server_args, problem = read_server_args(trace.source)
-    source, said = "server_args.json", []
+    source, said, trusted = "server_args.json", [], True
     if server_args is None and options.server_args:
         server_args, source = dict(options.server_args), options.server_args_from or "--spec-metrics"
+        trusted = False
     elif server_args is not None and options.server_args:
         said = [f"server_args.json beside the trace and {options.server_args_from} disagree: {key} "
                 f"{server_args[key]!r} there, {value!r} here; server_args.json's is used"
@@ -57,7 +58,7 @@ def analyse(trace: ReadTrace, options: RelabelOptions) -> tuple[TraceIndex, Attr
     index = build_index(trace)
     try:
         attribution = attribute(index, rules=options.rules, algorithm=options.algorithm, server_args=server_args,
-                                num_steps=options.num_steps, server_args_from=source)
+                                num_steps=options.num_steps, server_args_from=source, trusted=trusted)
     except PatternTooSlow as exc:  # the fallback engine's bound (patterns.py): one line for this input
         raise PatternTooSlow(f"{trace.source}: {exc}") from None
     return index, attribution, [*trace.warnings, *([problem] if problem else []), *said,

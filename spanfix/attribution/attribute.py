@@ -84,6 +84,7 @@ class Attribution:
     draft_tracks: set[Track]
     unmatched_rules: list[str] = field(default_factory=list)  # the user's rules that named no track
     server_args: dict | None = None  # the server's arguments attribution read (server_args.json, or --spec-metrics')
+    server_args_from: str | None = None  # where they came from: "server_args.json", or the --spec-metrics files
 
     def by_evidence(self) -> Counter:
         return Counter(v.evidence for v in self.verdicts if v.role in (DRAFT, TARGET, WORKER))
@@ -91,13 +92,21 @@ class Attribution:
 
 def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: str | None = None,
               server_args: dict | None = None, num_steps: int | None = None,
-              server_args_from: str = "server_args.json") -> Attribution:
+              server_args_from: str = "server_args.json", trusted: bool = True) -> Attribution:
+    """trusted: the server arguments are the trace's own (server_args.json beside it); others (a
+    --spec-metrics file's) are used only where the trace allows the algorithm they name: a file of
+    another run never decides this trace's attribution (speculation/matching.py says so)."""
     rules = rules or DraftRules()
     draft_tracks, user_tracks, matched = _draft_tracks(index, rules)
     stacks = _CallStacks()
     contexts = [stacks.context(index, step) for step in index.steps]
     iteration_of = [iteration for iteration, _, _ in contexts]
     iterations = _steps_by_iteration(index.steps, iteration_of)
+    if server_args and not trusted:
+        named, _ = algorithms_from_server_args(server_args, server_args_from)
+        alone = _guess_algorithm(index, iterations, draft_tracks, algorithm, None, num_steps)
+        if named is not None and not named & alone.candidates:
+            server_args = None  # another run's: the trace decides alone
     guess = _guess_algorithm(index, iterations, draft_tracks, algorithm, server_args, num_steps, server_args_from)
     draft_pids = {pid for pid, _ in draft_tracks}
     before, after = _neighbours(index.steps)
@@ -122,7 +131,8 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
         verdicts.append(verdict)
     unmatched = [f"{flag} {getattr(rule, 'pattern', rule)!r} matched no track of this trace (inspect lists its "
                  "tracks and their names)" for flag, rule in rules.every() if (flag, rule) not in matched]
-    return Attribution(verdicts, guess, draft_tracks, unmatched, server_args)
+    return Attribution(verdicts, guess, draft_tracks, unmatched, server_args,
+                       server_args_from if server_args else None)
 
 
 def _draft_tracks(index: TraceIndex, rules: DraftRules) -> tuple[set[Track], set[Track], set[tuple]]:

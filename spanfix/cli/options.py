@@ -71,10 +71,12 @@ def speculation_options(command: Callable) -> Callable:
                            callback=_finite,
                            help="The accept length (tokens per request per decode iteration, the bonus token "
                                 "included), stated: used before any other source.")(command)
-    return click.option("--spec-metrics", "spec_metrics", multiple=True, metavar="FILE",
+    return click.option("--spec-metrics", "spec_metrics", multiple=True, metavar="[RUN=]FILE",
                         help="What SGLang wrote about acceptance: its server log ('Decode batch ... accept len:'), "
                              "a bench_serving result (.jsonl), a /server_info JSON or the requests' /generate "
-                             "responses (a JSON list, or one a line: capture's requests.jsonl) (repeatable).")(command)
+                             "responses (a JSON list, or one a line: capture's requests.jsonl) (repeatable). A file "
+                             "whose server arguments name another run than the traces' is refused; RUN=FILE uses it "
+                             "for the run RUN names (its algorithm, or its folder's name).")(command)
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:

@@ -22,6 +22,7 @@ from ..sources.layout import NamedRun, named_path
 from ..sources.layout import resolve_run as run_folder
 from ..speculation import AcceptFigure, NoAcceptLength, PlainDecode, measure_speculation, plain_of
 from ..speculation.compare import Comparison, PlainRun, RunInput, as_baseline, compare_runs
+from ..speculation.matching import figures_for
 from ..speculation.sweep import Sweep, read_sweep
 from ..timing import BaselineRead, TraceMeasures, read_baseline
 from ..timing.once import counted_once
@@ -136,6 +137,7 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
     found_errors = list(problems)
     inputs: list[RunInput] = []
     warnings: list[str] = []
+    said: list[str] = []  # what the side files' matching said (a log's window, another run's file)
     for run in named:
         measures: list[TraceMeasures] = []
         for source in run.sources:
@@ -146,7 +148,10 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
                 measures.append(outcome)
         measures, copies = counted_once(measures)
         warnings += copies
-        inputs.append(RunInput(run.name, tuple(run.sources), tuple(measures), tuple(figures.get(run.name, ()))))
+        matched = figures_for(figures.get(run.name, ()), measures, names=[run.name])
+        said += [f"{run.name}: {line}" for line in matched.notes]
+        found_errors += [f"{run.name}: {line}" for line in matched.refused]
+        inputs.append(RunInput(run.name, tuple(run.sources), tuple(measures), tuple(matched.figures)))
     if found_errors and errors == "raise":
         raise TraceError(found_errors[0])
     if found_errors and not any(run.measures for run in inputs):  # nothing to compare: say what was found
@@ -167,7 +172,7 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
         raise TraceError(f"{exc}; not read: {'; '.join(found_errors)}") from None
     comparison.errors[:0] = found_errors
     comparison.warnings[:0] = warnings
-    comparison.notes[:0] = server_notes
+    comparison.notes[:0] = [*server_notes, *said]
     if read is not None:
         comparison.notes[:0] = read.problems
     return comparison
@@ -190,7 +195,7 @@ def _outside_figures(runs: dict[str, NamedRun], spec_metrics: Mapping[str, Seque
                 raise UsageError(f"{option}: no run is named {name!r}; the runs are {', '.join(runs)}")
             if option == "spec_metrics":
                 found.setdefault(name, []).extend(accept_figures(checked_paths(value, f"spec_metrics[{name!r}]"),
-                                                                 max_bytes=max_bytes))
+                                                                 max_bytes=max_bytes, run=name))
             else:
                 found.setdefault(name, []).extend(accept_figures((), value))  # type: ignore[arg-type]
     return found

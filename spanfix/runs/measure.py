@@ -15,6 +15,7 @@ from ..errors import SpanfixError, TraceError, UsageError, out_of_memory
 from ..options import Options, checked_path, checked_paths
 from ..speculation import (
     AcceptFigure,
+    MetricsError,
     PlainDecode,
     SpeculationResult,
     measure_speculation,
@@ -24,6 +25,7 @@ from ..speculation import (
     speculation_result,
 )
 from ..speculation import stated as stated_accept_length
+from ..speculation.matching import figures_for
 from ..timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, compare, measure_file, read_baseline
 from ..timing.once import counted_once, same_files
 
@@ -33,12 +35,19 @@ Each = Callable[[Callable[..., Any], list[tuple[Any, ...]]], Iterable[tuple[str,
 
 
 def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
-                   accept_length: float | None = None, *, max_bytes: int | None = None) -> list[AcceptFigure]:
+                   accept_length: float | None = None, *, max_bytes: int | None = None,
+                   run: str | None = None) -> list[AcceptFigure]:
     """The accept lengths given from outside the traces: --spec-metrics files (TraceError for one that
     holds none; each read within max_bytes, as the traces are) and --accept-length (UsageError unless it
-    is a number spanfix can use: at least 1, finite, below 2**53 like any figure read from a file)."""
-    figures = [read_spec_metrics(path, max_bytes) for path in checked_paths(spec_metrics, "spec_metrics")] \
-        if spec_metrics else []
+    is a number spanfix can use: at least 1, finite, below 2**53 like any figure read from a file). A
+    file given as RUN=FILE (sources.stated_run), or with run, is said to be of that run (matching.py)."""
+    from ..sources import stated_run
+
+    figures = []
+    for given in checked_paths(spec_metrics, "spec_metrics") if spec_metrics else ():
+        named, path = stated_run(given) if run is None else (run, given)
+        figure = read_spec_metrics(path, max_bytes)
+        figures.append(replace(figure, run=named) if named is not None else figure)
     if accept_length is not None:
         if isinstance(accept_length, bool) or not isinstance(accept_length, (int, float)) \
                 or not (1 <= accept_length < 2**53):  # NaN and infinity fail too; 1e308 made speedups infinite
@@ -110,10 +119,18 @@ def read_baselines(names: Sequence[str], options: RelabelOptions) -> BaselineRea
 def speculation_over(measures: list[TraceMeasures], figures: list[AcceptFigure],
                      read: BaselineRead | None, errors: list[str] | None = None) -> SpeculationResult:
     """The speculation figures of the inputs against the baseline read. A --spec-metrics file whose
-    accept length no run can have (MetricsError) is raised, or with errors given, said there and left out."""
+    accept length no run can have, or that is of another run (matching.py), is raised (MetricsError), or
+    with errors given, said there and left out."""
     speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
     plain = plain_of(read) if read is not None and speculative else None
-    return speculation_result(measures, figures, plain, errors=errors)
+    matched = figures_for(figures, measures)
+    if matched.refused and errors is None:
+        raise MetricsError(matched.refused[0])
+    if errors is not None:
+        errors += matched.refused
+    result = speculation_result(measures, matched.figures, plain, errors=errors)
+    result.notes[:0] = matched.notes
+    return result
 
 
 def swapped_baseline(measures: list[TraceMeasures], read: BaselineRead | None) -> str | None:

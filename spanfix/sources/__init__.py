@@ -35,6 +35,7 @@ from .names import (  # noqa: F401 (the package's own names, as the rest of span
     sibling,
     side_file_candidates,
     split_url,
+    stated_run,
 )
 
 

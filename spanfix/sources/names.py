@@ -4,6 +4,7 @@ for URLs too. Pure string work: nothing here reaches a store."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
@@ -178,3 +179,17 @@ def side_file_candidates(trace: str, name: str = SERVER_ARGS) -> list[str]:
         return [str(folder / name)] + ([str(folder.parent / name)] if folder.name == TRACES else [])
     folder = folder_of(trace)
     return [join(folder, name)] + ([join(folder_of(folder), name)] if basename(folder) == TRACES else [])
+
+
+def stated_run(value: str) -> tuple[str | None, str]:
+    """(RUN, FILE) of a `RUN=FILE` value (--spec-metrics: the file is said to be of the run named RUN),
+    else (None, value). A value is RUN=FILE only when it is no file here (an existing `a=b.log` is a
+    file), it holds `=`, and what comes before it is a name, not a path nor a URL: no `/`, `\\` or `:`
+    (so that `s3://bucket/x?sig=...`, `runs/a=b/server.log` and `C:\\logs` stay files)."""
+    run, equals, file = value.partition("=")
+    if not equals or not run or not file or any(char in run for char in "/\\:") or is_url(value):
+        return None, value
+    with contextlib.suppress(OSError, ValueError):
+        if os.path.lexists(local_path(value)):
+            return None, value
+    return run, file

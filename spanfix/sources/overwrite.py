@@ -95,8 +95,10 @@ def reads(inputs: Iterable[str], baseline: str | Iterable[str] | None = None, sp
     baselines = [baseline] if baseline is None or isinstance(baseline, str) else list(baseline)
     for source in inputs:
         found.add(source)
+    from . import stated_run
+
     for source in spec_metrics:
-        found.add(source, "--spec-metrics file")
+        found.add(stated_run(source)[1] if isinstance(source, str) else source, "--spec-metrics file")
     traces = list(inputs)
     for source in baselines:
         if isinstance(source, str) and not is_url(source) and os.path.isdir(local_path(source)):  # a run's folder

@@ -77,6 +77,9 @@ def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attrib
     """timing.measure's `then`: the speculation figures of the trace, on measured.speculation
     (members: the iterations' work spans, timing.iterations.work_spans, found already)."""
     server_args = attribution.server_args  # as attribution read them (server_args.json, or --spec-metrics')
+    # The run's own configuration is what the trace and server_args.json say: a --spec-metrics file's
+    # arguments are matched against it later (matching.py), never taken as the trace's own.
+    own = server_args if server_args and attribution.server_args_from == "server_args.json" else {}
     candidates = attribution.algorithm.candidates
     verifies = any(step.stage == "VERIFY" for step in measured.steps)
     told = acceptances(measured.steps, measured.iterations, candidates, server_args)
@@ -102,9 +105,9 @@ def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attrib
             decode[step.bs, CPU].append(step.cpu_us)
             if step.gpu_us is not None and step.gpu_us >= MIN_ITERATION_US:
                 decode[step.bs, GPU].append(step.gpu_us)
-    graphs = server_args.get("disable_cuda_graph") if server_args else None
+    graphs = own.get("disable_cuda_graph")
     graph, graph_from = (not graphs, "server_args.json") if isinstance(graphs, bool) else _graph_mode(index, work)
-    window = server_args.get("speculative_num_draft_tokens") if server_args else None
+    window = own.get("speculative_num_draft_tokens")
     window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 \
         else _verify_window(measured.steps)
     plain = not verifies and "none" in candidates
@@ -127,7 +130,7 @@ def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attrib
         trace.source, measured.algorithm, verifies or (candidates <= SPECULATIVE), plain,
         model_view(index, stages, work, members), iterations, dict(decode), graph, window, dict(plain_iterations),
         RUN_BATCH if runs else MODEL_WORK, graph_from,
-        {key: server_args[key] for key in RUN_SETTINGS if key in server_args} if server_args else {},
+        {key: own[key] for key in RUN_SETTINGS if key in own},
         frozenset(candidates), any(span.kind == "frame" for spans in index.spans.values() for span in spans))
 
 

@@ -1,12 +1,12 @@
 """What SGLang itself writes about acceptance, read leniently from files the user hands over
 (`--spec-metrics FILE`, repeatable; step-spans.md section 8):
 
-- the server log: every `--decode-log-interval` decode batches a line `... Decode batch, #running-req:
-  32, ..., accept len: 3.21, ...` (the bracket may hold milliseconds and a rank prefix, `[<iter>]` may
-  follow `Decode batch`); each line's figure is the mean over the batches since the line before.
-  The file's figure: the lines' mean, weighted by `#running-req` when every line says it; and per
-  batch size, the lines of that `#running-req` (the figure of a batch size the log has no line for is
-  the file's, assumed);
+- the server log (serverlog.py): every `--decode-log-interval` decode batches a line `... Decode batch,
+  #running-req: 32, ..., accept len: 3.21, ...`; each line's figure is the mean over the batches since
+  the line before. The file's figure: the lines' mean, weighted by `#running-req` when every line says
+  it; and per batch size, the lines of that `#running-req` (the figure of a batch size the log has no
+  line for is the file's, assumed). Only the lines of the trace's own profile count, where the log
+  says when the profiler ran (for_traces: the profile its file names name);
 - a `python -m sglang.bench_serving` result (`.jsonl`, one JSON object per run): `accept_length`
   (SGLang reads it from DP rank 0 only); the last run's, when there are several;
 - a `/server_info` JSON: `internal_states[].avg_spec_accept_length`, one per DP scheduler (a lifetime
@@ -15,8 +15,8 @@
   `meta_info.completion_tokens` over its `spec_verify_ct`, summed over the requests (`requests`).
 
 Each also names the server's arguments where it has them (`server_info` and bench_serving's
-`server_info` their keys, the log its `server_args=...` line): the algorithm, its draft settings,
-CUDA graphs and the model, as server_args.json gives them. A file with none of them is an error of
+`server_info` their keys, the log its `server_args=...` line, of the server that profiled): the
+algorithm, its draft settings, CUDA graphs and the model, as server_args.json gives them. A file with none of them is an error of
 one line. Files may be gzip-compressed; they are read as traces are (read/side.py), within --max-bytes
 and a line at a time where the format allows.
 """
@@ -25,22 +25,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import msgspec
 
 from ..errors import TraceError
 from ..read.side import SideFile
+from .serverlog import SERVER_KEYS, MetricsError, ServerLog, profile_of, read_log
 
 LOG, BENCH, SERVER_INFO, STATED, TRACE = "log", "bench_serving", "server_info", "stated", "trace annotations"
 REQUESTS = "requests"
-DECODE_BATCH, ACCEPT_LEN, RUNNING_REQ = "Decode batch", "accept len:", "#running-req:"
-MAX_DIGITS = 32  # a number longer than this in a log line is not one SGLang wrote
-
-
-class MetricsError(TraceError):
-    """A --spec-metrics file that cannot be used: one line."""
 
 
 class NoAcceptLength(MetricsError):
@@ -59,6 +54,9 @@ class AcceptFigure:
     series: tuple[float, ...] = ()  # a log's line by line
     server: dict = field(default_factory=dict)  # speculative server arguments the file names
     by_bs: tuple[tuple[int, float, int], ...] = ()  # a log's: (batch size, its lines' mean, lines), by #running-req
+    notes: tuple[str, ...] = ()  # what was odd about the file (a log of several servers), for people
+    run: str | None = None  # the run the user said it is of (--spec-metrics RUN=FILE); None: not said
+    log: ServerLog | None = field(default=None, repr=False, compare=False)  # a log's lines, for for_traces
 
     def at(self, bs: int | None) -> tuple[float | None, bool]:
         """The accept length at a batch size, and whether it is assumed (the file's figure, not one
@@ -227,12 +225,6 @@ def _number(value) -> float | None:
 _LARGEST = 2**53
 
 
-# The server arguments that make a run (and decide attribution where no server_args.json is beside a trace).
-SERVER_KEYS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-               "speculative_num_draft_tokens", "disable_cuda_graph", "enable_multi_layer_eagle", "model_path",
-               "disable_overlap_schedule", "attention_backend", "decode_attention_backend", "prefill_attention_backend")
-
-
 def _server(document: dict) -> dict:
     return {key: document[key] for key in SERVER_KEYS if key in document}
 
@@ -324,112 +316,84 @@ def _whole(value: object) -> bool:
 
 
 def _log(path: str, lines: Iterable[str]) -> AcceptFigure | None:
-    every: list[tuple[float, int | None, bool]] = []  # each line's accept len, #running-req, while profiling
-    server: dict = {}
-    profiling = False
-    for number, line in enumerate(lines, 1):
-        at = line.find(DECODE_BATCH)
-        if at < 0:
-            if not server and SERVER_ARGS in line:
-                server = log_server_args(line)
-            elif PROFILING_STARTS in line:
-                profiling = True
-            elif PROFILING_STOPS in line:
-                profiling = False
-            continue
-        rest = line[at + len(DECODE_BATCH):]
-        value = _field(path, number, rest, ACCEPT_LEN)
-        if value is None:
-            continue
-        running = _field(path, number, rest, RUNNING_REQ, whole=True)
-        every.append((value, int(running) if running else None, profiling))
-    if not every:
-        return AcceptFigure(LOG, None, path, 0, "server log: no 'Decode batch ... accept len:' line", (), server) \
-            if server else None
-    # SGLang says when its profiler starts and stops: the lines between are the capture's own (its
-    # warm-up, and the rest of the server's life, are not in the trace).
-    window = [line for line in every if line[2]]
-    found = window or every
-    values, weights = [value for value, _, _ in found], [running for _, running, _ in found]
+    log = read_log(path, lines)
+    if not log.lines and not log.servers:
+        return None
+    return log_figure(path, log)
+
+
+def log_figure(path: str, log: ServerLog, profile: str | None = None) -> AcceptFigure:
+    """A log's accept length: of one profile's window (profile: its id), else of every window the log
+    says the profiler ran in (pooled), else of all its lines; and the arguments of the server whose
+    lines they are (the one started last before them)."""
+    if profile is not None:
+        found = [line for line in log.lines if line.profile == profile]
+    else:
+        found = [line for line in log.lines if line.profile is not None] or log.lines
+    window = profile is not None or (found is not log.lines)
+    servers = sorted({line.server for line in found}) or ([len(log.servers) - 1] if log.servers else [])
+    if profile is not None:
+        servers = [next(server for id_, server, _ in log.profiles if id_ == profile)]
+    server = log.servers[servers[-1]][1] if servers and servers[-1] >= 0 else {}
+    notes = _servers_note(path, log, servers)
+    if not found:
+        return AcceptFigure(LOG, None, path, 0, "server log: no 'Decode batch ... accept len:' line", (), server,
+                            notes=notes, log=log)
+    values, weights = [line.value for line in found], [line.running for line in found]
     by_bs: dict[int, list[float]] = {}
     if all(weight for weight in weights):
-        mean = math.fsum(v * w for v, w in zip(values, weights)) / sum(weights)
+        mean = math.fsum(v * w for v, w in zip(values, weights)) / sum(weights)  # type: ignore[misc]
         how = "weighted by #running-req"
         for value, weight in zip(values, weights):
-            by_bs.setdefault(weight, []).append(value)
+            by_bs.setdefault(weight, []).append(value)  # type: ignore[arg-type]
     else:
         mean = math.fsum(values) / len(values)
         how = "unweighted (#running-req missing)"
-    detail = (f"server log: the {len(values)} 'Decode batch' lines while the profiler ran (of {len(every)}), their "
-              f"mean {how}" if window else f"server log: {len(values)} 'Decode batch' lines, their mean {how}")
+    if profile is not None:
+        detail = (f"server log: the {len(values)} 'Decode batch' lines of profile {profile}, these traces' own (of "
+                  f"{len(log.lines)}), their mean {how}")
+    elif window:
+        detail = (f"server log: the {len(values)} 'Decode batch' lines while the profiler ran (of {len(log.lines)}), "
+                  f"their mean {how}")
+    else:
+        detail = f"server log: {len(values)} 'Decode batch' lines, their mean {how}"
     return AcceptFigure(LOG, mean, path, len(values), detail, tuple(values), server,
-                        tuple((bs, math.fsum(found) / len(found), len(found)) for bs, found in sorted(by_bs.items())))
+                        tuple((bs, math.fsum(got) / len(got), len(got)) for bs, got in sorted(by_bs.items())),
+                        notes=notes, log=log)
 
 
-SERVER_ARGS = "server_args="
-# What SGLang's scheduler logs when /start_profile starts the torch profiler, and when it stops.
-PROFILING_STARTS, PROFILING_STOPS = "Profiling starts.", "Stop profiling"
-_LITERALS = {"True": True, "False": False, "None": None}
+def _servers_note(path: str, log: ServerLog, used: list[int]) -> tuple[str, ...]:
+    """A log that holds more than one server (appended across a restart) is said, with whose lines count."""
+    if len(log.servers) < 2:
+        return ()
+    starts = ", ".join(str(number) for number, _ in log.servers)
+    lines = [str(log.servers[k][0]) for k in used if k >= 0]
+    whose = (f"those of the server started at line {lines[0]}" if len(lines) == 1 else
+             f"pooled over the servers started at lines {', '.join(lines)} (no profile tells them apart)" if lines
+             else "those of no server")
+    return ((f"{path}: the log holds {len(log.servers)} servers (server_args= at lines {starts}: restarted, or "
+             f"logs appended?): its accept length and server arguments are {whose}"),)
 
 
-def log_server_args(line: str) -> dict:
-    """The server arguments of the log's `server_args=...` line: SGLang writes the resolved arguments as
-    a Python dict (`server_args={'model_path': '...', ...}`, 0.5.23) or dataclass (`server_args=ServerArgs(
-    model_path='...', ...)`, older). Only SERVER_KEYS are read, each value a plain literal, found by
-    position: never evaluated, and linear in the line."""
-    found: dict = {}
-    for key in SERVER_KEYS:
-        for spelled in (f"'{key}': ", f" {key}=", f"({key}="):
-            at = line.find(spelled)
-            if at >= 0:
-                value = _literal(line, at + len(spelled))
-                if value is not _NOT_LITERAL:
-                    found[key] = value
-                break
-    return found
-
-
-_NOT_LITERAL = object()
-
-
-def _literal(text: str, start: int) -> object:
-    """A quoted string, a whole number, True, False or None at start (else _NOT_LITERAL)."""
-    if start < len(text) and text[start] in "'\"":
-        end = text.find(text[start], start + 1)
-        return text[start + 1:end] if end > start else _NOT_LITERAL
-    end = start
-    while end < len(text) and text[end] not in ",)}" and end - start <= MAX_DIGITS:
-        end += 1
-    word = text[start:end].strip()
-    if word in _LITERALS:
-        return _LITERALS[word]
-    if word.isdigit() and len(word) <= MAX_DIGITS:
-        return int(word)
-    return _NOT_LITERAL
-
-
-def _field(path: str, number: int, text: str, key: str, whole: bool = False) -> float | None:
-    """The number after `key` in a log line (linear: a find and a scan, no pattern that backtracks); None
-    when the key is not there or no number follows it. MetricsError for one too long to be SGLang's."""
-    at = text.find(key)
-    while at > 0 and text[at - 1].isalnum() or at >= 6 and text[at - 6:at] == "block ":  # not `block accept len:`
-        at = text.find(key, at + len(key))
-    if at < 0:
-        return None
-    start = at + len(key)
-    while start < len(text) and text[start] == " ":
-        start += 1
-    end = start
-    allowed = "0123456789" if whole else "0123456789."
-    while end < len(text) and text[end] in allowed and end - start <= MAX_DIGITS:
-        end += 1
-    if end - start > MAX_DIGITS:
-        raise MetricsError(f"{path}: line {number}: {key} {text[start:start + 12]}...: not a number spanfix can use")
-    try:
-        value = float(text[start:end]) if end > start else None
-    except ValueError:  # "1.2.3"
-        return None
-    return value if value is not None and math.isfinite(value) else None
+def for_traces(figure: AcceptFigure, names: Iterable[str]) -> tuple[AcceptFigure, list[str]]:
+    """A figure for these traces: a log's, of the window of their own profile (SGLang logs `(with profile
+    id: ID)` and names the trace files `ID-TP-<r>...`); any other figure as it is. And a note when the
+    log holds several profiles and none is theirs (their windows are then pooled)."""
+    log = figure.log
+    if log is None or len({id_ for id_, _, _ in log.profiles}) < 1:
+        return figure, []
+    names = list(names)
+    ids = [id_ for id_, _, _ in log.profiles]
+    profile = profile_of(ids, names)
+    if profile is not None:
+        if len(set(ids)) == 1 and not any(line.profile not in (None, profile) for line in log.lines):
+            return figure, []  # its one profile: the window it has already
+        return replace(log_figure(figure.file or "", log, profile), run=figure.run), []
+    if len(set(ids)) > 1:
+        shown = ", ".join(list(dict.fromkeys(ids))[:5]) + (", ..." if len(set(ids)) > 5 else "")
+        return figure, [(f"{figure.file}: the log holds {len(set(ids))} profiles ({shown}), and these traces' file "
+                        "names name none of them: the accept length pools their windows")]
+    return figure, []
 
 
 def stated(value: float) -> AcceptFigure:
