@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from conftest import ROOT
 from sglang_fake import INTERNAL_ERROR, Fake, free_port, run, server_info, spanfix_process
 
@@ -46,6 +47,7 @@ from spanfix.capturing.profile import (
     stacks_by_default,
 )
 from spanfix.capturing.server import REDACTED, Server, ServerError, ServerInfo, redacted
+from spanfix.cli import main
 from spanfix.errors import UsageError
 
 
@@ -454,6 +456,29 @@ def test_a_dead_twin_says_it_is_the_twin(tmp_path, fake):
     assert result.stderr.strip().splitlines()[-1] == (f"spanfix: error: the twin (--twin): no server at {dead}: "
                                                       "connection refused")
     assert fake.asked("POST", "/start_profile") == [] and not (tmp_path / "pair").exists()
+
+
+def test_a_server_cannot_inject_through_its_answer_end_to_end(tmp_path, fake):
+    """capture writes server_args.json from the server's answer, and stats printed its speculative_algorithm
+    raw into the speculation table's title: a server could send `ESC[2J`, or a newline and `::error::`
+    under GitHub Actions, through it to the terminal. Now nothing from the server is shown raw (issue 39)."""
+    eagle = (ROOT / "fixtures" / "eagle-stock.trace.json.gz").read_bytes()
+    fake.sglang(traffic=True, finishes=True, speculative_algorithm="EAGLE\x1b[2J\n::error file=x::forged")
+    original = fake.answers[("POST", "/start_profile")]
+
+    def start(body):  # the profile records the fixture's steps
+        answer = original(body)
+        with open(os.path.join(body["output_dir"], f"{body['profile_id']}-TP-0.trace.json.gz"), "wb") as out:
+            out.write(eagle)
+        return answer
+
+    fake.answers[("POST", "/start_profile")] = start
+    result = CliRunner().invoke(main, ["capture", fake.url, "-o", str(tmp_path / "c"), "--timeout", "20"],
+                                env={"GITHUB_ACTIONS": "true"})
+    assert result.exit_code == 0, result.output
+    assert "speculation (EAGLE\\x1b[2J\\n::error file=x::forged" in result.stdout
+    assert "\x1b" not in result.output
+    assert not any(line.startswith("::") for line in result.output.splitlines())
 
 
 # ---------------------------------------------------------------------------------------------------
