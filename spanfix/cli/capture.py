@@ -78,8 +78,8 @@ class Seconds(click.ParamType):
               help="A server of the same model without speculative decoding: captured after URL with the same "
                    "load, into FOLDER/spec and FOLDER/plain, and the verdict of one against the other.")
 @click.option("--timeout", type=Seconds(), default=_default("timeout"), show_default=True, metavar="SECONDS",
-              help="How long to wait for the traces (and for any one request); then the profiler is stopped and "
-                   "capture fails.")
+              help="How long to wait for the traces (and for any one request's whole answer); then the profiler is "
+                   "stopped and capture fails, keeping nothing.")
 @speculation_options
 @jobs_option
 @attribution_options
@@ -95,7 +95,8 @@ def capture(url, folder, steps, detailed, stack, load, prompts, max_new_tokens, 
     internal_states), server_info.json (/server_info after) and, with --load, requests.jsonl
     (one /generate response a line). Then it measures them as `spanfix stats` does (the
     stats options below pass through), with server_info.json as --spec-metrics where it
-    has an accept length. Ctrl-C stops the profiler it started.
+    has an accept length. Ctrl-C stops the profiler it started; a capture that fails
+    or is stopped removes what it wrote (a second Ctrl-C does not wait for the server).
 
     \b
     Examples:
