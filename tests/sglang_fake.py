@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from click.testing import CliRunner
@@ -125,6 +126,12 @@ class Fake:
 
     def asked(self, method, path):
         return [body for m, p, body in self.requests if (m, p) == (method, path)]
+
+    def wait_for(self, method, path, seconds=30.0):
+        """Until the server has been asked this (a process under test is then where a test wants it)."""
+        deadline = time.monotonic() + seconds
+        while not self.asked(method, path) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def close(self):
         self.httpd.shutdown()
