@@ -77,7 +77,8 @@ def differences(config: RunConfig, server: dict) -> list[str]:
     named, _ = algorithms_from_server_args(server) if ALGORITHM in server else (None, None)
     said = server.get(ALGORITHM)
     if named is not None and config.candidates and not named & config.candidates:
-        found.append(f"{ALGORITHM} {said} there, {config.algorithm} here")
+        there = "no speculative decoding" if named == frozenset({"none"}) else f"{ALGORITHM} {said}"
+        found.append(f"{there} there, {config.algorithm} here")
     elif named is not None and config.server_algorithm is not None and isinstance(said, str) \
             and said.strip().upper() != config.server_algorithm.strip().upper():
         found.append(f"{ALGORITHM} {said} there, {config.server_algorithm} here")
