@@ -57,3 +57,27 @@ def test_an_output_beside_the_trace_under_another_name_is_written(run_folder, tm
                            str(run_folder / "out.json.gz")], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert (run_folder / "server_args.json").read_bytes() == ARGS and (run_folder / "out.json.gz").is_file()
+
+
+@pytest.mark.parametrize("command, target", [
+    ("stats {run}/traces/t.trace.json.gz >> {target}", "server_args.json"),
+    ("compare {run} {plain} --html {target}", "server.log"),
+    ("compare {run} {plain} --html {target}", "server_args.json"),
+])
+def test_the_server_files_of_sglangs_own_layout_are_inputs_too(tmp_path, command, target):
+    """SGLang's own RUN/traces/ layout: server_args.json one level up is read for the traces, and compare reads
+    a RUN folder's server files (server.log, server_info.json, ...) for its accept length: no output replaces
+    them either (issue 39, with the layout that came after it)."""
+    run_folder = tmp_path / "eagle"
+    (run_folder / "traces").mkdir(parents=True)
+    shutil.copy(EAGLE, run_folder / "traces" / "t.trace.json.gz")
+    (run_folder / "server_args.json").write_bytes(ARGS)
+    log = b"[2026-01-01 00:00:00] Decode batch, #running-req: 4, accept len: 2.00, gen throughput: 1.0\n"
+    (run_folder / "server.log").write_bytes(log)
+    before = {name: (run_folder / name).read_bytes() for name in ("server_args.json", "server.log")}
+    line = command.format(run=run_folder, plain=PLAIN, target=run_folder / target)
+    done = subprocess.run(f"{sys.executable} -m spanfix {line}", shell=True, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "spanfix never writes over what it reads" in done.stderr and f"{target} read beside" in done.stderr
+    assert {name: (run_folder / name).read_bytes() for name in before} == before

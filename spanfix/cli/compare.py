@@ -113,6 +113,9 @@ def compare(runs, baseline, budgets, allow_skipped, sweep, spec_metrics, accept_
                                                           else [value])]
     read = api.reads(sources, plain, [path for paths in (spec_metrics or {}).values() for path in paths]
                      + ([sweep] if sweep else []))
+    for run in named:  # the files its server wrote, read with a run's folder (sources/layout.py)
+        for path in run.server_files:
+            read.add(path, f"{os.path.basename(path)} read beside the run {run.name}'s traces")
     api.refuse_overwrite(api.STDOUT, read)  # `> t.json` would write into a trace
     if html:
         html = _page_output(html)
