@@ -16,6 +16,9 @@ from .errors import UsageError
 from .render.escape import printable
 from .runtime.redact import remember
 
+# A --max-bytes larger than any machine holds is no limit a read can count to (it overflowed there).
+MAX_BYTES = 2**60
+
 
 @dataclass(frozen=True)
 class Options:
@@ -44,8 +47,9 @@ class Options:
             object.__setattr__(self, "algorithm", name)
         if self.num_steps is not None and (not is_whole(self.num_steps) or self.num_steps < 1):
             raise UsageError(f"num_steps must be a whole number from 1, not {self.num_steps!r}")
-        if self.max_bytes is not None and (not is_whole(self.max_bytes) or self.max_bytes < 1):
-            raise UsageError(f"max_bytes must be a whole number from 1, not {self.max_bytes!r}")
+        if self.max_bytes is not None and (not is_whole(self.max_bytes) or not 1 <= self.max_bytes <= MAX_BYTES):
+            raise UsageError(f"max_bytes must be a whole number from 1 to {MAX_BYTES} (2**60: more than any machine "
+                             f"holds), not {self.max_bytes!r}")
         for name in ("draft_threads", "draft_processes", "draft_pids", "draft_tids"):
             object.__setattr__(self, name, tuple(checked_strings(getattr(self, name), name)))
         user_patterns(self.draft_threads, "draft_threads")  # a bad expression is a usage error now, not later

@@ -141,3 +141,15 @@ def test_an_empty_trace_is_valid_and_says_so(tmp_path):
         said = " ".join(result.output.split())
         assert "an empty trace: no event at all (valid" in said and "not a capture of SGLang" not in said, command
     assert "warning" not in run("stats", path).stderr
+
+
+def test_a_max_bytes_beyond_any_machine_is_a_usage_error():
+    """`--max-bytes 10**30` was `internal error: OverflowError: Python int too large to convert to C
+    ssize_t`: numbers are checked at the edge, against what is meaningful (issue 39)."""
+    import spanfix
+
+    result = CliRunner().invoke(main, ["stats", "fixtures/eagle-stock.trace.json.gz", "--max-bytes", str(10**30)])
+    assert result.exit_code == 2 and "Invalid value for '--max-bytes'" in result.stderr, result.output
+    assert "internal error" not in result.stderr
+    with pytest.raises(spanfix.UsageError, match="max_bytes must be a whole number from 1 to"):
+        spanfix.Options(max_bytes=10**30)

@@ -44,7 +44,8 @@ _ATTRIBUTION_OPTIONS = [
                  help="Processes whose process_name or process_labels match are the draft worker's."),
     click.option("--draft-pid", "draft_pids", multiple=True, metavar="PID", help="This pid is the draft worker's."),
     click.option("--draft-tid", "draft_tids", multiple=True, metavar="TID", help="This tid is the draft worker's."),
-    click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N",
+    click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N", callback=lambda ctx, param,
+                 value: _at_most(value, 2**60, "more than any machine holds", ctx, param),
                  help="Refuse traces larger than N bytes uncompressed (default: half the memory spanfix may use, "
                       "from physical memory, the cgroup's limit and ulimit)."),
 ]
@@ -77,6 +78,13 @@ def speculation_options(command: Callable) -> Callable:
                              "responses (a JSON list, or one a line: capture's requests.jsonl) (repeatable). A file "
                              "whose server arguments name another run than the traces' is refused; RUN=FILE uses it "
                              "for the run RUN names (its algorithm, or its folder's name).")(command)
+
+
+def _at_most(value: int | None, most: int, why: str, ctx: click.Context, param: click.Parameter) -> int | None:
+    """An IntRange's value beyond what is meaningful (it used to overflow where it was used): a usage error."""
+    if value is not None and value > most:
+        raise click.BadParameter(f"{value} is {why} (at most {most})", ctx, param)
+    return value
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
