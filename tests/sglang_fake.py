@@ -40,6 +40,11 @@ def server_info(version="0.5.23", **fields):
             "internal_states": [{"world_size": 1}], "version": version, **fields}
 
 
+class _Quiet(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        pass  # a client that hung up (capture cuts its load's connections): nothing for a test's output
+
+
 class Fake:
     """An HTTP server on 127.0.0.1 whose answers each test sets: `answers[(method, path)]` is
     (status, content type, body) or a callable of the request body giving it. Every request is kept."""
@@ -76,7 +81,7 @@ class Fake:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Quiet(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()

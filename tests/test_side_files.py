@@ -57,7 +57,7 @@ def test_a_sweep_or_server_args_nested_too_deeply_is_said_so(tmp_path):
     shutil.copy(EAGLE, tmp_path / "t.json.gz")
     (tmp_path / "server_args.json").write_text("[" * DEEP + "]" * DEEP)
     result = run("stats", tmp_path / "t.json.gz")
-    assert result.exit_code == 0 and "server_args.json: ignored, JSON nested too deeply to read" in result.stderr
+    assert result.exit_code == 0 and "server_args.json: ignored, not readable JSON (nested too deeply)" in result.stderr
 
 
 # --- bench_speculative's sweep -------------------------------------------------------------------------------

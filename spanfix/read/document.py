@@ -300,6 +300,6 @@ def read_side_file(path: Path, limit: int = SIDE_FILE_BYTES) -> tuple[object, st
     try:
         return msgspec.json.decode(b"".join(chunks)), None
     except RecursionError:
-        return None, f"{path}: ignored, JSON nested too deeply to read"
+        return None, f"{path}: ignored, not readable JSON (nested too deeply)"
     except msgspec.DecodeError as exc:
         return None, f"{path}: ignored, not readable JSON ({one_line(exc)[:200]})"
