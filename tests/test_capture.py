@@ -20,6 +20,7 @@ import contextlib
 import gzip
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -298,36 +299,45 @@ def test_ctrl_c_stops_the_profiler_it_started(tmp_path, fake):
 
 
 class Trickle:
-    """A server that accepts and answers one byte every `pause` seconds, for ever (a slow or hostile one)."""
+    """A server that accepts and answers one byte every `pause` seconds, for ever (a slow or hostile one).
+    close() ends every thread of it: later tests fork only where no other thread runs."""
 
     def __init__(self, pause: float = 0.25):
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(8)
+        self.sock.settimeout(0.1)  # the accept loop looks at `closed` this often
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
         self.pause, self.closed = pause, threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.threads = [threading.Thread(target=self._serve, daemon=True)]
+        self.threads[0].start()
 
     def _serve(self):
         while not self.closed.is_set():
             try:
                 conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
-            threading.Thread(target=self._trickle, args=(conn,), daemon=True).start()
+            thread = threading.Thread(target=self._trickle, args=(conn,), daemon=True)
+            self.threads.append(thread)
+            thread.start()
 
     def _trickle(self, conn):
-        conn.recv(65536)
+        conn.settimeout(5)
         answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Padding: " + b"x" * 10**6
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError), conn:
+            conn.recv(65536)
             for byte in answer:
                 if self.closed.wait(self.pause):
                     break
                 conn.sendall(bytes([byte]))
-        conn.close()
 
     def close(self):
         self.closed.set()
+        for thread in list(self.threads):
+            thread.join(10)
         self.sock.close()
 
 
@@ -395,13 +405,18 @@ def test_prompts_from_a_named_pipe_no_program_writes_to_are_waited_for_saying_so
     pipe = tmp_path / "prompts"
     os.mkfifo(pipe)
     process = spanfix_process("capture", fake.url, "-o", tmp_path / "c", "--load", "1", "--prompts", pipe)
+    said = []
     try:
-        time.sleep(2.5)
+        deadline = time.monotonic() + 60  # however slowly a busy machine starts it
+        while time.monotonic() < deadline and not any("waiting for a program" in line for line in said):
+            if select.select([process.stderr], [], [], 0.5)[0]:
+                said.append(process.stderr.readline())
         assert process.poll() is None
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=10)
     finally:
         process.kill()
+    err = "".join(said) + err
     assert f"spanfix: {pipe}: waiting for a program to write to this named pipe (Ctrl-C to stop)" in err, err
     assert process.returncode == 130 and err.splitlines()[-1] == "spanfix: interrupted"
     assert fake.requests == []  # nothing asked of the server yet
