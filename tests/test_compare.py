@@ -533,3 +533,50 @@ def test_a_speculative_baseline_is_shown_as_what_it_is():
     stats = run("stats", eagle, "--baseline", other)
     assert f"baseline: {other} (it runs speculative decoding: no plain twin)" in stats.stdout
     assert f"plain twin: {other}" not in stats.stdout
+
+
+def test_where_every_run_loses_no_configuration_pays_and_plain_decoding_is_fastest(sweep):
+    """Issue 43 item 5: the baseline is never named best; the page, terminal, JSON and markdown say that no
+    configuration pays there and plain decoding is fastest."""
+    from spanfix.report.compare_page import compare_payload
+
+    root, _, _ = sweep
+    runs = [root / "mtp-slow", root / "plain"]
+    comparison = spanfix.compare(runs)
+    assert comparison.best == [] and comparison.plain_fastest == [4, 16]
+    plain, slow = comparison.run("plain"), comparison.run("mtp-slow")
+    assert all(row.fastest and not row.best for row in plain.rows)
+    assert all(row.loses and not row.best and not row.fastest for row in slow.rows)
+    said = "no configuration pays at bs 4, 16: plain decoding is fastest there"
+    out = run("compare", *runs, terminal_width=200).stdout
+    assert said in out and not [line for line in out.splitlines() if line.startswith("best")]
+    document = json.loads(run("compare", *runs, "--format", "json").stdout)
+    assert document["best"] == [] and document["plain_fastest"] == [4, 16]
+    assert [row["fastest"] for row in document["runs"][1]["by_bs"]] == [True, True]
+    markdown = run("compare", *runs, "--format", "markdown").stdout
+    assert f"**{said.replace(':', chr(92) + ':')}**" in markdown and "**best" not in markdown
+    assert compare_payload(comparison)["best"] == said
+    # A run that pays is best again, and the plain rows are not marked fastest.
+    mixed = spanfix.compare([root / "eagle-s3", *runs])
+    assert [name for _, name in mixed.best] == ["eagle-s3", "eagle-s3"] and mixed.plain_fastest == []
+    assert not any(row.fastest for row in mixed.run("plain").rows)
+
+
+def test_a_verdict_without_a_twin_at_its_batch_sizes_names_them(sweep, tmp_path):
+    """Issue 43 item 8: the twin has decode iterations (with host time), only not at the run's bs 8; or it
+    has them at bs 4 without the device time the run's verdict reads."""
+    root, _, _ = sweep
+    _put(tmp_path / "bs8", synth.generate(_spec("eagle", 3, 8, 3)), "a-TP-0.trace.json")
+    verdict = spanfix.compare([tmp_path / "bs8", root / "plain"]).run("bs8").verdict
+    assert verdict.speedup is None and verdict.missing == ("the plain twin has no decode iteration at bs 8 (it has "
+                                                           "bs 4, 16): capture it at the same batch sizes")
+    out = run("stats", tmp_path / "bs8" / "a-TP-0.trace.json", "--baseline", root / "plain" / "plain-bs4-TP-0.trace.json",
+              terminal_width=200).stdout
+    assert "no speculation verdict: the plain twin has no decode iteration at bs 8 (it has bs 4)" in out
+    # A twin captured without device activity, against a run whose verdict reads the device clock.
+    _put(tmp_path / "host", synth.generate(synth.plain_twin(_spec("mtp", 3, 4, 1, gpu_annotations=False, kernels=False))),
+         "plain-TP-0.trace.json")
+    slow = spanfix.compare([root / "mtp-slow", tmp_path / "host"]).run("mtp-slow")
+    assert slow.verdict.clock == "gpu" and slow.verdict.missing.startswith(
+        "the plain twin has no decode iteration at bs 16 (it has bs 4); the plain twin's decode iterations at bs 4 "
+        "have no device time")

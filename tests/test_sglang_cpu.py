@@ -230,3 +230,28 @@ def test_the_real_busy_machine_captures_give_no_verdict_and_no_held_budget(name)
                            budgets=["speculation.speedup>=1.3", "speculation.speedup_low>=1", "speculation.bs2.speedup>=1"])
     assert all(outcome.status == "skipped" for outcome in report.outcomes if outcome.kind == "budget")
     assert not report.passed
+
+
+def test_a_pooled_accept_length_is_marked_assumed_at_every_batch_size_and_a_measured_one_is_not():
+    """Issue 43 item 2: the /generate responses' one ratio (as server_info's lifetime mean) is assumed at
+    bs 1, 2 and 4 alike (accept*); the log's bs 4 figure, measured, is not said to be assumed on the bs 4
+    verdict, while its bs 1 (no line of that #running-req) is."""
+    for side in ("generate_outputs.json", "server_info.json"):
+        spec = spanfix.stats(str(_trace("standalone")), baseline=str(_trace("plain")),
+                             spec_metrics=[str(_run("standalone") / side)]).speculation
+        assert [row.bs for row in spec.rows] == [1, 2, 4] and all(row.accept_assumed for row in spec.rows), side
+        out = run("stats", _trace("standalone"), "--baseline", _trace("plain"), "--spec-metrics",
+                  _run("standalone") / side, terminal_width=200).stdout
+        assert out.count("*   ") >= 3 and "accept* : not measured at that batch size" in out
+        assert f"accepted {spec.verdict.accept_length:.2f} ({spec.used.source}, assumed at bs 4)" in out
+        assert "bs 1, 2, 4: " in out and "is assumed there" in out
+    log = spanfix.stats(str(_trace("standalone")), baseline=str(_trace("plain")),
+                        spec_metrics=[str(_run("standalone") / "server.log")]).speculation
+    assumed = {row.bs: row.accept_assumed for row in log.rows}
+    assert assumed == {1: True, 2: False, 4: False} and log.verdict.batch_sizes == (4,)
+    out = run("stats", _trace("standalone"), "--baseline", _trace("plain"), "--spec-metrics",
+              _run("standalone") / "server.log", terminal_width=200).stdout
+    assert f"accepted {log.verdict.accept_length:.2f} (log)" in out and "assumed at some" not in out
+    # compare marks the pooled figure too, and says what the star means.
+    compared = run("compare", _run("plain"), _run("standalone"), terminal_width=200).stdout
+    assert compared.count("1.27*") == 3 and "accept*: not measured at that batch size" in compared

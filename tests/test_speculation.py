@@ -636,9 +636,12 @@ def test_the_reports_cards_are_figures_of_its_speculation_table(tmp_path):
     labels = [label for label, _ in section["cards"]]
     verdict = report.result.speculation.verdict
     state = {True: "it pays", False: "it does not pay", None: "can't tell"}[verdict.pays]
-    assert labels == ["draft model, share of the decode iteration (device)", "accept length (trace annotations)",
-                      "speedup over plain decoding (device, bs 4)", f"speedup, 95% interval ({state})",
-                      "break-even accept length (device)"]
+    assert labels == ["speculative decode iteration, steady mean (device, bs 4)",
+                      "plain decode iteration, steady mean (device, bs 4)",
+                      "draft model, share of the decode iteration (device, bs 4)",
+                      "accept length (trace annotations; device, bs 4)", "speedup over plain decoding (device, bs 4)",
+                      f"speedup, 95% interval ({state})", "break-even accept length (device, bs 4)"]
+    assert section["cards_basis"].startswith("These figures are over the verdict's batch sizes (bs 4) on its device")
     assert report.payload["speculation"]["verdict"] == verdict_line(report.result.speculation)  # stats' verdict line
     for label, value in section["cards"]:
         assert any(value in cell for cell in cells), (label, value)
@@ -650,7 +653,44 @@ def test_the_reports_cards_are_figures_of_its_speculation_table(tmp_path):
     assert report.payload["header"]["plain_baseline"] is True  # the header says what this baseline is for
     assert spanfix.html_report(str(path), baseline=str(path)).payload["header"]["plain_baseline"] is False
     # The note under the iteration tables quotes the card's draft share: the same figure.
-    assert section["cards"][0][1] in report.payload["iterations"][-1]["note"]
+    assert section["cards"][2][1] in report.payload["iterations"][-1]["note"]
+
+
+def test_the_reports_cards_are_on_the_verdicts_basis_and_multiply_out(tmp_path):
+    """Issue 43 item 1: run at bs 4 and 8, the twin at bs 4 alone: every card is over bs 4 on the verdict's
+    clock, so that speedup = accept x plain iteration / iteration and break-even = iteration / plain
+    iteration on the cards' own figures; none is over every batch size."""
+    specs = [_spec("eagle", True, batch_size=4, seed=21), _spec("eagle", True, batch_size=8, seed=22)]
+    paths = [str(_write(tmp_path, synth.generate(spec), f"spec{spec.batch_size}-TP-0.trace.json")) for spec in specs]
+    twin = _write(tmp_path, synth.generate(synth.plain_twin(specs[0])), "plain-TP-0.trace.json")
+    report = spanfix.html_report(paths, baseline=str(twin))
+    spec = report.result.speculation
+    verdict = spec.verdict
+    assert verdict.batch_sizes == (4,) and [row.bs for row in spec.rows] == [4, 8]
+    where = f"{'device' if verdict.clock == 'gpu' else 'host'}, bs 4"
+    cards = dict(report.payload["speculation"]["cards"])
+    assert all(where in label for label in cards if "interval" not in label), cards
+
+    def us(text):
+        value, unit = text.split()
+        return float(value) * {"us": 1, "ms": 1e3, "s": 1e6}[unit]
+    iteration = us(cards[f"speculative decode iteration, steady mean ({where})"])
+    plain = us(cards[f"plain decode iteration, steady mean ({where})"])
+    accept = float(cards[f"accept length (trace annotations; {where})"])
+    speedup = float(cards[f"speedup over plain decoding ({where})"])
+    assert speedup == pytest.approx(accept * plain / iteration, abs=0.01)
+    assert float(cards[f"break-even accept length ({where})"]) == pytest.approx(iteration / plain, abs=0.01)
+    row4 = spec.rows[0]
+    assert iteration == pytest.approx(row4.iteration_us[verdict.clock], rel=1e-3)  # bs 4's, not every iteration's
+    every = spec.iteration_counts[verdict.clock]
+    assert every > row4.counts[verdict.clock]
+    assert iteration != pytest.approx(spec.iteration_model[verdict.clock].total_us / every, rel=1e-3)
+    # Issue 43 item 6: the summary lists every note stats gives (its own, and its speculation table's),
+    # never 'Warnings: none' alone while they say the twin lacks a batch size.
+    document = json.loads(CliRunner().invoke(main, ["stats", *paths, "--baseline", str(twin), "--format", "json"]).stdout)
+    notes = report.payload["header"]["notes"]
+    assert notes == document["notes"] + document["speculation"]["notes"]
+    assert any("the plain twin has no decode iteration at bs 8" in note for note in notes)
 
 
 @pytest.mark.parametrize("algorithm,graph", [("eagle", True), ("eagle", False), ("mtp", True), ("mtp", False),

@@ -25,7 +25,7 @@ import re
 from ..errors import BudgetError
 from ..speculation.model import DEVICE_MODEL_PARTS, ModelTime
 from ..speculation.result import SpeculationResult
-from ..speculation.verdict import not_comparable, why_no_interval
+from ..speculation.verdict import no_twin_at, not_comparable, why_no_interval
 from ..timing import CPU, GPU, StatsResult
 from .budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, pop_clock
 
@@ -195,8 +195,7 @@ class SpeculationFamily:
                                 "(or its saved stats JSON)", chosen)
         if budget.statistic == "speedup" and result.accept_length is None:
             return Figure(None, why_no_accept(result), chosen)
-        return Figure(None, missing or f"the plain twin has no decode iteration at these batch sizes on the {clock} "
-                                       "clock", chosen)
+        return Figure(None, missing or no_twin_at(result.rows if row is overall else [row], clock), chosen)
 
     def needs_device(self, budget: Budget) -> bool:
         return budget.clock != CPU and budget.statistic != "accept_length"

@@ -73,7 +73,7 @@ def _share(value: float | None) -> str:
 
 
 def marks(row: ComparedRow) -> list[str]:
-    return ((["best"] if row.best else []) + (["loses"] if row.loses else [])
+    return ((["best"] if row.best else []) + (["fastest"] if row.fastest else []) + (["loses"] if row.loses else [])
             + (["can't tell"] if row.cannot_tell else []) + ([] if row.comparable else ["not comparable"]))
 
 
@@ -165,24 +165,31 @@ def _clock_of(run: ComparedRun) -> str:
 
 
 def best_line(comparison: Comparison) -> str | None:
-    if not comparison.best:
+    """The best run at each batch size, and where no configuration pays, that plain decoding is fastest."""
+    if not comparison.best and not comparison.plain_fastest:
         return None
     by_bs: dict[int, list[str]] = {}
     for bs, name in comparison.best:
         by_bs.setdefault(bs, []).append(name)
+
     def figure(bs: int, name: str) -> str:
         row = comparison.run(name).row(bs)
         assert row is not None
         within = f", {interval_text(row.speedup_interval)}" if row.speedup_interval is not None else ""
         return f"{_ratio(row.speedup)}x{within}"
-    return "best: " + "; ".join(f"bs {bs} {' and '.join(names)} ({figure(bs, names[0])})" for bs, names in by_bs.items())
+    parts = [f"bs {bs} {' and '.join(names)} ({figure(bs, names[0])})" for bs, names in by_bs.items()]
+    if comparison.plain_fastest:
+        sizes = ", ".join(map(str, comparison.plain_fastest))
+        parts.append(f"no configuration pays at bs {sizes}: plain decoding is fastest there")
+    return ("best: " if by_bs else "") + "; ".join(parts)
 
 
-LEGEND = ("each run on its own clock (the one that bounds its decode iteration); iteration: the decode iteration's "
+LEGEND = ("each run on its own clock (the one that bounds its decode iteration); accept*: not measured at that batch "
+          "size (one figure over every batch size, or a log's mean, assumed there); iteration: the decode iteration's "
           "mean; draft: the draft model's share of it; per token: per request; tokens/s: the batch's; speedup, "
           "break-even (the accept length at which speedup is 1): against the plain run at that batch size; 95%: the "
           "speedup's interval; best: the largest speedup at that batch size; loses: slower than plain decoding (the "
-          "interval below 1); can't tell: the interval holds 1; not comparable: a speculative iteration faster "
+          "interval below 1); fastest: plain decoding, where no configuration pays; can't tell: the interval holds 1; not comparable: a speculative iteration faster "
           "than a plain one")
 
 

@@ -180,9 +180,10 @@ def within_text(interval: tuple[float, float] | None) -> str:
 
 
 def _accept_source(spec: SpeculationResult, verdict: Verdict) -> str:
+    """The accept length's source, and the verdict's batch sizes it was assumed at (none: measured at each)."""
     source = verdict.accept_source or (spec.used.source if spec.used is not None else "?")
-    assumed = spec.overall is not None and spec.overall.accept_assumed
-    return source + (", assumed at some batch sizes" if assumed else "")
+    assumed = [row.bs for row in spec.rows if row.bs in verdict.batch_sizes and row.accept_assumed]
+    return source + (f", assumed at bs {_sizes(assumed)}" if assumed else "")
 
 
 def speculation_notes(spec: SpeculationResult) -> list[str]:

@@ -48,6 +48,7 @@ def _header(measures: Sequence[TraceMeasures], document: dict, errors: Sequence[
         "ambiguous": {"spans": sum(ambiguous.values()), "reasons": dict(ambiguous.most_common()),
                       "time": ambiguous_time},
         "warnings": list(document["warnings"]),
+        "notes": _notes(document),
         "errors": list(errors),
         "baseline": document["baseline"],
         "baseline_differences": list(document.get("baseline_differences") or []),
@@ -59,3 +60,11 @@ def _plain_baseline(document: dict) -> bool:
     """Is the baseline the same server without speculation, the speculation section's plain decode?"""
     section = document.get("speculation") or {}
     return bool(section.get("speculative") and (section.get("baseline") or {}).get("plain"))
+
+
+def _notes(document: dict) -> list[str]:
+    """What stats says beside its figures, as it says it: its notes (standard error), then the notes
+    under its speculation table that are about the figures (a twin that differs or lacks batch sizes,
+    speculation that cannot pay, sources that disagree); the summary lists them all, as stats does."""
+    section = document.get("speculation") or {}
+    return [*document.get("notes", []), *(section.get("notes") or [])]

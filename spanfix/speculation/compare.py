@@ -6,8 +6,8 @@ the plain twin, per batch size, never pooled), on its own verdict clock, the one
 decode iteration; its rows are the batch sizes it was captured at. The plain run (the baseline) is a
 row set too, at speedup 1. At each batch size the best run is the one of the largest speedup: each
 speedup is a run's own plain-twin ratio on its own bounding clock (a like-for-like ratio, so ratios
-read on different clocks compare as they stand), and plain decoding counts, so that a batch size at
-which every configuration loses names plain decoding as its best.
+read on different clocks compare as they stand), and plain decoding counts: a batch size at which no
+configuration beats it names none best, but says that plain decoding is fastest there (plain_fastest).
 
 Where a run cannot be compared (its traces are several configurations; another model or graph mode
 than the plain run; no plain decode iteration at a batch size; no accept length), its row says why
@@ -85,6 +85,7 @@ class ComparedRow:
     plain_iteration_us: float | None = None
     why: str | None = None
     best: bool = False  # the largest speedup at this batch size (of the rows compared, and comparable)
+    fastest: bool = False  # a plain run's row where no configuration pays: plain decoding is fastest there
     sweep: SweepMatch | None = None
     speed: SpeedRow | None = None  # every clock's figures (budgets read the clock they name)
     model: dict[str, ModelTime] = field(default_factory=dict)  # the decode iterations' model view, per clock
@@ -129,7 +130,7 @@ class ComparedRow:
                  "speedup_interval": interval_json(self.speedup_interval), "break_even": ratio(self.break_even),
                  "break_even_interval": interval_json(self.break_even_interval),
                  "plain_iteration_us": _us(self.plain_iteration_us), "pays": self.pays, "comparable": self.comparable,
-                 "best": self.best, "loses": self.loses, "cannot_tell": self.cannot_tell, "why": self.why}
+                 "best": self.best, "fastest": self.fastest, "loses": self.loses, "cannot_tell": self.cannot_tell, "why": self.why}
         if self.sweep is not None:
             found["sweep"] = self.sweep.to_json()
         return found
@@ -236,6 +237,8 @@ class Comparison:
     baseline_sources: list[str]
     runs: list[ComparedRun]  # in the order given; the baseline among them (first, when it was not given as a run)
     best: list[tuple[int, str]] = field(default_factory=list)  # (bs, run) of the largest speedup at each batch size
+    # The batch sizes at which no configuration pays: plain decoding is fastest there (and none is named best).
+    plain_fastest: list[int] = field(default_factory=list)
     budgets: list[BudgetOutcome] = field(default_factory=list)
     sweep: SweepComparison | None = None
     errors: list[str] = field(default_factory=list)  # inputs that could not be used, one line each
@@ -272,6 +275,7 @@ class Comparison:
                 "best": [{"bs": bs, "run": name, "speedup": ratio(self.run(name).row(bs).speedup),  # type: ignore[union-attr]
                           "speedup_interval": interval_json(self.run(name).row(bs).speedup_interval)}  # type: ignore[union-attr]
                          for bs, name in self.best],
+                "plain_fastest": self.plain_fastest,
                 "budgets": [outcome.to_json() for outcome in self.budgets],
                 "passed": self.passed if self.budgets else None,
                 "sweep": None if self.sweep is None else self.sweep.to_json(),
@@ -339,7 +343,7 @@ def compare_runs(runs: Sequence[RunInput], baseline: PlainRun | None = None, *, 
         else:
             compared.append(_plain_run(run, baseline))
     comparison = Comparison(baseline.name, sources, compared, errors=errors, allow_skipped=allow_skipped)
-    comparison.best = _best(compared)
+    comparison.best, comparison.plain_fastest = _best(compared)
     if sweep is not None:
         comparison.sweep = _beside_sweep(sweep, compared)
     every = [m for run in runs for m in run.measures]
@@ -505,21 +509,27 @@ def _plain_run(run: RunInput, baseline: PlainRun) -> ComparedRun:
     return compared
 
 
-def _best(runs: list[ComparedRun]) -> list[tuple[int, str]]:
-    """The run of the largest speedup at each batch size where a speculative run was compared (ties:
-    each of them). The rows are marked."""
-    best = []
+def _best(runs: list[ComparedRun]) -> tuple[list[tuple[int, str]], list[int]]:
+    """The speculative run of the largest speedup at each batch size where one was compared (ties: each
+    of them), and the batch sizes where plain decoding is fastest instead: there no configuration pays,
+    and none is named best (the plain rows are marked fastest). The rows are marked."""
+    best, plain_fastest = [], []
     for bs in sorted({row.bs for run in runs for row in run.rows if row.bs is not None}):
         found = [(row.speedup, run, row) for run in runs for row in run.rows
                  if row.bs == bs and row.speedup is not None and row.comparable]
         if not any(not run.plain for _, run, _ in found):
             continue
         top = max(speedup for speedup, _, _ in found)
+        if any(run.plain for speedup, run, _ in found if speedup == top):
+            plain_fastest.append(bs)
+            for speedup, run, row in found:
+                row.fastest = run.plain and speedup == top
+            continue
         for speedup, run, row in found:
             if speedup == top:
                 row.best = True
                 best.append((bs, run.name))
-    return best
+    return best, plain_fastest
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -206,7 +206,8 @@ def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[Acce
             stacks = run.config.python_stacks or (baseline is not None and baseline.config is not None
                                                   and baseline.config.python_stacks)
             context = Context(bool(stacks), tuple((_named(figure), figure.value) for figure in every
-                                                  if figure is not used and figure.value is not None))
+                                                  if figure is not used and figure.value is not None),
+                              tuple(sorted({bs for bs, _ in plain[0] if bs is not None})) if plain is not None else ())
         verdict = verdict_of(host, device, overall, missing, rows, context)
         notes += _steady_notes(rows, verdict.clock)
     plain_durations, step_durations = decode_durations(found, "plain_iterations"), decode_durations(found)
@@ -369,8 +370,7 @@ def _speed(iterations: list[SpecIteration], used: AcceptFigure | None, plain: tu
                          "speedup there")
     assumed = [row.bs for row in rows if row.accept_assumed]
     if assumed and used is not None:
-        notes.append(f"bs {_list(assumed)}: the {used.source} has no figure of that batch size: its mean "
-                     f"{used.value:.2f} is assumed there")
+        notes.append(f"bs {_list(assumed)}: {_pooled_words(used)}: {used.value:.2f} is assumed there")
     return rows, overall_row(rows, plain_iterations is not None)
 
 
@@ -385,9 +385,27 @@ def _accept_at(bs: int, found: list[SpecIteration], used: AcceptFigure | None
         weight = sum(it.bs for it in known)
         return (sum(it.tokens for it in known) / weight, TRACE, False, weight) if known else None
     value, assumed = used.at(bs)
-    if used.source in (SERVER_INFO, BENCH):
-        assumed = True  # a mean over every batch size of the server's life or run
+    if _pooled(used):
+        assumed = True  # one figure over every batch size of the requests, the run or the server's life
     return (value, used.source, assumed, float(bs * len(found))) if value is not None else None
+
+
+def _pooled(used: AcceptFigure) -> bool:
+    """A file's one figure over every batch size: /server_info's, bench_serving's, the requests' own ratio,
+    a log whose lines name no #running-req. Assumed wherever it is used (accept*), as a log's mean is
+    at a batch size it has no line of."""
+    return used.source in (SERVER_INFO, BENCH, REQUESTS) or (used.source == LOG and not used.by_bs)
+
+
+def _pooled_words(used: AcceptFigure) -> str:
+    """Why a figure is assumed at a batch size, by its source."""
+    if used.source == LOG and used.by_bs:
+        return "the log has no figure of that batch size (no 'Decode batch' line of that #running-req)"
+    return {REQUESTS: "the /generate responses give one ratio over all their decode iterations, not one per batch size",
+            SERVER_INFO: "/server_info gives one mean over the server's life, not one per batch size",
+            BENCH: "the bench_serving result gives one figure of its run, not one per batch size",
+            LOG: "the log's lines name no #running-req: one mean, not one per batch size"}.get(
+                used.source, f"the {used.source} has no figure of that batch size")
 
 
 def _impossible(rows: list[SpeedRow], overall: SpeedRow | None, draft_tokens: int | None, notes: list[str]) -> None:
@@ -435,6 +453,12 @@ def _iteration_model(iterations: list[SpecIteration]) -> tuple[dict[str, ModelTi
                                {part: math.fsum(it.gpu_model[part] for it in on_device) for part in DEVICE_MODEL_PARTS})
         counts[GPU] = len(on_device)
     return found, counts
+
+
+def iteration_model_of(iterations: Sequence[SpecIteration]) -> tuple[dict[str, ModelTime], dict[str, int]]:
+    """The decode iterations' model view added up, per clock, and how many each clock has (the report's
+    cards read it over the verdict's batch sizes)."""
+    return _iteration_model(list(iterations))
 
 
 def _trace_figure(iterations: list[SpecIteration]) -> tuple[AcceptFigure | None, dict[str, int]]:

@@ -102,6 +102,7 @@ class Context:
 
     python_stacks: bool = False
     others: tuple[tuple[str, float], ...] = ()  # (a source's name, its accept length)
+    twin_sizes: tuple[int, ...] = ()  # the batch sizes the plain twin has decode iterations at (on any clock)
 
 
 def verdict_of(host: float | None, device: float | None, overall: SpeedRow | None, missing: str | None,
@@ -115,8 +116,7 @@ def verdict_of(host: float | None, device: float | None, overall: SpeedRow | Non
         return Verdict(clock, why, missing=missing or why, host_us=host, device_us=device)
     speedup, break_even = overall.speedup.get(clock), overall.break_even.get(clock)
     if missing is None and break_even is None:
-        missing = not_comparable(rows, clock) or \
-            f"the plain twin has no {CLOCK_WORDS[clock]} time for its decode iterations at these batch sizes"
+        missing = not_comparable(rows, clock) or no_twin_at(rows, clock, context.twin_sizes)
     if missing is None and speedup is None:
         missing = "the accept length"
     covered = overall.covered.get(clock, ())
@@ -152,6 +152,29 @@ def not_comparable(rows: Sequence[SpeedRow], clock: str) -> str | None:
     return (f"the captures are not comparable on the {CLOCK_WORDS[clock]} clock ({said}): a speculative iteration "
             "does a plain one's work and more, so the two ran under other conditions (load on the machine, python "
             "stacks, other lengths or settings); capture both the same way, one after the other, on a quiet machine")
+
+
+def no_twin_at(rows: Sequence[SpeedRow], clock: str, twin_sizes: Sequence[int] = ()) -> str:
+    """Why no batch size of the run was compared with the twin on the clock, naming the sizes: the twin
+    has no decode iteration there, or has some without this clock's time."""
+    other = GPU if clock == CPU else CPU
+    lacking = [row for row in rows if row.bs is not None and row.iteration_us.get(clock) is not None
+               and not row.plain_iteration_us.get(clock)]
+    absent = [row.bs for row in lacking if not row.plain_iteration_us.get(other)]
+    untimed = [row.bs for row in lacking if row.plain_iteration_us.get(other)]
+    said = []
+    if absent:
+        theirs = f" (it has bs {_sizes(twin_sizes)})" if twin_sizes else ""
+        said.append(f"the plain twin has no decode iteration at bs {_sizes(absent)}{theirs}")
+    if untimed:
+        said.append(f"the plain twin's decode iterations at bs {_sizes(untimed)} have no {CLOCK_WORDS[clock]} time")
+    if not said:
+        return f"the plain twin has no {CLOCK_WORDS[clock]} time for its decode iterations at this run's batch sizes"
+    return "; ".join(said) + (": capture it at the same batch sizes" if absent else "")
+
+
+def _sizes(sizes: Sequence) -> str:
+    return ", ".join(map(str, sizes))
 
 
 def why_no_interval(rows: Sequence[SpeedRow], clock: str) -> str:

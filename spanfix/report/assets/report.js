@@ -182,7 +182,13 @@
             "(check skips such rules)."}));
       })(), "bad"] : null,
       errors ? ["Not used", errors, "bad"] : null,
-      ["Warnings", warnings || h("span", {text: "none"})]
+      ["Warnings", warnings || h("span", {text: hd.notes.length ? "none (" + plural(hd.notes.length, "note", "notes") +
+                                                  " below)" : "none"})],
+      hd.notes.length ? ["Notes", (function () {  // stats' notes, every one, as stats prints them
+        var list = h("ul", {"class": "warnings notes"});
+        hd.notes.forEach(function (n) { list.appendChild(h("li", {text: n})); });
+        return list;
+      })()] : null
     ]));
     s.appendChild(keyFigures());
   }
@@ -198,10 +204,13 @@
       cards.appendChild(h("div", {"class": "card"}, h("div", {"class": "card-label", text: label}),
                           h("div", {"class": "card-value", text: value})));
     }
-    data.iterations.forEach(function (t) {
-      card("decode iteration, " + CLOCK_NAME[t.clock] + " mean", fmtUs(cellOf(t, t.rows[0], "mean_us").v));
-    });
     var spec = data.speculation;
+    // With a verdict, every card is on its basis (its clock and batch sizes), the iteration's too.
+    if (!(spec && spec.speculative && spec.cards_basis)) {
+      data.iterations.forEach(function (t) {
+        card("decode iteration, " + CLOCK_NAME[t.clock] + " mean", fmtUs(cellOf(t, t.rows[0], "mean_us").v));
+      });
+    }
     if (spec && spec.speculative) {
       spec.cards.forEach(function (c) { card(c[0], c[1]); });  // figures of the speculation table below
     } else {
@@ -212,6 +221,9 @@
     }
     if (data.ranks.slowest) card("slowest " + (data.ranks.key === "rank" ? "rank" : "input"), data.ranks.slowest.label);
     if (data.header.ambiguous.spans) card("ambiguous spans", data.header.ambiguous.spans.toLocaleString("en-US"));
+    if (spec && spec.speculative && spec.cards_basis) {
+      return h("div", null, cards, h("p", {"class": "note cards-basis", text: spec.cards_basis}));
+    }
     return cards;
   }
 
