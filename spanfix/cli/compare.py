@@ -74,8 +74,8 @@ def _by_run(option: str, number: bool = False):
 @click.option("--format", "output_format", type=click.Choice(["table", "json", "csv", "markdown"]), default="table",
               show_default=True, help="table for people; json (docs/json.md), csv, markdown for CI summaries.")
 @click.option("--html", "html", metavar="FILE",
-              help="Also write a self-contained page: speedup against batch size per run, accept length against "
-                   "break-even, and the table.")
+              help="Also write a self-contained page (tens of kB, no Plotly): speedup against batch size per run, "
+                   "accept length (hollow where assumed) against break-even, and the table.")
 @jobs_option
 @scheduler_option
 @attribution_options

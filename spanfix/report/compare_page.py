@@ -1,11 +1,13 @@
-"""spanfix compare's page: one self-contained HTML file in the report's style (its shell, CSS and the
-vendored Plotly, report/html.py), drawn by assets/compare.js from the payload built here.
+"""spanfix compare's page: one self-contained HTML file in the report's style (its shell and CSS,
+report/html.py), drawn by assets/compare.js from the payload built here. Its two charts are small
+SVG drawings of the page's own, not Plotly's: the page is tens of kilobytes, not 1.5 MB.
 
 It shows the speedup over plain decoding against the batch size, one line per run, plain decoding as
 the line at 1; the accept length against the break-even per run (speculation pays where the first is
-above the second); and the table of `spanfix compare` with every column, the best run at each batch
+above the second; a hollow dot where the accept length is assumed, not measured at that batch size);
+runs at one batch size side by side around it; and the table of `spanfix compare` with every column, the best run at each batch
 size and a run that loses marked, the whys in full. Run names and paths are data: the page puts them
-in with textContent and escapes what Plotly draws; the payload is JSON escaped for a script element.
+in with textContent only; the payload is JSON escaped for a script element.
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def compare_payload(comparison: Comparison, *, command: str = "") -> dict:
         "batch_sizes": comparison.batch_sizes,
         "runs": runs,
         "table": {**_table("compare", "Every run at every batch size", columns, cells, legend(comparison)),
-                  "whys": whys},
+                  "whys": whys, "fit": True},
         "best": best_line(comparison),
         "verdicts": verdict_lines(comparison),
         "sweep": None if sweep is None else {
@@ -83,6 +85,7 @@ def _point(row: ComparedRow) -> dict:
     low, high = row.speedup_interval or (None, None)
     return {"bs": row.bs, "speedup": row.speedup if row.comparable else None, "speedup_low": low,
             "speedup_high": high, "break_even": row.break_even, "accept_length": row.accept_length,
+            "accept_assumed": row.accept_assumed, "accept_source": row.accept_source,
             "iteration_us": row.iteration_us, "draft_share": row.draft_share, "best": row.best, "loses": row.loses,
             "cannot_tell": row.cannot_tell, "comparable": row.comparable, "why": row.why}
 
@@ -101,9 +104,9 @@ def _tone(key: str, row: ComparedRow) -> str | None:
 
 
 def compare_html(comparison: Comparison, *, command: str = "") -> bytes:
-    """The page, as bytes of HTML: offline (Plotly inline, a Content-Security-Policy that forbids every
-    request), escaped."""
-    return render_html(compare_payload(comparison, command=command), script="compare.js")
+    """The page, as bytes of HTML: offline (its charts drawn by its own script, a Content-Security-Policy
+    that forbids every request), escaped."""
+    return render_html(compare_payload(comparison, command=command), script="compare.js", plotly=False)
 
 
 def write_compare_page(comparison: Comparison, output: str | os.PathLike[str], *, command: str = "",

@@ -54,9 +54,10 @@ def _title(payload: dict) -> str:
     return printable(title) if isinstance(title, str) else "spanfix report"
 
 
-def render_html(payload: dict, script: str = "report.js") -> bytes:
-    """The page: the payload, Plotly, what both pages build with (assets/page.js) and the page's own
-    script (one of assets/: the report's, or compare's)."""
+def render_html(payload: dict, script: str = "report.js", plotly: bool = True) -> bytes:
+    """The page: the payload, Plotly (unless plotly is False: compare's page draws its own SVG), what both
+    pages build with (assets/page.js) and the page's own script (one of assets/: the report's, or
+    compare's)."""
     page = "".join([
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{CSP}\">\n",
@@ -68,7 +69,7 @@ def render_html(payload: dict, script: str = "report.js") -> bytes:
          "open it in a browser with scripts allowed.</p></noscript>\n"),
         "<main id=\"report\"></main>\n",
         f"<script type=\"application/json\" id=\"spanfix-data\">{json_for_script(payload)}</script>\n",
-        f"<script>\n{inline_script(asset(PLOTLY))}\n</script>\n",
+        f"<script>\n{inline_script(asset(PLOTLY))}\n</script>\n" if plotly else "",
         f"<script>\n{inline_script(asset('page.js'))}{inline_script(asset(script))}</script>\n",
         "</body>\n</html>\n",
     ])

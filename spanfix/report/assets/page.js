@@ -71,16 +71,17 @@ window.spanfixPage = (function () {
     div.style.height = height + "px";
     parent.appendChild(div);
     state.charts.push(name);
-    pending.push(Plotly.newPlot(div, traces, lay, CONFIG));
+    pending.push(window.Plotly.newPlot(div, traces, lay, CONFIG));
     return div;
   }
 
-  /* more: what this page's charts say of themselves, after what both pages say. */
-  function footer(root, data, more) {
+  /* more: what this page's charts say of themselves, after what both pages say; charts: who draws them
+   * (default: plotly.js). */
+  function footer(root, data, more, charts) {
     root.appendChild(h("footer", {"class": "foot"},
       h("p", null, "Made by spanfix " + data.version + " with: ", h("code", {"class": "command", text: data.command})),
-      h("p", {"class": "note", text: "Charts by plotly.js (MIT licence), inline: this file makes no network request." +
-        (more ? " " + more : "")})));
+      h("p", {"class": "note", text: (charts || "Charts by plotly.js (MIT licence), inline: this file makes no network " +
+        "request.") + (more ? " " + more : "")})));
   }
 
   /* Builds the page from its JSON payload: build(data, root) adds the sections; the page is drawn once
