@@ -433,3 +433,43 @@ def test_a_thousand_ranks_draw_the_slowest_and_say_so(browser, tmp_path):
         assert any(f"the other {ranks - rank_comparison.TIMELINE_RANKS} are left out" in n for n in notes)
     finally:
         page.close()
+
+
+def test_the_summary_lists_stats_notes_and_its_cards_say_their_basis(browser, tmp_path):
+    """Issue 43 items 1 and 6, on the real SGLang 0.5.23 captures: the summary lists every note stats gives
+    (never 'Warnings: none' alone beside them), and every card is on the verdict's basis (bs 4, host),
+    said on the card and under them, so that speedup = accept length x plain iteration / iteration."""
+    from conftest import SHARED_TRACES
+
+    runs = SHARED_TRACES / "sglang-cpu"
+    if not (runs / "standalone").is_dir():
+        pytest.skip(f"real SGLang CPU captures ({runs}) are absent")
+    [trace] = (runs / "standalone" / "traces").glob("*.trace.json.gz")
+    [twin] = (runs / "plain" / "traces").glob("*.trace.json.gz")
+    log = runs / "standalone" / "server.log"
+    page_file = tmp_path / "report.html"
+    run("report", trace, "--baseline", twin, "--spec-metrics", log, "-o", page_file, "-j", "1")
+    document = json.loads(run("stats", trace, "--baseline", twin, "--spec-metrics", log, "--device", "--format", "json"))
+    notes = document["notes"] + document["speculation"]["notes"]
+    assert any("speculation cannot pay" in note for note in notes) and document["warnings"] == []
+    page = Opened(browser, page_file)
+    try:
+        facts = page.page.evaluate("""() => Object.fromEntries(Array.from(document.querySelectorAll('#summary dt'))
+            .map(dt => [dt.textContent, dt.nextElementSibling]).map(([k, dd]) => [k, {text: dd.textContent,
+              items: Array.from(dd.querySelectorAll('li')).map(li => li.textContent)}]))""")
+        assert facts["Notes"]["items"] == notes
+        assert facts["Warnings"]["text"] == f"none ({len(notes)} notes below)"
+        cards = page.page.evaluate("""() => Array.from(document.querySelectorAll('.card')).map(c =>
+            [c.querySelector('.card-label').textContent, c.querySelector('.card-value').textContent])""")
+        figures = {label: value for label, value in cards}
+        assert all("host, bs 4" in label for label in figures if "interval" not in label), figures
+        assert not any(label.startswith("decode iteration, host mean") for label in figures)  # every bs: gone
+        iteration = float(figures["speculative decode iteration, steady mean (host, bs 4)"].split()[0])
+        plain = float(figures["plain decode iteration, steady mean (host, bs 4)"].split()[0])
+        accept = float(figures["accept length (log; host, bs 4)"])
+        assert float(figures["speedup over plain decoding (host, bs 4)"]) == pytest.approx(accept * plain / iteration,
+                                                                                            abs=0.01)
+        basis = page.page.locator(".cards-basis").inner_text()
+        assert basis.startswith("These figures are over the verdict's batch sizes (bs 4) on its host clock")
+    finally:
+        page.close()

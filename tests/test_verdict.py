@@ -543,3 +543,20 @@ def test_accept_lengths_that_disagree_beyond_the_interval_are_said_in_the_verdic
     # Within the interval, nothing is added to the line.
     log.write_text(_log_line(4, round(verdict.accept_length, 2)) + "\n")
     assert spanfix.stats(str(path), baseline=str(plain), spec_metrics=[str(log)]).speculation.verdict.caveats == ()
+
+
+def test_the_requests_one_ratio_is_assumed_at_every_batch_size(tmp_path):
+    """Issue 43 item 2 on generated captures: /generate responses give one ratio over their requests, as
+    /server_info gives one lifetime mean: starred at every batch size, and the verdict says at which."""
+    specs = [_spec("eagle", batch_size=4, seed=21, detailed=False), _spec("eagle", batch_size=8, seed=22, detailed=False)]
+    paths = [str(_write(tmp_path, synth.generate(spec), f"spec{spec.batch_size}-TP-0.trace.json")) for spec in specs]
+    twins = [str(_write(tmp_path, synth.generate(synth.plain_twin(spec)), f"plain{spec.batch_size}-TP-0.trace.json"))
+             for spec in specs]
+    responses = tmp_path / "generate_outputs.json"
+    responses.write_text(json.dumps([{"text": "x", "meta_info": {"completion_tokens": 30, "spec_verify_ct": 12}}] * 4))
+    result = spanfix.stats(paths, baseline=twins, spec_metrics=[str(responses)]).speculation
+    assert result.used.source == "requests" and [row.accept_assumed for row in result.rows] == [True, True]
+    assert any(note.startswith("bs 4, 8: the /generate responses give one ratio") for note in result.notes)
+    out = run("stats", *paths, "--baseline", twins[0], "--baseline", twins[1], "--spec-metrics", responses,
+              terminal_width=200).stdout
+    assert out.count("2.50*") == 2 and "accepted 2.50 (requests, assumed at bs 4, 8)" in out
