@@ -7,6 +7,7 @@ full-page screenshot goes to build/compare.png for a person to look at.
 Skipped, with the reason, where Chromium or Playwright is missing (SPANFIX_REQUIRE_BROWSER=1 makes that
 a failure)."""
 
+import itertools
 import subprocess
 import sys
 
@@ -183,13 +184,14 @@ def test_at_1280_px_the_table_fits_runs_sit_apart_and_assumed_accept_lengths_are
             for bs, xs in by_bs.items():  # one x per run at each batch size, each a marker's width apart
                 ordered = sorted(xs.values())
                 assert len(ordered) == len(RUNS) + 1, (name, bs, xs)
-                assert all(b - a >= 9 for a, b in zip(ordered, ordered[1:])), (name, bs, ordered)
+                assert all(b - a >= 9 for a, b in itertools.pairwise(ordered)), (name, bs, ordered)
             for point in chart["points"]:  # a run's accept length and break-even share its x
                 twin = [p for p in chart["points"] if p["run"] == point["run"] and p["bs"] == point["bs"]]
                 assert {round(p["cx"], 1) for p in twin} == {round(point["cx"], 1)}
         accept = drawn["compare-accept"]
         assumed = [p for p in accept["points"] if p["assumed"]]
-        assert [(p["run"], p["bs"]) for p in assumed] == [("eagle-info", 4), ("eagle-info", 16)]
+        assert [(p["run"], p["bs"]) for p in assumed] == [("eagle-info", 4), ("eagle-info", 16)] == \
+            [(run.name, row.bs) for run in comparison.runs if not run.plain for row in run.rows if row.accept_assumed]
         assert all(p["fill"] == "#ffffff" and p["stroke"] != "#ffffff" and "assumed" in p["tip"] for p in assumed)
         measured = [p for p in accept["points"] if p["series"].endswith("accept length") and not p["assumed"]]
         assert len(measured) == 2 * len(RUNS) and all(p["fill"] == p["stroke"] for p in measured)
@@ -206,9 +208,7 @@ def test_at_1280_px_the_table_fits_runs_sit_apart_and_assumed_accept_lengths_are
 def test_the_page_is_far_smaller_than_the_reports(nine_rows, tmp_path):
     """Issue 43 item 11: 1.5 MB for nine rows was Plotly; the report's own page (Plotly inline) is the size
     to beat, by far (measured on this machine: ten rows 40 KB, the report of one run 1.57 MB)."""
-    from test_compare import RUNS as NAMES
-
-    comparison, path = nine_rows
+    _, path = nine_rows
     report = spanfix.html_report([str(p) for p in sorted((path.parent / "eagle-info").glob("*.json"))])
     size, reported = path.stat().st_size, len(report.html)
-    assert len(NAMES) == 3 and size < 100_000 and size * 10 < reported, (size, reported)
+    assert size < 100_000 and size * 10 < reported, (size, reported)
