@@ -1,8 +1,10 @@
 """spanfix compare's page in a real browser, as tests/test_report_browser.py checks the report: Debian's
-headless Chromium opens the file, runs its scripts, and the rendered page is checked: both charts drawn
-with a line per run and plain decoding as the reference, the table's figures the comparison's own, no
-console error, no request but the file itself (and it draws offline), hostile run names as text. A
-full-page screenshot goes to build/compare.png for a person to look at.
+headless Chromium opens the file, runs its scripts, and the rendered page is checked: both charts (the
+page's own SVG, no Plotly) drawn with a line per run and plain decoding as the reference, the table's
+figures the comparison's own, no console error, no request but the file itself (and it draws offline),
+hostile run names as text; at 1280 px the table's last columns on the page, runs at one batch size side
+by side, assumed accept lengths hollow with a legend (issue 43 item 11). Full-page screenshots go to
+build/compare.png and build/compare-1280.png for a person to look at.
 
 Skipped, with the reason, where Chromium or Playwright is missing (SPANFIX_REQUIRE_BROWSER=1 makes that
 a failure)."""
