@@ -32,11 +32,17 @@ DRAWN = 1 << 21  # block starts drawn at a time (16 MiB of them), whatever the n
 LOW, HIGH = (1 - CONFIDENCE) / 2, 1 - (1 - CONFIDENCE) / 2
 
 
+def steady_limit(values: Sequence[float]) -> float:
+    """The longest value the steady state keeps: STEADY_FACTOR times the median (every value, for
+    fewer than MIN_ITERATIONS)."""
+    return math.inf if len(values) < MIN_ITERATIONS else STEADY_FACTOR * statistics.median(values)
+
+
 def steady(values: Sequence[float]) -> tuple[list[float], list[float]]:
     """The values kept (in order) and those left out: over STEADY_FACTOR times the median of all."""
     if len(values) < MIN_ITERATIONS:
         return list(values), []
-    limit = STEADY_FACTOR * statistics.median(values)
+    limit = steady_limit(values)
     kept = [value for value in values if value <= limit]
     return kept, [value for value in values if value > limit]
 

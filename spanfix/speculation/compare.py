@@ -100,6 +100,14 @@ class ComparedRow:
         return None if self.speed is None or self.clock is None else self.speed.break_even_interval.get(self.clock)
 
     @property
+    def draft_us(self) -> float | None:
+        return None if self.speed is None or self.clock is None else self.speed.draft_us.get(self.clock)
+
+    @property
+    def draft_budget_us(self) -> float | None:
+        return None if self.speed is None or self.clock is None else self.speed.draft_budget_us.get(self.clock)
+
+    @property
     def comparable(self) -> bool:
         """False where the break-even is below 1 beyond doubt: the two captures are not comparable there."""
         return self.speed is None or self.clock is None or self.speed.comparable(self.clock) is not False
@@ -131,6 +139,8 @@ class ComparedRow:
                  "break_even_interval": interval_json(self.break_even_interval),
                  "plain_iteration_us": _us(self.plain_iteration_us), "pays": self.pays, "comparable": self.comparable,
                  "best": self.best, "fastest": self.fastest, "loses": self.loses, "cannot_tell": self.cannot_tell, "why": self.why}
+        # What it would take: the draft model's time per decode iteration now, and at which the speedup would be 1.
+        found["draft_us"], found["draft_budget_us"] = _us(self.draft_us), _us(self.draft_budget_us)
         if self.sweep is not None:
             found["sweep"] = self.sweep.to_json()
         return found
@@ -297,6 +307,9 @@ class Comparison:
                 sweep = record.pop("sweep", None)
                 for key in ("sglang_accept_length", "sglang_speed", "speed", "accept_ratio", "speed_ratio"):
                     record[f"sweep_{key}"] = None if sweep is None else sweep[key]
+                reach = None if run.verdict is None or run.verdict.reach is None else run.verdict.reach.to_json()
+                for key in ("pays_up_to", "loses_from", "crossover"):  # the run's reach, on each of its rows
+                    record[f"reach_{key}"] = None if reach is None else reach[key]
                 found.append(record)
         return found
 

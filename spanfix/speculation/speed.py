@@ -10,8 +10,14 @@ batch size b and clock:
     tokens_per_s       = b x accept_length / iteration_us       (the batch's tokens per second)
     speedup            = plain_iteration_us / per_token_us
     break_even         = iteration_us / plain_iteration_us      (the accept length at which speedup = 1)
+    draft_us           = the draft model's time per decode iteration (the model view's draft part)
+    draft_budget_us    = accept_length x plain_iteration_us - (iteration_us - draft_us)
+                         (the draft_us at which speedup = 1, the rest of the iteration as it is)
 
-so that speculation pays (speedup > 1) exactly when the accept length is above the break-even. The
+so that speculation pays (speedup > 1) exactly when the accept length is above the break-even, and
+when the draft model takes less than its budget. draft_us is None where the iterations mark no draft
+work on the clock (NGRAM's device, which runs no draft model; graph replays the trace does not mark), and
+so is the budget; a budget below 0 says that even a draft model that took no time would not pay. The
 means are of the steady-state iterations of each side (certainty.py: one over 5x the median of its
 batch size is left out, and counted), and each figure has its 95% interval from a block bootstrap of
 both sides' iterations (certainty.py). The overall row is the same identities over the batch sizes it
@@ -32,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..timing import CLOCKS, CPU, GPU
-from .certainty import bounds, pays, resampled_means, seed_of, steady
+from .certainty import bounds, pays, resampled_means, seed_of, steady, steady_limit
 from .measure import SpecIteration
 
 # A break-even below this, beyond doubt (its interval below 1 too), is two captures that are not
@@ -106,6 +112,10 @@ class SpeedRow:
     kept: dict[str, tuple[float, ...]] = field(default_factory=dict, repr=False, compare=False)  # steady durations
     plain_kept: dict[str, tuple[float, ...] | None] = field(default_factory=dict, repr=False, compare=False)
     draws: dict[str, Draws | None] = field(default_factory=dict, repr=False, compare=False)
+    # per clock: the draft model's mean time per decode iteration (steady state; None: no draft work marked),
+    # and the draft time at which the speedup would be 1 at the accept length measured (module docstring)
+    draft_us: dict[str, float | None] = field(default_factory=dict)
+    draft_budget_us: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def plain_per_token_us(self) -> dict[str, float | None]:
@@ -138,7 +148,8 @@ class SpeedRow:
                      "plain_iteration_count": self.plain_iteration_count.get(name, 0),
                      "plain_per_token_us": _us(self.plain_iteration_us.get(name)),
                      "tokens_per_s": ratio(self.tokens_per_s.get(name), 1),
-                     "left_out": {"run": len(self.left_out.get(name, ())), "twin": len(self.plain_left_out.get(name, ()))}}
+                     "left_out": {"run": len(self.left_out.get(name, ())), "twin": len(self.plain_left_out.get(name, ()))},
+                     "draft_us": _us(self.draft_us.get(name)), "draft_budget_us": _us(self.draft_budget_us.get(name))}
             if self.bs is None:
                 found["batch_sizes"] = list(self.covered.get(name, ()))
             return found
@@ -197,12 +208,34 @@ def speed_row(bs: int | None, found: list[SpecIteration], accept: tuple[float, s
             theirs = None if sample.durations is None else resampled_means(sample.durations, seed_of("twin", bs, clock))
             draws[clock] = Draws(ours, theirs, accept_draws)
         speedups[clock], break_evens[clock] = _intervals(draws[clock])
+    draft = {clock: _draft_mean(found, clock) for clock in CLOCKS}
     return SpeedRow(bs, len(found), value, iteration, per_token, steps, step_count, speedup, break_even, plain,
                     plain_count, tokens, None if accept is None else accept[1], bool(accept and accept[2]),
                     {clock: len(kept[clock]) for clock in CLOCKS}, accept_weight=0.0 if accept is None else accept[3],
                     speedup_interval=speedups, break_even_interval=break_evens,
                     left_out={clock: tuple(left[clock]) for clock in CLOCKS}, plain_left_out=plain_left,
-                    kept={clock: tuple(kept[clock]) for clock in CLOCKS}, plain_kept=plain_kept, draws=draws)
+                    kept={clock: tuple(kept[clock]) for clock in CLOCKS}, plain_kept=plain_kept, draws=draws,
+                    draft_us=draft, draft_budget_us={clock: draft_budget(value, plain[clock], iteration[clock],
+                                                                         draft[clock]) for clock in CLOCKS})
+
+
+def draft_budget(accept: float | None, plain: float | None, iteration: float | None, draft: float | None
+                 ) -> float | None:
+    """The draft model's time per decode iteration at which the speedup would be 1, the rest of the
+    iteration as it is: accept x plain iteration - (iteration - draft). None where a figure is missing."""
+    if not accept or not plain or not iteration or draft is None:
+        return None
+    return accept * plain - (iteration - draft)
+
+
+def _draft_mean(found: list[SpecIteration], clock: str) -> float | None:
+    """The draft model's mean time per decode iteration on a clock, over the iterations the steady state
+    keeps (those the speed figures' means are over); None where none of them marks draft work."""
+    timed = [(it.cpu_us, it.model) if clock == CPU else (it.gpu_us, it.gpu_model) for it in found]
+    timed = [(us, parts) for us, parts in timed if us is not None and parts is not None]
+    limit = steady_limit([us for us, _ in timed])
+    drafts = [parts.get("draft", 0.0) for us, parts in timed if us <= limit]
+    return math.fsum(drafts) / len(drafts) if drafts and any(drafts) else None
 
 
 def _accept_draws(bs: int | None, found: list[SpecIteration], accept: tuple[float, str, bool, float] | None):
@@ -239,7 +272,7 @@ def overall_row(rows: Sequence[SpeedRow], compared: bool) -> SpeedRow | None:
     told = any(row.accept_length for row in rows)
     names = ("iteration", "per_token", "plain", "plain_count", "speedup", "break_even", "plain_iteration",
              "plain_iteration_count", "tokens", "counts", "covered", "speedups", "break_evens", "draws", "left",
-             "plain_left")
+             "plain_left", "draft", "budget")
     f: dict[str, dict] = {name: {} for name in names}
     accepts: dict[str, float | None] = {}
     for clock in CLOCKS:
@@ -274,13 +307,17 @@ def overall_row(rows: Sequence[SpeedRow], compared: bool) -> SpeedRow | None:
         f["draws"][clock] = _pooled([row.draws.get(clock) for row in matched], weights, accept_weights, told) \
             if matched and len(matched) == len(used) else None
         f["speedups"][clock], f["break_evens"][clock] = _intervals(f["draws"][clock])
+        drafted = [row.draft_us.get(clock) for row in matched]
+        f["draft"][clock] = _weighted(drafted, weights) if matched and None not in drafted else None
+        f["budget"][clock] = draft_budget(a, p, t, f["draft"][clock])
     accept = next((accepts[clock] for clock in (GPU, CPU) if accepts.get(clock) is not None), None)
     sources = {row.accept_source for row in rows if row.accept_source}
     return SpeedRow(None, sum(row.iterations for row in rows), accept, f["iteration"], f["per_token"], f["plain"],
                     f["plain_count"], f["speedup"], f["break_even"], f["plain_iteration"], f["plain_iteration_count"],
                     f["tokens"], sources.pop() if len(sources) == 1 else None, any(row.accept_assumed for row in rows),
                     f["counts"], f["covered"], speedup_interval=f["speedups"], break_even_interval=f["break_evens"],
-                    left_out=f["left"], plain_left_out=f["plain_left"], draws=f["draws"])
+                    left_out=f["left"], plain_left_out=f["plain_left"], draws=f["draws"], draft_us=f["draft"],
+                    draft_budget_us=f["budget"])
 
 
 def _pooled(draws: list[Draws | None], weights: list[int], accept_weights: list[float], told: bool) -> Draws | None:

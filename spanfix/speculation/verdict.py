@@ -5,7 +5,9 @@ An iteration takes as long as the slower of its two sides: the host, which sched
 and the device, which runs what was launched. The verdict reads the clock whose decode iteration is
 the longer (GPU-bound or CPU-bound) where both were measured, else the one that was. Its figures are
 the overall row's on that clock (speed.py): speedup, break-even accept length and the accept length,
-over the batch sizes that row covers, each with its 95% interval (certainty.py). It pays only when
+over the batch sizes that row covers, each with its 95% interval (certainty.py); over several batch
+sizes, its reach says where it pays and where it loses, and its lever what it would take to pay at
+the smallest batch size that loses (reach.py). It pays only when
 the speedup's interval lies above 1, and does not only when it lies below; in between it cannot
 tell, and says why and about how many iterations would. Where a verdict cannot be given, `missing`
 says what it needs: a break-even below 1 beyond doubt (a speculative iteration faster than a plain
@@ -30,6 +32,7 @@ from .certainty import (
     spread,
     variation,
 )
+from .reach import Lever, Reach, lever_of, reach_of
 from .speed import SpeedRow, interval_json, ratio
 
 CLOCK_WORDS = {CPU: "host", GPU: "device"}
@@ -60,6 +63,8 @@ class Verdict:
     steady_state: str | None = None  # what the steady state left out, in a line
     caveats: tuple[str, ...] = ()  # what the figures need said beside them (python stacks, sources that disagree)
     interval_method: str | None = None  # how the interval was made, in a phrase
+    reach: Reach | None = None  # over several batch sizes: where it pays, where it loses (reach.py)
+    lever: Lever | None = None  # what it would take to pay at the smallest batch size that loses
 
     @property
     def pays(self) -> bool | None:
@@ -77,7 +82,9 @@ class Verdict:
                 "iterations": {"run": self.iterations[0], "twin": self.iterations[1]},
                 "variation": {"run": ratio(self.variation[0]), "twin": ratio(self.variation[1])},
                 "left_out": {"run": self.left_out[0], "twin": self.left_out[1]}, "steady_state": self.steady_state,
-                "caveats": list(self.caveats), "interval_method": self.interval_method}
+                "caveats": list(self.caveats), "interval_method": self.interval_method,
+                "reach": None if self.reach is None else self.reach.to_json(),
+                "to_pay": None if self.lever is None else self.lever.to_json()}
 
 
 def bounding_clock(host: float | None, device: float | None) -> tuple[str | None, str]:
@@ -137,7 +144,8 @@ def verdict_of(host: float | None, device: float | None, overall: SpeedRow | Non
                    None if verdict is None or pays(speedups) is not None else _cannot_tell(overall, used, clock, counts,
                                                                                            spreads),
                    _steady_line(used, clock), tuple(caveats),
-                   _method(used, clock, overall.accept_source) if break_even is not None else None)
+                   _method(used, clock, overall.accept_source) if break_even is not None else None,
+                   None if verdict is None else reach_of(used, clock), None if verdict is None else lever_of(used, clock))
 
 
 def not_comparable(rows: Sequence[SpeedRow], clock: str) -> str | None:
