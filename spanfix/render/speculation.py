@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from ..speculation import SpeculationResult, SpeedRow, Verdict
 from ..timing import CPU, GPU, StatsResult, format_us
+from .reach import lever_text, reach_csv_rows, reach_text
 
 CLOCK_WORDS = {CPU: "host", GPU: "device"}
 NOTED = 0.05  # a stage table says what its draft rows leave out from this share of the draft's time
-BY_BS_LEAVE_OUT = ("tokens/s", "plain iter", "per token")  # what the batch-size table leaves out first to fit
+# What the batch-size table leaves out first to fit (the draft model's time and budget are in the verdict's lever).
+BY_BS_LEAVE_OUT = ("draft budget", "draft", "tokens/s", "plain iter", "per token")
 
 
 def speculation_of(result: StatsResult) -> SpeculationResult | None:
@@ -128,7 +130,7 @@ def by_bs_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str]]] | 
         return None
     clock = spec.verdict_clock()
     header = ["bs", "iters", "accept", "iteration", "per token", "tokens/s", "plain iter", "speedup", "95%",
-              "break-even", "note"]
+              "break-even", "draft", "draft budget", "note"]
     return header, [_bs_row(row, clock) for row in spec.rows]
 
 
@@ -141,7 +143,8 @@ def _bs_row(row: SpeedRow, clock: str) -> list[str]:
     return [str(row.bs), str(row.iterations), _accept(row), _time_share(row.iteration_us.get(clock)),
             _time_share(row.per_token_us.get(clock)), _rate(row.tokens_per_s.get(clock)),
             _time_share(row.plain_iteration_us.get(clock)), _ratio(row.speedup.get(clock)),
-            interval_text(row.speedup_interval.get(clock)), _ratio(row.break_even.get(clock)), row_mark(row, clock)]
+            interval_text(row.speedup_interval.get(clock)), _ratio(row.break_even.get(clock)),
+            _time_share(row.draft_us.get(clock)), _time_share(row.draft_budget_us.get(clock)), row_mark(row, clock)]
 
 
 def speculation_title(spec: SpeculationResult) -> str:
@@ -164,15 +167,19 @@ def verdict_line(spec: SpeculationResult) -> str | None:
         return text
     sizes = _sizes(list(verdict.batch_sizes))
     figure = f"{verdict.speedup:.2f}x" + within_text(verdict.speedup_interval)
+    lever = [] if verdict.lever is None else [lever_text(verdict.lever)]
+    pooled = (f"break-even accept length {verdict.break_even:.2f}{within_text(verdict.break_even_interval)}, "
+              f"accepted {verdict.accept_length:.2f} ({_accept_source(spec, verdict)})")
+    if verdict.reach is not None and verdict.reach.changes:
+        # The batch sizes disagree: where it pays and where it loses first, the pooled figure after, never alone.
+        return "; ".join([reach_text(verdict.reach), *lever,
+                          f"pooled over bs {sizes}: {figure} plain decoding ({verdict.why}); {pooled}", *verdict.caveats])
     if verdict.pays is None:
         head = f"speculation: can't tell at bs {sizes}: {figure} plain decoding, {verdict.cannot_tell}"
     else:
         head = (f"{'speculation pays' if verdict.pays else 'speculation does not pay'}: {figure} plain decoding at bs "
                 f"{sizes}")
-    text = (f"{head} ({verdict.why}); break-even accept length {verdict.break_even:.2f}"
-            f"{within_text(verdict.break_even_interval)}, accepted {verdict.accept_length:.2f}"
-            f" ({_accept_source(spec, verdict)})")
-    return "; ".join([text, *verdict.caveats])
+    return "; ".join([f"{head} ({verdict.why}); {pooled}", *lever, *verdict.caveats])
 
 
 def within_text(interval: tuple[float, float] | None) -> str:
@@ -314,7 +321,7 @@ def speculation_csv_rows(result: StatsResult, columns: list[str]) -> list[list]:
 # The speed figures of a row as CSV names them, each per clock.
 _ROW_FIGURES = (("iteration_us", "iteration_us"), ("per_token_us", "per_token_us"), ("tokens_per_s", "tokens_per_s"),
                 ("plain_iteration_us", "plain_iteration_us"), ("plain_decode_us", "plain_us"), ("speedup", "speedup"),
-                ("break_even", "break_even"))
+                ("break_even", "break_even"), ("draft_us", "draft_us"), ("draft_budget_us", "draft_budget_us"))
 
 
 def speculation_csv_figures(result: StatsResult) -> list[tuple]:
@@ -338,6 +345,7 @@ def speculation_csv_figures(result: StatsResult) -> list[tuple]:
             for side, value in found[name].items():
                 if value is not None:
                     rows.append((verdict.clock, None, "verdict", f"{name}_{side}", value))
+        rows += reach_csv_rows(verdict)
     if spec.accept_length is not None:
         rows.append((None, None, "overall", "accept_length", round(spec.accept_length, 4)))
     for row in ([spec.overall] if spec.overall is not None else []) + list(spec.rows):

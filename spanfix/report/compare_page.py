@@ -3,7 +3,7 @@ report/html.py), drawn by assets/compare.js from the payload built here. Its two
 SVG drawings of the page's own, not Plotly's: the page is tens of kilobytes, not 1.5 MB.
 
 It shows the speedup over plain decoding against the batch size, one line per run, plain decoding as
-the line at 1; the accept length against the break-even per run (speculation pays where the first is
+the line at 1, each run's crossover (where its speedup is 1, reach.py) ringed on that line; the accept length against the break-even per run (speculation pays where the first is
 above the second; a hollow dot where the accept length is assumed, not measured at that batch size);
 runs at one batch size side by side around it; and the table of `spanfix compare` with every column, the best run at each batch
 size and a run that loses marked, the whys in full. Run names and paths are data: the page puts them
@@ -47,6 +47,7 @@ def compare_payload(comparison: Comparison, *, command: str = "") -> dict:
             "name": run.name, "title": run.title, "plain": run.plain, "baseline": run.baseline, "clock": run.clock,
             "why": run.why, "color": PLAIN_COLOR if run.plain else next(colors),
             "points": [_point(row) for row in run.rows if row.bs is not None],
+            "reach": None if run.verdict is None or run.verdict.reach is None else run.verdict.reach.to_json(),
         })
     header, rows = full_cells(comparison, merged=True)
     cells, whys = [], []

@@ -164,6 +164,15 @@
       });
       svg.appendChild(g);
     });
+    (spec.crossings || []).forEach(function (c) {  // a ring on the reference line, a dotted drop to the axis
+      var cx = x(c.bs) + c.offset, cy = y(spec.reference);
+      var g = sv("g", {"class": "crossover", "data-run": c.run, "data-bs": c.bs, "data-x": cx.toFixed(2)});
+      g.appendChild(sv("line", {x1: cx, x2: cx, y1: cy + 6, y2: bottom, stroke: c.color, "stroke-width": 1.2,
+                                "stroke-dasharray": "2 3"}));
+      g.appendChild(sv("circle", {cx: cx, cy: cy, r: 6.5, fill: "none", stroke: c.color, "stroke-width": 2.5}));
+      g.appendChild(sv("title", null, c.tip));
+      svg.appendChild(g);
+    });
     var box = h("figure", {"class": "chart", "data-chart": name}, h("figcaption", {text: spec.title}));
     box.appendChild(svg);
     box.appendChild(legend(spec.legend));
@@ -205,7 +214,9 @@
       "speculative decode iteration, like for like, on the run's own clock (the one that bounds its decode " +
       "iteration), with its 95% interval as a bar: a run pays where the bar lies above 1, loses where it lies " +
       "below, and cannot tell where it crosses 1. Plain decoding is the dashed line at 1. Stars mark the best run " +
-      "at each batch size. On the right, each run's accept length (solid: a filled dot where it was measured at " +
+      "at each batch size; a ring on the line at 1 marks a run's crossover, the batch size at which its speedup " +
+      "is 1, estimated between the largest batch size that pays and the smallest that loses (linear in log bs). " +
+      "On the right, each run's accept length (solid: a filled dot where it was measured at " +
       "that batch size, a hollow one where it is assumed, one figure over every batch size) against its " +
       "break-even accept length (dashed, the accept length at which the speedup is 1): speculation pays where " +
       "the solid line is above its dashed one. Runs at one batch size sit side by side around it. A point a " +
@@ -226,10 +237,17 @@
     }
     var step = shown.length > 1 ? Math.min(DODGE, (gap === 1e9 ? 60 : 0.7 * gap) / (shown.length - 1)) : 0;
     var speedups = [], accepts = [], anyAssumed = false;
-    var runItems = [];
+    var runItems = [], crossings = [];
     shown.forEach(function (run, index) {
       var offset = (index - (shown.length - 1) / 2) * step;
       runItems.push({label: run.name, color: run.color, key: "run"});
+      var reach = run.reach;
+      if (reach && reach.crossover !== null) {
+        crossings.push({bs: reach.crossover, offset: offset, color: run.color, run: run.name,
+                        tip: run.name + "\ncrossover near bs " + fmt(reach.crossover, 1) + " (speedup 1, estimated: " +
+                             reach.crossover_method + ")\npays up to bs " + reach.pays_up_to + ", loses from bs " +
+                             reach.loses_from});
+      }
       speedups.push({name: run.name, run: run.name, color: run.color, offset: offset, points: drawn(run, "speedup").map(function (p) {
         return {bs: p.bs, y: p.speedup, low: p.speedup_low, high: p.speedup_high, star: p.best,
                 tip: run.name + "\nbs " + p.bs + ": speedup " + fmt(p.speedup, 2) + " (" + (p.speedup_low === null ? "no interval" :
@@ -252,8 +270,10 @@
     });
     var grey = "#555";
     plot(left, "compare-speedup", {title: "Speedup over plain decoding", ylabel: "speedup (× plain decoding)",
-      reference: 1, series: speedups, legend: runItems.concat([
-        {label: "plain decoding (speedup 1)", color: "#7f7f7f", dash: true},
+      reference: 1, series: speedups, crossings: crossings, legend: runItems.concat([
+        {label: "plain decoding (speedup 1)", color: "#7f7f7f", dash: true}],
+        crossings.length ? [{label: "crossover: speedup 1, estimated between the batch sizes around it", color: grey,
+                             shape: "circle", hollow: true, line: false, key: "crossover"}] : [], [
         {label: "best at its batch size", color: grey, star: true, line: false},
         {label: "95% interval", color: grey, line: false, interval: true, key: "interval"}])});
     plot(right, "compare-accept", {title: "Accept length (solid) against break-even (dashed)",
