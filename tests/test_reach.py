@@ -14,6 +14,7 @@ from collections import defaultdict
 import pytest
 import synth
 from click.testing import CliRunner
+from test_report_browser import browser  # noqa: F401 (a fixture)
 
 import spanfix
 from spanfix.cli import main
@@ -198,12 +199,15 @@ def test_the_report_has_a_card_of_how_far_it_pays(crossing):
     spec, plain, _ = crossing
     result, _, _ = _stats(spec, plain)
     cards = dict(_speculation(result.speculation)["cards"])
-    assert cards["how far it pays (device)"] == "pays up to bs 16; loses from bs 64"
+    assert cards["how far it pays (device, bs 4, 16, 64)"] == "pays up to bs 16; loses from bs 64"
     reach = result.speculation.verdict.reach
-    assert cards["crossover, speedup 1 (linear in log bs between bs 16 and bs 64)"] == f"bs {reach.crossover:.0f}"
+    assert cards["crossover, speedup 1 (device, bs 16 to 64: linear in log bs)"] == f"bs {reach.crossover:.0f}"
     lever = result.speculation.verdict.lever
-    label = next(label for label in cards if label.startswith("to pay at bs 64: the draft model"))
-    assert cards[label] == f"under {spanfix.timing.format_us(lever.draft_budget_us)}"
+    format_us = spanfix.timing.format_us
+    assert cards[f"to pay, the draft model's time per decode iteration (device, bs 64; now {format_us(lever.draft_us)})"] \
+        == f"under {format_us(lever.draft_budget_us)}"
+    assert cards[f"to pay, the accept length (device, bs 64; now {lever.accept_length:.2f})"] == \
+        f"over {lever.break_even:.2f}"
 
 
 @pytest.mark.parametrize("case, scales, expected", [
@@ -280,3 +284,39 @@ def test_no_draft_model_no_draft_budget(tmp_path):
         "to pay at bs 16 it must accept over 1.30 tokens (now 1.10)"
     assert lever_text(Lever(16, "gpu", 3.0, None, 1.1, -5.0, 40.0)).startswith(
         "to pay at bs 16 it must accept over 3.00 tokens (now 1.10): even a draft model that took no time would not pay")
+
+
+def test_the_compare_page_rings_the_crossover_on_the_line_at_1(crossing, browser, tmp_path):  # noqa: F811
+    """In headless Chromium: the ring sits on the reference line at 1, between the points of bs 16 and
+    64, where log-linear interpolation puts it; its tooltip says the estimate and its method."""
+    from test_report_browser import Opened
+
+    spec, plain, _ = crossing
+    comparison = spanfix.compare([spec, plain])
+    reach = comparison.run("spec").verdict.reach
+    path = tmp_path / "compare.html"
+    spanfix.api.write_compare_page(comparison, path)
+    page = Opened(browser, path)
+    try:
+        assert page.errors == [] and page.requests == [page.url]
+        found = page.page.evaluate("""() => {
+          const svg = document.querySelector('svg[data-chart=compare-speedup]');
+          const center = el => { const b = el.getBoundingClientRect(); return [b.x + b.width / 2, b.y + b.height / 2]; };
+          const ring = svg.querySelector('g.crossover circle');
+          return {rings: svg.querySelectorAll('g.crossover').length, ring: center(ring),
+                  title: svg.querySelector('g.crossover title').textContent,
+                  reference: center(svg.querySelector('line.reference')),
+                  points: Array.from(svg.querySelectorAll('g.point')).map(g => [+g.dataset.bs, center(g.firstElementChild)]),
+                  legend: Array.from(svg.parentNode.querySelectorAll('ul.legend li')).map(li => li.textContent)};
+        }""")
+    finally:
+        page.close()
+    assert found["rings"] == 1
+    (x, y), reference_y = found["ring"], found["reference"][1]
+    assert y == pytest.approx(reference_y, abs=1.0)
+    at = {bs: center for bs, center in found["points"]}
+    share = (math.log(reach.crossover) - math.log(16)) / (math.log(64) - math.log(16))
+    assert at[16][0] < x < at[64][0]
+    assert x == pytest.approx(at[16][0] + share * (at[64][0] - at[16][0]), abs=1.0)
+    assert f"crossover near bs {reach.crossover:.1f}" in found["title"] and "linear in log bs" in found["title"]
+    assert any(item.startswith("crossover: speedup 1") for item in found["legend"])

@@ -95,7 +95,7 @@ def reach_csv_rows(verdict: Verdict) -> list[tuple]:
 
 def reach_cards(verdict: Verdict | None) -> list[list[str]]:
     """The report's cards: how far it pays (over several batch sizes), and what it would take where it
-    loses; label and value each."""
+    loses; label and value each, the label naming its basis (clock, batch sizes) as the other cards do."""
     if verdict is None:
         return []
     cards = []
@@ -109,16 +109,18 @@ def reach_cards(verdict: Verdict | None) -> list[list[str]]:
             sides += [f"pays at bs {_sizes(reach.pays_at)}", f"loses at bs {_sizes(reach.loses_at)}"]
         if reach.cannot_tell_at:
             sides.append(f"can't tell at bs {_sizes(reach.cannot_tell_at)}")
-        cards.append([f"how far it pays ({CLOCK_WORDS[reach.clock]})", "; ".join(sides)])
+        every = sorted((*reach.pays_at, *reach.loses_at, *reach.cannot_tell_at), key=lambda point: point.bs)
+        cards.append([f"how far it pays ({CLOCK_WORDS[reach.clock]}, bs {_sizes(every)})", "; ".join(sides)])
         if reach.crossover is not None:
-            cards.append([f"crossover, speedup 1 ({reach.crossover_method})", f"bs {reach.crossover:.0f}"])
+            cards.append([(f"crossover, speedup 1 ({CLOCK_WORDS[reach.clock]}, bs {reach.pays_up_to} to "
+                          f"{reach.loses_from}: linear in log bs)"), f"bs {reach.crossover:.0f}"])
     if lever is not None:
+        basis = f"{CLOCK_WORDS[lever.clock]}, bs {lever.bs}"
         if lever.draft_budget_us is not None and lever.draft_us is not None:
             budget = "none (a draft model that took no time would not pay)" if lever.draft_budget_us <= 0 else \
                 f"under {format_us(lever.draft_budget_us)}"
-            label = f"to pay at bs {lever.bs}: the draft model's time per decode iteration (now {format_us(lever.draft_us)})"
-            cards.append([label, budget])
-        cards.append([f"to pay at bs {lever.bs}: the accept length"
-                      + (f" (now {lever.accept_length:.2f})" if lever.accept_length is not None else ""),
-                      f"over {lever.break_even:.2f}"])
+            cards.append([(f"to pay, the draft model's time per decode iteration ({basis}; now "
+                          f"{format_us(lever.draft_us)})"), budget])
+        now = "" if lever.accept_length is None else f"; now {lever.accept_length:.2f}"
+        cards.append([f"to pay, the accept length ({basis}{now})", f"over {lever.break_even:.2f}"])
     return cards
