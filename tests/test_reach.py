@@ -320,3 +320,27 @@ def test_the_compare_page_rings_the_crossover_on_the_line_at_1(crossing, browser
     assert x == pytest.approx(at[16][0] + share * (at[64][0] - at[16][0]), abs=1.0)
     assert f"crossover near bs {reach.crossover:.1f}" in found["title"] and "linear in log bs" in found["title"]
     assert any(item.startswith("crossover: speedup 1") for item in found["legend"])
+
+
+@pytest.mark.parametrize("scales, crossed", [((2.9, 0.55, 0.55), True), ((2.9, 0.55, 2.9), False)])
+def test_losing_below_paying_crosses_the_other_way_and_interleaved_sizes_do_not_cross(tmp_path, scales, crossed):
+    """Loses at bs 4, pays at 16 and 64: the crossover lies between 4 and 16 and the line says it loses up
+    to 4 and pays from 16 (pays_up_to and loses_from keep their meaning: 64 and 4). Loses at 4 and 64,
+    pays at 16: no one crossover, and the line says why."""
+    spec, plain, _ = _sweep(tmp_path, scales)
+    result, _, _ = _stats(spec, plain)
+    reach = result.speculation.verdict.reach
+    rows = {row.bs: row for row in result.speculation.rows}
+    line = verdict_line(result.speculation)
+    assert reach.changes and reach.loses_from == 4 and result.speculation.verdict.lever.bs == 4
+    if crossed:
+        assert (reach.pays_up_to, [p.bs for p in reach.loses_at]) == (64, [4])
+        assert 4 < reach.crossover < 16
+        assert reach.crossover_method == "linear in log bs between bs 4 and bs 16 (it loses below, pays above)"
+        assert line.startswith(f"speculation loses up to bs 4 ({rows[4].speedup['gpu']:.2f}x), pays from bs 16 "
+                               f"({rows[16].speedup['gpu']:.2f}x at 16, {rows[64].speedup['gpu']:.2f}x at 64); "
+                               f"crossover near bs {reach.crossover:.0f} (linear in log bs between bs 4 and bs 16")
+    else:
+        assert (reach.pays_up_to, [p.bs for p in reach.loses_at]) == (16, [4, 64]) and reach.crossover is None
+        assert line.startswith(f"speculation pays at bs 16 ({rows[16].speedup['gpu']:.2f}x), loses at bs 4, 64 (")
+        assert "; no crossover: the answer changes more than once with the batch size" in line

@@ -40,6 +40,9 @@ def reach_text(reach: Reach) -> str:
             parts.append(f"pays up to bs {reach.pays_up_to} ({_figures(reach.pays_at)})")
         if reach.loses_at:
             parts.append(f"loses from bs {reach.loses_from} ({_figures(reach.loses_at)})")
+    elif reach.crossover is not None:  # it loses at the smaller batch sizes, pays at the larger
+        parts.append(f"loses up to bs {reach.loses_at[-1].bs} ({_figures(reach.loses_at)})")
+        parts.append(f"pays from bs {reach.pays_at[0].bs} ({_figures(reach.pays_at)})")
     else:  # the answer changes more than once: each side's batch sizes said as they are
         parts.append(f"pays at bs {_sizes(reach.pays_at)} ({_figures(reach.pays_at)})")
         parts.append(f"loses at bs {_sizes(reach.loses_at)} ({_figures(reach.loses_at)})")
@@ -50,7 +53,7 @@ def reach_text(reach: Reach) -> str:
     if reach.crossover is not None:
         text += f"; crossover near bs {reach.crossover:.0f} ({reach.crossover_method})"
     elif reach.pays_at and reach.loses_at:
-        text += f"; no crossover ({reach.crossover_method})"
+        text += f"; no crossover: {reach.crossover_method}"
     elif not reach.loses_at:
         text += "; it loses at no batch size measured"
     elif not reach.pays_at:
@@ -105,6 +108,8 @@ def reach_cards(verdict: Verdict | None) -> list[list[str]]:
         if _ordered(reach):
             sides += [f"pays up to bs {reach.pays_up_to}"] if reach.pays_at else []
             sides += [f"loses from bs {reach.loses_from}"] if reach.loses_at else []
+        elif reach.crossover is not None:
+            sides += [f"loses up to bs {reach.loses_at[-1].bs}", f"pays from bs {reach.pays_at[0].bs}"]
         else:
             sides += [f"pays at bs {_sizes(reach.pays_at)}", f"loses at bs {_sizes(reach.loses_at)}"]
         if reach.cannot_tell_at:
@@ -112,8 +117,10 @@ def reach_cards(verdict: Verdict | None) -> list[list[str]]:
         every = sorted((*reach.pays_at, *reach.loses_at, *reach.cannot_tell_at), key=lambda point: point.bs)
         cards.append([f"how far it pays ({CLOCK_WORDS[reach.clock]}, bs {_sizes(every)})", "; ".join(sides)])
         if reach.crossover is not None:
-            cards.append([(f"crossover, speedup 1 ({CLOCK_WORDS[reach.clock]}, bs {reach.pays_up_to} to "
-                          f"{reach.loses_from}: linear in log bs)"), f"bs {reach.crossover:.0f}"])
+            low, high = (reach.pays_up_to, reach.loses_from) if _ordered(reach) else \
+                (reach.loses_at[-1].bs, reach.pays_at[0].bs)
+            cards.append([f"crossover, speedup 1 ({CLOCK_WORDS[reach.clock]}, bs {low} to {high}: linear in log bs)",
+                          f"bs {reach.crossover:.0f}"])
     if lever is not None:
         basis = f"{CLOCK_WORDS[lever.clock]}, bs {lever.bs}"
         if lever.draft_budget_us is not None and lever.draft_us is not None:

@@ -8,7 +8,9 @@ its speedup's interval lies above 1, loses when it lies below, and cannot tell o
 that side). Where every batch size that pays is below every one that loses, the crossover (the batch
 size at which the speedup is 1) is interpolated between those two, linearly in the logarithm of the
 batch size (batch sizes are usually swept in powers of two): it is an estimate between two measured
-points, said with its method; elsewhere there is none, and why is said.
+points, said with its method. Where every batch size that loses is below every one that pays (it
+crosses the other way), it is interpolated between the largest that loses and the smallest that
+pays; where they interleave there is none, and why is said.
 
 The lever (Lever) is the smallest batch size that loses: the break-even accept length there (the
 speculative iteration over the plain one: it needs no accept length) and the draft model's budget
@@ -106,14 +108,17 @@ def reach_of(rows: Sequence[SpeedRow], clock: str) -> Reach | None:
         if up_to < loses_from:
             crossover = _log_linear(pays[-1], loses[0])
             method = METHOD.format(low=up_to, high=loses_from)
+        elif loses[-1].bs < pays[0].bs:  # it loses at the smaller batch sizes and pays at the larger: crossed once
+            crossover = _log_linear(loses[-1], pays[0])
+            method = METHOD.format(low=loses[-1].bs, high=pays[0].bs) + " (it loses below, pays above)"
         else:
-            method = (f"none: it loses at bs {loses_from}, below bs {up_to} where it pays, so the answer does not "
-                      "change once with the batch size")
+            method = "the answer changes more than once with the batch size: no one batch size where it crosses 1"
     return Reach(clock, tuple(pays), tuple(loses), tuple(sides[None]), up_to, loses_from, crossover, method)
 
 
 def _log_linear(low: Point, high: Point) -> float:
-    """The batch size where the straight line through the two points (speedup against log bs) is 1."""
+    """The batch size where the straight line through the two points (speedup against log bs, low.bs the
+    smaller) is 1."""
     share = min(1.0, max(0.0, (low.speedup - 1) / (low.speedup - high.speedup)))
     return math.exp(math.log(low.bs) + share * (math.log(high.bs) - math.log(low.bs)))
 

@@ -245,8 +245,7 @@
       if (reach && reach.crossover !== null) {
         crossings.push({bs: reach.crossover, offset: offset, color: run.color, run: run.name,
                         tip: run.name + "\ncrossover near bs " + fmt(reach.crossover, 1) + " (speedup 1, estimated: " +
-                             reach.crossover_method + ")\npays up to bs " + reach.pays_up_to + ", loses from bs " +
-                             reach.loses_from});
+                             reach.crossover_method + ")"});
       }
       speedups.push({name: run.name, run: run.name, color: run.color, offset: offset, points: drawn(run, "speedup").map(function (p) {
         return {bs: p.bs, y: p.speedup, low: p.speedup_low, high: p.speedup_high, star: p.best,
