@@ -42,13 +42,14 @@ def _speculation(spec: SpeculationResult | None) -> dict | None:
 
 def _as_table(table_id: str, title: str, header: list[str], rows: list[list[str]], note: str | None) -> dict:
     columns = [_column("figure" if k == 0 else name, name, numeric=k > 0) for k, name in enumerate(header)]
-    # A sub-row's indent as an em space: HTML collapses the terminal's plain spaces.
+    # A sub-row's indent as em spaces, one a level: HTML collapses the terminal's plain spaces.
     return _table(table_id, title, columns, [[_cell(_indented(text) if k == 0 else text, text.strip() if k == 0 else None)
                                               for k, text in enumerate(row)] for row in rows], note)
 
 
 def _indented(label: str) -> str:
-    return "\u2003" + label.strip() if label.startswith("  ") else label
+    depth = (len(label) - len(label.lstrip(" "))) // 2  # the terminal's two spaces a level, each level kept
+    return "\u2003" * depth + label.lstrip(" ")
 
 
 def _series(spec: SpeculationResult) -> list[dict]:
