@@ -15,7 +15,8 @@ from rich.console import Console
 from spanfix.attribution.analyse import RelabelOptions
 from spanfix.attribution.naming import parse_step_name
 from spanfix.cli import main
-from spanfix.render.stats import share_bar, stats_csv, stats_markdown, stats_table
+from spanfix.render.cells import share_bar
+from spanfix.render.stats import stats_csv, stats_markdown, stats_table
 from spanfix.timing import (
     PARTS,
     aggregate,

@@ -16,10 +16,18 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from ..timing import CLOCKS, CPU, GPU, STATISTICS, Change, StatsResult, format_us
+from ..timing import CLOCKS, CPU, GPU, STATISTICS, StatsResult, format_us
 from ..timing.kernels import short_kernel_name
-from ..timing.numbers import TIME_UNITS, time_unit
 from ..timing.table import category_rows, kernel_rows
+from .cells import (
+    Cells,
+    compared,
+    device_sources,
+    iteration_cells,
+    iteration_unit,
+    stage_cells,
+    stage_unit,
+)
 from .escape import Markdown, clip, code_span, csv_row, markdown_text, printable, rich_text, whole_reason
 from .fit import TEXT_COLUMNS, fitted_table
 from .speculation import (
@@ -31,7 +39,6 @@ from .speculation import (
     stage_note,
 )
 
-BAR_WIDTH = 8
 TOP_KERNELS = 10
 CLOCK_TITLES = {"cpu": "host time (CPU spans)", "gpu": "device time (GPU annotations, or launched kernels)"}
 _SOURCE_TITLES = {"annotation": "device time (GPU annotations)", "kernels": "device time (launched kernels)"}
@@ -39,126 +46,20 @@ _SOURCE_TITLES = {"annotation": "device time (GPU annotations)", "kernels": "dev
 # the figure columns left out, one at a time in this order (total is count times mean), never a key.
 LEAVE_OUT = ("total", "max", "p99", "source", "p50", "p90")
 ITERATION_LEAVE_OUT = ("p50", "p90")
-_EIGHTHS = " ▏▎▍▌▋▊▉"
-
-
-def share_bar(share: float, width: int = BAR_WIDTH) -> str:
-    """A bar of `width` cells, to eighths of a cell, so that a split is seen at a glance."""
-    eighths = round(max(0.0, min(1.0, share)) * width * 8)
-    full, rest = divmod(eighths, 8)
-    return ("█" * full + (_EIGHTHS[rest] if rest else "")).ljust(width)
-
-
-def _share(share: float | None, bars: bool) -> list[str]:
-    # The bar has a column of its own: a narrow terminal then wraps neither the figure nor the bar.
-    if share is None:
-        return ["-", ""] if bars else ["-"]
-    return [f"{share:.1%}", share_bar(share)] if bars else [f"{share:.1%}"]
-
-
-def _share_header(bars: bool, name: str = "share") -> list[str]:
-    return [name, ""] if bars else [name]
-
-
-def _change(change: Change | None) -> str:
-    if change is None:
-        return "new"  # no row like it in the baseline
-    pct = "" if change.change_pct is None else f" ({change.change_pct:+.1f}%)"
-    return ("+" if change.change_us >= 0 else "-") + format_us(abs(change.change_us)) + pct
 
 
 def _keys(values: tuple) -> list[str]:
     return ["-" if value is None else str(value) for value in values]
 
 
-def stage_unit(result: StatsResult) -> str:
-    """One unit for the stage tables of both clocks (a table pair reads alike), stated once."""
-    return time_unit(row.summary.mean_us for row in result.rows)
-
-
-def stage_cells(result: StatsResult, clock: str, bars: bool = False, unit: str | None = None
-                ) -> tuple[str, list[str], list[list[str]]]:
-    """Unit, header and rows of one clock's stage table, shared by the rich and the markdown renderings."""
-    rows = [row for row in result.rows if row.clock == clock]
-    unit = unit or stage_unit(result)
-    scale, digits = TIME_UNITS[unit]
-    found = _device_sources(result, clock)
-    sources = len(found) > 1 or found == {"mixed"}  # one source for all: the title says it
-    busy = clock == GPU and any(row.busy_share is not None for row in rows)
-    baseline = _compared(result)
-    header = [*result.by, *(["source"] if sources else []), *STATISTICS, *_share_header(bars)]
-    header += ["busy"] if busy else []
-    header += ["mean vs baseline"] if baseline else []
-    cells = []
-    for row in rows:
-        line = [*_keys(row.keys), *([row.device_source or "-"] if sources else []), str(row.summary.count)]
-        line += [f"{row.summary.statistic(name) / scale:.{digits}f}" for name in STATISTICS[1:]]
-        line += _share(row.share, bars)
-        line += [("-" if row.busy_share is None else f"{row.busy_share:.0%}")] if busy else []
-        cells.append(line + ([_change(row.baseline)] if baseline else []))
-    return unit, header, cells
-
-
-def _device_sources(result: StatsResult, clock: str) -> set[str]:
-    """Where the rows' device time came from: "annotation", "kernels", "mixed" (none on the host clock)."""
-    return {row.device_source for row in result.rows if row.clock == clock} - {None}
-
-
 def clock_title(result: StatsResult, clock: str) -> str:
-    found = _device_sources(result, clock)
+    found = device_sources(result, clock)
     if clock == GPU and len(found) == 1:
         return _SOURCE_TITLES.get(next(iter(found)), CLOCK_TITLES[GPU])
     return CLOCK_TITLES[clock]
 
 
 ITERATION_TITLES = {CPU: "host time", GPU: "device time (the work each iteration launched)"}
-# Parts that are shown only when they hold something: a residue, not a stage of speculation.
-RESIDUAL_PARTS = ("ambiguous", "idle")
-
-
-def iteration_unit(result: StatsResult) -> str:
-    return time_unit(it.summary.mean_us for it in result.iterations)
-
-
-def shown_parts(result: StatsResult, clock: str) -> list[str]:
-    """The parts of the clock's iterations worth a row: every part, but ambiguous and idle only where
-    they hold time (an `ambiguous 0.0` row says nothing)."""
-    found = [it for it in result.iterations if it.clock == clock]
-    parts = dict.fromkeys(part for it in found for part in it.parts)
-    return [part for part in parts
-            if part not in RESIDUAL_PARTS or any(round(it.parts.get(part, 0.0), 3) > 0 for it in found)]
-
-
-def iteration_cells(result: StatsResult, clock: str, bars: bool = False, unit: str | None = None
-                    ) -> tuple[str, list[str], list[list[str]]]:
-    """Unit, header and rows of one clock's decode iteration table: the whole iteration, then where
-    its time goes, each part's mean, p50 and p90 per iteration, and share."""
-    unit = unit or iteration_unit(result)
-    scale, digits = TIME_UNITS[unit]
-    baseline = _compared(result)
-    header = [*result.iteration_keys, "part", "count", "mean", "p50", "p90", *_share_header(bars)]
-    header += ["mean vs baseline"] if baseline else []
-    parts = shown_parts(result, clock)
-    rows = []
-
-    def figures(values: list[float | None]) -> list[str]:
-        return ["-" if v is None else f"{v / scale:.{digits}f}" for v in values]
-
-    for it in (it for it in result.iterations if it.clock == clock):
-        line = [*_keys(it.keys), "iteration", str(it.summary.count)]
-        line += figures([it.summary.mean_us, it.summary.p50_us, it.summary.p90_us]) + _share(1.0, bars)
-        rows.append(line + ([_change(it.baseline)] if baseline else []))
-        for part in parts:
-            if part not in it.parts:
-                continue
-            summary = it.part_summaries.get(part)
-            line = [*_keys(it.keys), part, ""]
-            line += figures([it.part_mean(part), *(None if summary is None else summary.statistic(name)
-                                                  for name in ("p50", "p90"))])
-            line += _share(it.part_share(part), bars)
-            rows.append(line + ([_change(it.part_baselines.get(part))] if baseline else []))
-    return unit, header, rows
-
 
 CATEGORY_TABLES = ((False, "kernel categories by stage: share of each row's device busy time"),
                    (True, "kernel categories by decode iteration part: share of its device busy time"))
@@ -246,7 +147,8 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
         heading(f"step spans per stage, times in {unit}")
         for clock in clocks:
             note = stage_note(result, clock)
-            add(clock_title(result, clock), *stage_cells(result, clock, bars, unit)[1:], LEAVE_OUT,
+            cells = stage_cells(result, clock, bars, unit)
+            add(clock_title(result, clock), cells.header, cells.texts(), LEAVE_OUT,
                 [f"note: {note}"] if note else ())
     if result.iterations and "iterations" in shown:
         unit = iteration_unit(result)
@@ -254,7 +156,8 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
         iteration_clocks = [c for c in CLOCKS if result.iteration(c) is not None]
         note = iteration_note(result)
         for clock in iteration_clocks:
-            add(ITERATION_TITLES[clock], *iteration_cells(result, clock, bars, unit)[1:], ITERATION_LEAVE_OUT,
+            cells = iteration_cells(result, clock, bars, unit)
+            add(ITERATION_TITLES[clock], cells.header, cells.texts(), ITERATION_LEAVE_OUT,
                 [f"note: {note}"] if note and clock == iteration_clocks[-1] else ())
     elif result.no_iterations and result.rows and "iterations" in shown:
         parts.append(rich_text(f"decode iterations: none ({result.no_iterations})"))
@@ -272,16 +175,10 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
         for group in result.kernels:
             add(f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
                 *kernel_cells(result, group, top))
-    if _compared(result) and shown & {"stages", "iterations"}:
+    if compared(result) and shown & {"stages", "iterations"}:
         parts.append(rich_text(f"baseline: {result.baseline}"))
         parts += [rich_text(f"the baseline differs: {difference}") for difference in result.baseline_differences]
     return Group(*parts)
-
-
-def _compared(result: StatsResult) -> bool:
-    """Are the means compared with a baseline? Not with a plain twin, which serves the speedup (the
-    speculation section names it)."""
-    return bool(result.baseline) and not result.plain_twin
 
 
 def stats_messages(result: StatsResult) -> list[str]:
@@ -331,7 +228,7 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS, only: Collection
         for clock in clocks:
             title = clock_title(result, clock)
             sections += [f"#### {title[0].upper()}{title[1:]}", "",
-                         markdown_table(*stage_cells(result, clock, unit=unit)[1:]), ""]
+                         markdown_table(*_laid_out(stage_cells(result, clock, unit=unit))), ""]
             note = stage_note(result, clock)
             sections += [f"> note: {markdown_text(note, whole=True)}", ""] if note else []
     if result.iterations and "iterations" in shown:
@@ -340,7 +237,7 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS, only: Collection
         for clock in (c for c in CLOCKS if result.iteration(c) is not None):
             title = ITERATION_TITLES[clock]
             sections += [f"#### {title[0].upper()}{title[1:]}", "",
-                         markdown_table(*iteration_cells(result, clock, unit=unit)[1:]), ""]
+                         markdown_table(*_laid_out(iteration_cells(result, clock, unit=unit))), ""]
         note = iteration_note(result)
         sections += [f"> note: {markdown_text(note, whole=True)}", ""] if note else []
     elif result.no_iterations and result.rows and "iterations" in shown:
@@ -355,10 +252,14 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS, only: Collection
                          markdown_table(*kernel_cells(result, group, top)), ""]
     if not result.rows:
         sections += ["No step spans.", ""]
-    if _compared(result) and shown & {"stages", "iterations"}:
+    if compared(result) and shown & {"stages", "iterations"}:
         sections += [f"Baseline: {code_span(result.baseline)}", ""]
         sections += [f"> the baseline differs: {markdown_text(d, whole=True)}" for d in result.baseline_differences]
     return "\n".join(sections).rstrip("\n") + "\n"
+
+
+def _laid_out(cells: Cells) -> tuple[list[str], list[list[str]]]:
+    return cells.header, cells.texts()
 
 
 def markdown_table(header: list[str], rows: list[list[str]], left: Collection[str] = TEXT_COLUMNS) -> str:
@@ -379,7 +280,7 @@ def stats_csv(result: StatsResult) -> str:
         return kernels_csv(result)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    baseline = ["baseline_mean_us", "change_us", "change_pct"] if _compared(result) else []
+    baseline = ["baseline_mean_us", "change_us", "change_pct"] if compared(result) else []
     times = [f"{name}_us" for name in STATISTICS[1:]]
     columns = ("clock", "count", *times, "share", "device_source", "busy_us", "busy_share")
     figures = speculation_csv_figures(result)  # with speculation: three more columns, scope, figure, value

@@ -51,12 +51,12 @@ def build_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, ver
     ranks = rank_groups(measures)
     drawn = drawn_ranks(measures, ranks)
     slowest = drawn_ranks(measures, ranks, TIMELINE_RANKS)
-    tables = _stage_tables(document)
+    tables = _stage_tables(result)
     for found in tables:  # what the draft rows leave out of the draft model's time, under their table
         note = stage_note(result, found["clock"])
         if note:
             found["note"] = note[0].upper() + note[1:] + "."
-    iterations = _iteration_tables(document)
+    iterations = _iteration_tables(result)
     note = iteration_note(result)  # the draft model's share of the iteration, under the last of its tables
     if iterations and note:
         iterations[-1]["note"] = note[0].upper() + note[1:] + "."
