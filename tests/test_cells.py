@@ -10,12 +10,13 @@ import pytest
 import synth
 
 from spanfix.api import compare
-from spanfix.render.cells import iteration_cells, iteration_unit, stage_cells, stage_unit
+from spanfix.render.cells import TOP_KERNELS, iteration_cells, iteration_unit, kernel_cells, stage_cells, stage_unit
 from spanfix.render.compare import full_cells
 from spanfix.render.speculation import speculation_cells
 from spanfix.render.stats import markdown_table, stats_markdown
 from spanfix.report import build_report
 from spanfix.report.compare_page import compare_payload
+from spanfix.report.kernel_tables import KERNEL_NAME_WIDTH
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "traces"
@@ -42,7 +43,8 @@ def _agree(page: dict, cells, detail: set[str], markdown: str) -> None:
     keys = [column.key for column in cells.columns]
     assert [column["key"] for column in page["columns"] if column["key"] not in detail] == keys
     assert _page_texts(page, keys) == cells.texts()
-    assert markdown_table(cells.header, cells.texts()) in markdown  # what markdown prints is these cells
+    if markdown:
+        assert markdown_table(cells.header, cells.texts()) in markdown  # what markdown prints is these cells
 
 
 def test_the_stage_tables_of_the_page_are_the_terminals(report):
@@ -72,6 +74,24 @@ def test_the_iteration_tables_of_the_page_are_the_terminals(report):
         cells = iteration_cells(result, table["clock"], unit=unit)
         _agree(table, cells, ITERATION_DETAIL, markdown)
         assert table["rows"][0][0]["t"] == "iteration" and len(table["rows"]) > 1
+
+
+def test_the_kernel_tables_of_the_page_are_the_terminals(report):
+    result, markdown = report.result, stats_markdown(report.result)
+    groups = report.payload["kernels"]["groups"]
+    assert len(groups) == len(result.kernels) > 0
+    for group, found in zip([g for g in result.kernels if g.part is None] + [g for g in result.kernels if g.part],
+                            groups):
+        assert markdown_table(*_laid_out(kernel_cells(group))) in markdown
+        # The page's names are cut shorter for its width (whole on hover); every other cell is alike.
+        cells = kernel_cells(group, TOP_KERNELS, KERNEL_NAME_WIDTH)
+        _agree(found["table"], cells, set(), markdown="")
+        texts = [text for row in cells.texts() for text in row]
+        assert not any("," in text for text in texts)
+
+
+def _laid_out(cells):
+    return cells.header, cells.texts()
 
 
 def test_the_speculation_table_of_the_page_is_the_terminals(report):

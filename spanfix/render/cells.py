@@ -1,5 +1,5 @@
 """The cells of the stats tables, one function per figure: the stage table and the decode iteration
-table of one clock. The terminal, markdown and the report's page lay out the same cells, so that a
+table of one clock, and a group's kernels. The terminal, markdown and the report's page lay out the same cells, so that a
 figure reads alike wherever it is shown; only the layout differs (the terminal's share bars, the
 page's extra columns of `detail`, where a unit is written).
 
@@ -15,8 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..timing import GPU, STATISTICS, Change, StatsResult, format_us
+from ..timing.kernels import short_kernel_name
 from ..timing.measure import AMBIGUOUS_STAGE
 from ..timing.numbers import TIME_UNITS, time_unit, us
+from ..timing.table import KernelGroup, kernel_rows
 
 BAR_WIDTH = 8
 _EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -204,4 +206,31 @@ def iteration_cells(result: StatsResult, clock: str, bars: bool = False, unit: s
             line += [_time(None if summary is None or name in ("p99", "max") else summary.statistic(name), unit)
                      for name in names]
             cells.rows.append(line + _share(it.part_share(part), bars) + compare(it.part_baselines.get(part)))
+    return cells
+
+
+TOP_KERNELS = 10
+
+
+def kernel_cells(group: KernelGroup, top: int = TOP_KERNELS, width: int = 60) -> Cells:
+    """One group's kernels (a stage row's, or an iteration part's), the most device time first, the
+    rest summed in one row. Each time is in its own unit (kernels run from nanoseconds to seconds);
+    width: the kernel name's (the page's hover has it whole)."""
+    columns = [Column("kernel", "kernel", text=True), Column("category", "category", text=True),
+               Column("count", "count"), Column("total_us", "total"), Column("mean_us", "mean"),
+               Column("share", "share")]
+    cells = Cells("", columns)
+    listed = kernel_rows(group.tally)
+    for name, count, total in listed[:top]:
+        share = round(total / group.busy_us, 6) if group.busy_us else None
+        cells.rows.append([Cell(short_kernel_name(name, width), name, name),
+                           Cell(group.tally.category_of[name], group.tally.category_of[name]),
+                           Cell(str(count), count), Cell(format_us(total), us(total), f"{us(total)} us"),
+                           Cell(format_us(total / count), us(total / count), f"{us(total / count)} us"),
+                           Cell("-" if share is None else f"{total / group.busy_us:.1%}", share)])
+    if len(listed) > top:
+        rest = listed[top:]
+        total = sum(t for _, _, t in rest)
+        cells.rows.append([Cell(f"… {len(rest)} more kernels"), Cell(""), Cell(str(sum(c for _, c, _ in rest))),
+                           Cell(format_us(total), us(total), f"{us(total)} us"), Cell(""), Cell("")])
     return cells

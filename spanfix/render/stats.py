@@ -17,14 +17,15 @@ from rich.table import Table
 from rich.text import Text
 
 from ..timing import CLOCKS, CPU, GPU, STATISTICS, StatsResult, format_us
-from ..timing.kernels import short_kernel_name
-from ..timing.table import category_rows, kernel_rows
+from ..timing.table import category_rows
 from .cells import (
+    TOP_KERNELS,
     Cells,
     compared,
     device_sources,
     iteration_cells,
     iteration_unit,
+    kernel_cells,
     stage_cells,
     stage_unit,
 )
@@ -39,7 +40,6 @@ from .speculation import (
     stage_note,
 )
 
-TOP_KERNELS = 10
 CLOCK_TITLES = {"cpu": "host time (CPU spans)", "gpu": "device time (GPU annotations, or launched kernels)"}
 _SOURCE_TITLES = {"annotation": "device time (GPU annotations)", "kernels": "device time (launched kernels)"}
 # When a stage table is too wide for the terminal, once its bars are gone and its paths shortened:
@@ -80,22 +80,6 @@ def category_cells(result: StatsResult, parts: bool = False) -> tuple[list[str],
         label = " ".join([*_keys(group.keys), *([group.part] if parts else [])])
         rows.append([label, format_us(group.busy_us),
                      *[(f"{found[c] / group.busy_us:.0%}" if c in found and group.busy_us else "-") for c in present]])
-    return header, rows
-
-
-def kernel_cells(result: StatsResult, group, top: int = TOP_KERNELS, width: int = 60
-                 ) -> tuple[list[str], list[list[str]]]:
-    header = ["kernel", "category", "count", "total", "mean", "share"]
-    rows = []
-    listed = kernel_rows(group.tally)
-    for name, count, total in listed[:top]:
-        share = f"{total / group.busy_us:.1%}" if group.busy_us else "-"
-        rows.append([short_kernel_name(name, width), group.tally.category_of[name], str(count), format_us(total),
-                     format_us(total / count), share])
-    if len(listed) > top:
-        rest = listed[top:]
-        rows.append([f"… {len(rest)} more kernels", "", str(sum(c for _, c, _ in rest)),
-                     format_us(sum(t for _, _, t in rest)), "", ""])
     return header, rows
 
 
@@ -174,7 +158,7 @@ def stats_table(result: StatsResult, bars: bool = True, top: int = TOP_KERNELS, 
                 add(title, header, rows)
         for group in result.kernels:
             add(f"kernels of {_group_label(result, group)} (busy {format_us(group.busy_us)})",
-                *kernel_cells(result, group, top))
+                *_laid_out(kernel_cells(group, top)))
     if compared(result) and shown & {"stages", "iterations"}:
         parts.append(rich_text(f"baseline: {result.baseline}"))
         parts += [rich_text(f"the baseline differs: {difference}") for difference in result.baseline_differences]
@@ -249,7 +233,7 @@ def stats_markdown(result: StatsResult, top: int = TOP_KERNELS, only: Collection
             sections += [f"### {title[0].upper()}{title[1:]}", "", markdown_table(header, rows), ""] if rows else []
         for group in result.kernels:
             sections += [f"#### Kernels of {markdown_text(_group_label(result, group))}", "",
-                         markdown_table(*kernel_cells(result, group, top)), ""]
+                         markdown_table(*_laid_out(kernel_cells(group, top))), ""]
     if not result.rows:
         sections += ["No step spans.", ""]
     if compared(result) and shown & {"stages", "iterations"}:

@@ -71,6 +71,6 @@ def build_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, ver
         "distributions": _distributions(measures, document, baseline_measures, baseline_document),
         "timeline": _timeline(measures, ranks, slowest),
         "ranks": _ranks(measures, ranks, drawn),
-        "kernels": _kernels(document),
+        "kernels": _kernels(result, document),
         "speculation": _speculation(result.speculation),  # render.speculation's figures (a SpeculationResult)
     }
