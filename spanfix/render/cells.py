@@ -12,6 +12,7 @@ value on every row (the device time's source) left out, the table's title saying
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..timing import GPU, STATISTICS, Change, StatsResult, format_us
@@ -230,7 +231,9 @@ def kernel_cells(group: KernelGroup, top: int = TOP_KERNELS, width: int = 60) ->
                            Cell("-" if share is None else f"{total / group.busy_us:.1%}", share)])
     if len(listed) > top:
         rest = listed[top:]
-        total = sum(t for _, _, t in rest)
+        total = math.fsum(t for _, _, t in rest)
+        share = round(total / group.busy_us, 6) if group.busy_us else None
         cells.rows.append([Cell(f"… {len(rest)} more kernels"), Cell(""), Cell(str(sum(c for _, c, _ in rest))),
-                           Cell(format_us(total), us(total), f"{us(total)} us"), Cell(""), Cell("")])
+                           Cell(format_us(total), us(total), f"{us(total)} us"), Cell(""),
+                           Cell("-" if share is None else f"{total / group.busy_us:.1%}", share)])
     return cells
