@@ -2,8 +2,9 @@
 
 Two kinds of figures go in, and they are kept apart:
 
-- **tables** hold exact figures: every number is the one `stats --format json` gives (the StatsResult's own
-  JSON is read, never recomputed), as a cell with its exact value (`v`) and its text for people (`t`);
+- **tables** hold exact figures: every cell is render/'s, the terminal's and markdown's (render/cells.py,
+  render/speculation.py), its text for people (`t`) beside its exact value (`v`, the one `stats --format
+  json` gives);
 - **charts** hold series for drawing: histograms over shared bins, CDFs thinned to a few hundred points,
   per-rank boxes, decode iterations in buckets when there are too many to draw one bar each. Chart points
   are rounded to four significant digits; no table is ever computed from them.
