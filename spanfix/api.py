@@ -48,7 +48,7 @@ from .sources.overwrite import STDOUT, Reads, is_standard_input, reads, refuse_o
 
 if TYPE_CHECKING:  # with the names __getattr__ serves from _LAZY, typed for checkers
     from .attribution.inspection import InspectReport
-    from .capturing import CaptureResult, capture, capture_verdict  # noqa: F401
+    from .capturing import CaptureResult, Sweep, capture, capture_verdict, sweep_verdicts  # noqa: F401
     from .capturing import Status as CaptureStatus  # noqa: F401
     from .capturing import Watcher as CaptureWatcher  # noqa: F401
     from .checking.rules import CheckReport, parse_budget  # noqa: F401
@@ -92,7 +92,8 @@ _LAZY = {
     **dict.fromkeys(("GROUP_KEYS", "IterationTiming", "KernelClasses", "StatsResult", "StepTiming", "TraceMeasures",
                      "aggregate", "measure"), "timing"),
     **dict.fromkeys(("DeviceReducer", "DeviceWork", "device_work"), "timing.device"),
-    **dict.fromkeys(("capture", "capture_verdict", "CaptureResult", "CAPTURE_LIMITS"), "capturing"),
+    **dict.fromkeys(("capture", "capture_verdict", "CaptureResult", "CAPTURE_LIMITS", "Sweep", "sweep_verdicts"),
+                    "capturing"),
 }
 # Public names made from those: name -> (module, the name there).
 _ALIASES = {"Step": ("timing", "StepTiming"), "Iteration": ("timing", "IterationTiming"),

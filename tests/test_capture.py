@@ -737,6 +737,8 @@ def test_real_twin_gives_the_speedup_of_the_pair(sglang_servers, tmp_path):
             "--spec-metrics", str(folder / "spec" / "requests.jsonl")]
     assert _verdict_args(done.stderr) == said
     verdict = json.loads(done.stdout)
+    (load,) = verdict.pop("loads")  # the load's unprofiled round beside its profiled speedup
+    assert load["load"] == 4 and load["unprofiled"]["spec"]["tokens_per_s"] > 0 and load["unprofiled_speedup"] > 0
     assert verdict == json.loads(_stats_stdout(*said, "--format", "json"))
     overall = verdict["speculation"]["overall"]  # host clock only: a CPU capture has no device
     assert overall["cpu"]["speedup"] > 0 and overall["cpu"]["plain_iteration_count"] > 0

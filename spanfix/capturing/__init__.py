@@ -19,22 +19,30 @@ stopped leaves nothing: what it wrote is removed. Then, unless `verdict=False`, 
 traces as `stats()` does, with `server_info.json` as spec_metrics where it has an accept length, and
 returns both. `twin=URL` captures
 a server without speculation the same way, into `folder/plain` (the first into `folder/spec`), and
-measures the first against it. The library never prints: what it has to say while it waits goes to
+measures the first against it. `load=[1, 4, 16]` is a sweep: each load profiled on each server in turn
+(every load on the first server, then every load on the twin: one server at a time), its traces and
+requests named by their load (`load4-TP-0.trace.json.gz`, `load4.requests.jsonl`); with a twin, each
+load also gets an unprofiled round on both servers, timed by the answers (throughput.py), beside that
+load's profiled speedup (sweep.py: `result.sweep`). The library never prints: what it has to say while it waits goes to
 a Watcher. Every failure is one line: ServerError (the server), UsageError (the arguments),
 OutputError (the folder); Ctrl-C stops the profiler it started before it goes on (a second Ctrl-C
 does not wait for the server, and says what it left running).
 
 The rooms: session.py (one capture, start to end), server.py (the HTTP API, every answer within a
 deadline), profile.py (the profiler and its trace files), load.py (the traffic), folder.py (the
-folder shared with the server), results.py (what comes back, and its verdict).
+folder shared with the server), results.py (what comes back, and its verdict), throughput.py (the
+unprofiled round's figure), sweep.py (each load's profiled and unprofiled speedups).
 """
 
 from __future__ import annotations
 
-from .results import Capture, CaptureResult, Status, Watcher, capture_verdict
+from .results import Capture, CaptureResult, LoadRun, Status, Watcher, capture_verdict
 from .server import ServerError
 from .session import DEFAULT_MAX_NEW_TOKENS, DEFAULT_STEPS, DEFAULT_TIMEOUT, capture
 from .session import LIMITS as CAPTURE_LIMITS
+from .sweep import LoadVerdict, Sweep, sweep_verdicts
+from .throughput import Throughput
 
 __all__ = ["CAPTURE_LIMITS", "DEFAULT_MAX_NEW_TOKENS", "DEFAULT_STEPS", "DEFAULT_TIMEOUT", "Capture", "CaptureResult",
-           "ServerError", "Status", "Watcher", "capture", "capture_verdict"]
+           "LoadRun", "LoadVerdict", "ServerError", "Status", "Sweep", "Throughput", "Watcher", "capture",
+           "capture_verdict", "sweep_verdicts"]

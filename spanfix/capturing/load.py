@@ -108,6 +108,19 @@ class Load:
         if self.failure is not None:
             raise self.failure
 
+    def timed_round(self) -> list[object]:
+        """One round of `concurrency` requests of max_new_tokens at once, outside the profile: each
+        answer's meta_info, in no order (throughput.py times the round by them). Raises the first failure."""
+        kept: list[object] = []
+        threads = [threading.Thread(target=self._one, args=(i, self.max_new_tokens, False, kept), daemon=True,
+                                    name=f"spanfix-unprofiled-{i}") for i in range(self.concurrency)]
+        self._run(threads)
+        for thread in threads:
+            thread.join()
+        if self.failure is not None:
+            raise self.failure
+        return kept
+
     def start(self) -> None:
         self._stopping.clear()
         self._threads = [threading.Thread(target=self._slot, daemon=True, name=f"spanfix-load-{i}")
@@ -152,7 +165,7 @@ class Load:
                 self._stopping.set()
                 return
 
-    def _one(self, index: int, max_new_tokens: int, keep: bool) -> bool:
+    def _one(self, index: int, max_new_tokens: int, keep: bool, meta: list[object] | None = None) -> bool:
         prompt = self.prompts[index % len(self.prompts)]
         try:
             answer = self.server.post("/generate", generate_body(prompt, max_new_tokens))
@@ -164,6 +177,9 @@ class Load:
             if not isinstance(response, dict):
                 raise ServerError(f"{self.server.url}: POST /generate answered something other than a response "
                                   "object")
+            if meta is not None:
+                with self._lock:
+                    meta.append(response.get("meta_info"))
             if keep:
                 line = _line(response, self.server.url)
                 with self._lock:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
+from .throughput import Throughput
 
 if TYPE_CHECKING:
     from ..options import Options
@@ -62,6 +63,18 @@ class Said:
 
 
 @dataclass
+class LoadRun:
+    """One load of a capture on one server: its profile's traces, its requests file and responses, and
+    (in a sweep with a twin) its unprofiled round's throughput."""
+
+    load: int  # 0: the server's own traffic
+    traces: list[str]
+    requests: str | None
+    responses: int = 0
+    throughput: Throughput | None = None
+
+
+@dataclass
 class Capture:
     """One server's capture: what it wrote and how it was made."""
 
@@ -77,12 +90,19 @@ class Capture:
     responses: int = 0  # /generate responses written to requests.jsonl
     accept_lengths: list[float] = field(default_factory=list)  # /server_info's, after the capture
     notes: list[str] = field(default_factory=list)
+    loads: list[LoadRun] = field(default_factory=list)  # one per load, in order
 
-    def spec_metrics(self) -> list[str]:
+    def spec_metrics(self, load: int | None = None) -> list[str]:
         """What the verdict reads besides the traces: server_info.json, when it has an accept length (and
         the server's arguments), and the requests' responses (their own accept lengths, which check the
-        trace's)."""
-        return ([self.server_info] if self.accept_lengths else []) + ([self.requests] if self.requests else [])
+        trace's), of one load or of every one. A plain server's responses have no accept length to tell."""
+        files = [run.requests for run in self.loads if run.requests and (load is None or run.load == load)]
+        if not self.loads and self.requests:
+            files = [self.requests]
+        return ([self.server_info] if self.accept_lengths else []) + (files if self.algorithm is not None else [])
+
+    def at(self, load: int) -> LoadRun | None:
+        return next((run for run in self.loads if run.load == load), None)
 
 
 @dataclass
@@ -94,6 +114,7 @@ class CaptureResult:
     stats: StatsResult | None = None
     spec_metrics: list[str] = field(default_factory=list)  # every file the verdict read as spec_metrics
     baseline: str | None = None  # what the verdict compared with: --baseline, or the twin's trace
+    sweep: Any = None  # sweep.Sweep: each load's profiled and unprofiled speedups (a twin and a load)
 
     @property
     def paths(self) -> list[str]:
@@ -143,5 +164,15 @@ def capture_verdict(result: CaptureResult, options: Options | None = None, *, by
     return result.stats
 
 
-__all__ = ["REQUESTS", "SERVER_ARGS", "SERVER_INFO", "Capture", "CaptureResult", "Said", "Status", "Watcher",
-           "capture_verdict"]
+__all__ = [
+    "REQUESTS",
+    "SERVER_ARGS",
+    "SERVER_INFO",
+    "Capture",
+    "CaptureResult",
+    "LoadRun",
+    "Said",
+    "Status",
+    "Watcher",
+    "capture_verdict",
+]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -34,8 +34,20 @@ from .profile import (
     stacks_by_default,
     start,
 )
-from .results import REQUESTS, SERVER_ARGS, SERVER_INFO, Capture, CaptureResult, Said, Watcher, capture_verdict
+from .results import (
+    REQUESTS,
+    SERVER_ARGS,
+    SERVER_INFO,
+    Capture,
+    CaptureResult,
+    LoadRun,
+    Said,
+    Watcher,
+    capture_verdict,
+)
 from .server import Server, ServerError, ServerInfo
+from .sweep import sweep_verdicts
+from .throughput import throughput
 
 if TYPE_CHECKING:
     from ..options import Options
@@ -59,7 +71,7 @@ class _Attempt:
     """One server's capture under way: where it writes, and what a failure leaves."""
 
     folder: CaptureFolder
-    traces: Traces | None = None
+    traces: list[Traces] = field(default_factory=list)  # every profile of this server's, one per load
     left: str | None = None  # what was left running on the server, when the profile could not be ended
 
 
@@ -91,9 +103,10 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
         if not isinstance(value, str) and (value is not None or name == "url"):
             raise UsageError(f"{name} is a string (an address or a folder), not {type(value).__name__}")
     remember(url, twin, server_dir, read_from)  # their secrets, hidden wherever spanfix shows text
-    folder = _checked_arguments(steps, load, max_new_tokens, timeout, server_dir, read_from, twin, baseline, folder)
+    loads = _loads(load)
+    folder = _checked_arguments(steps, loads, max_new_tokens, timeout, server_dir, read_from, twin, baseline, folder)
     watcher = watcher or Watcher()
-    prompt_list = _prompts(prompts) if load else []
+    prompt_list = _prompts(prompts) if any(loads) else []
     servers = [Server(url, read_timeout=30.0)]
     if twin is not None:
         servers.append(_as_twin(lambda: Server(twin, read_timeout=30.0)))
@@ -113,12 +126,15 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
         places = [_where(server, target, server_dir, read_from) for server, target in zip(servers, folders)]
         for k, (server, info, attempt, (output_dir, where), detail, one) in enumerate(
                 zip(servers, infos, attempts, places, plan, said)):
-            request = ProfileRequest(output_dir=output_dir, num_steps=steps, activities=activities(info),
-                                     with_stack=stack, record_shapes=record_shapes, detailed_annotations=detail,
-                                     profile_id=new_profile_id(), start_step=1 if has_start_step(info) else None)
+            def request(load: int, info: ServerInfo = info, output_dir: str = output_dir, detail: bool = detail):
+                # A sweep's profiles are named by their load (load4-TP-0.trace.json.gz): the folder is new.
+                return ProfileRequest(output_dir=output_dir, num_steps=steps, activities=activities(info),
+                                      with_stack=stack, record_shapes=record_shapes, detailed_annotations=detail,
+                                      profile_id=f"load{load}" if len(loads) > 1 else new_profile_id(),
+                                      start_step=1 if has_start_step(info) else None)
             try:
-                captures.append(_capture_one(server, info, attempt, where, request, load, prompt_list,
-                                             max_new_tokens, timeout, one))
+                captures.append(_capture_server(server, info, attempt, where, request, loads, prompt_list,
+                                                max_new_tokens, timeout, one, timed=twin is not None))
             except ServerError as exc:
                 if k == 0:
                     raise
@@ -134,6 +150,7 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
         capture_verdict(result, options, by=by, kernels=kernels, kernel_categories=kernel_categories,
                         baseline=baseline, device=device, each=each, spec_metrics=spec_metrics,
                         accept_length=accept_length, **option_fields)
+        result.sweep = sweep_verdicts(result, options, **option_fields)
     return result
 
 
@@ -152,7 +169,7 @@ def _give_up(folder: str, attempts: list[_Attempt], made: list[str], watcher: Wa
     folders it made, so that nothing partial is left and the same command can run again; said."""
     removed = []
     for attempt in attempts:
-        names = attempt.traces.names() if attempt.traces is not None else []
+        names = [name for traces in attempt.traces for name in traces.names()]
         removed += attempt.folder.remove(names)
     for path in reversed(made):  # the folders it made, parents last: removed once empty
         try:
@@ -173,10 +190,25 @@ def _give_up(folder: str, attempts: list[_Attempt], made: list[str], watcher: Wa
     watcher.note("", text)
 
 
-def _checked_arguments(steps: int, load: int, max_new_tokens: int, timeout: float, server_dir: str | None,
+def _loads(load: object) -> list[int]:
+    """One load (0: the server's own traffic) or several, a sweep: each from 1 to MAX_LOAD, sorted."""
+    values = [load] if isinstance(load, int) or not isinstance(load, Sequence) or isinstance(load, str) else list(load)
+    for value in values:
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_LOAD:
+            raise UsageError(f"load is a whole number from 0 to {MAX_LOAD}, or a list of them from 1 (a sweep)")
+    if not values:
+        raise UsageError("load: no load given (a whole number, or several for a sweep)")
+    if len(values) > 1 and 0 in values:
+        raise UsageError("load: a sweep sends its own traffic at each load, from 1 (0 waits for the server's own)")
+    if len(set(values)) < len(values):
+        raise UsageError(f"load: {', '.join(map(str, values))} names a load twice")
+    return sorted(values)
+
+
+def _checked_arguments(steps: int, loads: list[int], max_new_tokens: int, timeout: float, server_dir: str | None,
                        read_from: str | None, twin: str | None, baseline: object,
                        folder: str | os.PathLike[str] | None) -> str:
-    for name, value, least, most in (("steps", steps, 1, MAX_STEPS), ("load", load, 0, MAX_LOAD),
+    for name, value, least, most in (("steps", steps, 1, MAX_STEPS),
                                      ("max_new_tokens", max_new_tokens, 1, MAX_NEW_TOKENS)):
         if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= most:
             raise UsageError(f"{name} is a whole number from {least} to {most}")
@@ -275,34 +307,69 @@ def _where(server: Server, folder: str, server_dir: str | None, read_from: str |
     return path, path
 
 
-def _capture_one(server: Server, info: ServerInfo, attempt: _Attempt, where: str, request: ProfileRequest,
-                 load: int, prompts: list[str], max_new_tokens: int, timeout: float, said: Said) -> Capture:
+def _capture_server(server: Server, info: ServerInfo, attempt: _Attempt, where: str, request: Any,
+                    loads: list[int], prompts: list[str], max_new_tokens: int, timeout: float, said: Said, *,
+                    timed: bool) -> Capture:
+    """Every load on one server, one after the other: server_args.json as the first profile starts,
+    server_info.json after the last one."""
     folder = attempt.folder
-    traces = attempt.traces = Traces(where, folder, request, info.world_size)
-    runner = Load(server.url, prompts, load, max_new_tokens, read_timeout=timeout) if load else None
     capture = Capture(server.url, folder.path, [], folder.join(SERVER_ARGS), folder.join(SERVER_INFO), None,
-                      info.version, info.speculative_algorithm, request.body())
-    ranks = f", {traces.expected} ranks" if traces.expected > 1 else ""
+                      info.version, info.speculative_algorithm, request(loads[0]).body())
+    ranks = f", {info.world_size} ranks" if info.world_size > 1 else ""
     said.note(f"capturing {server.url}: SGLang {info.version}, {info.speculative_algorithm or 'no speculative decoding'}"
-              f"{ranks}")
+              f"{ranks}" + (f"; loads {', '.join(map(str, loads))}, one after the other" if len(loads) > 1 else ""))
+    for n, load in enumerate(loads):
+        # A sweep's requests are named by their load, beside its traces; one load's are requests.jsonl.
+        name = f"load{load}.{REQUESTS}" if len(loads) > 1 else REQUESTS
+        run = _capture_one(server, info, attempt, where, request(load), load, prompts, max_new_tokens, timeout, said,
+                           requests_name=name, first=n == 0, timed=timed and load > 0)
+        capture.loads.append(run)
+        capture.traces += run.traces
+        capture.responses += run.responses
+    if len(loads) == 1:
+        capture.requests = capture.loads[0].requests
+    after = server.info()
+    _write_json(folder, SERVER_INFO, after.redacted())
+    capture.accept_lengths = after.accept_lengths
+    return capture
+
+
+def _capture_one(server: Server, info: ServerInfo, attempt: _Attempt, where: str, request: ProfileRequest,
+                 load: int, prompts: list[str], max_new_tokens: int, timeout: float, said: Said, *,
+                 requests_name: str, first: bool, timed: bool) -> LoadRun:
+    folder = attempt.folder
+    traces = Traces(where, folder, request, info.world_size)
+    attempt.traces.append(traces)
+    runner = Load(server.url, prompts, load, max_new_tokens, read_timeout=timeout) if load else None
     started = stopped = False
     responses: Lines | None = None
+    rate = None
     try:
         if runner is not None:
             said.note(f"warming up: {load} requests outside the profile")
-            _warm_up(runner, said, timeout, load)
+            _in_thread(lambda: runner.warm_up(min(WARM_UP_TOKENS, runner.max_new_tokens)), runner, said, timeout,
+                       load, "warming up", "the warm-up requests")
+        if runner is not None and timed:
+            said.note(f"unprofiled round: {load} request{'s' if load != 1 else ''} at once, {max_new_tokens} new "
+                      "tokens each, timed by their answers")
+            answers = _in_thread(runner.timed_round, runner, said, timeout, load, "timing unprofiled",
+                                 "the unprofiled round's requests")
+            rate = throughput(load, answers)
+            said.note(f"unprofiled at load {load}: " + (f"{rate.tokens_per_s:,.1f} tokens/s ({rate.tokens} tokens "
+                      f"in {rate.seconds:.3f} s)" if rate.tokens_per_s is not None else f"no figure: {rate.problem}"))
         started = True  # from here, a Ctrl-C stops it: the request may have reached the server
         try:
             start(server, request)
         except Refused:
             started = False  # someone else's profile, maybe: never stopped by this capture
             raise
-        _write_json(folder, SERVER_ARGS, info.arguments())  # the server as it was asked to profile
+        if first:
+            _write_json(folder, SERVER_ARGS, info.arguments())  # the server as it was asked to profile
         shown = folder.path if where == os.path.abspath(folder.path) else where
         seen = f" (as the server sees it: {request.output_dir})" if where != request.output_dir else ""
         said.note(f"profiling {request.num_steps} forward steps into {shown}{os.sep}{seen}: {_described(request)}")
         if runner is not None:
-            runner.sink = responses = folder.lines(REQUESTS)  # each response written as it comes, none kept
+            runner.sink = responses = folder.lines(requests_name)  # each response written as it comes, none kept
             runner.start()
             said.note(f"load: {load} requests at once, {max_new_tokens} new tokens each, greedy")
         else:
@@ -332,14 +399,11 @@ def _capture_one(server: Server, info: ServerInfo, attempt: _Attempt, where: str
             responses.discard()
         _stop(server, traces, request, runner, started and not stopped, attempt, said)
         raise
-    capture.traces = traces.paths()
-    after = server.info()
-    _write_json(folder, SERVER_INFO, after.redacted())
-    capture.accept_lengths = after.accept_lengths
+    run = LoadRun(load, traces.paths(), None, throughput=rate)
     if runner is not None and responses is not None:
-        capture.requests = responses.commit()
-        capture.responses = runner.responses
-    return capture
+        run.requests = responses.commit()
+        run.responses = runner.responses
+    return run
 
 
 def _stop(server: Server, traces: Traces, request: ProfileRequest, runner: Load | None, profiling: bool,
@@ -368,32 +432,36 @@ def _described(request: ProfileRequest) -> str:
     return ", ".join(parts)
 
 
-def _warm_up(runner: Load, said: Said, timeout: float, load: int) -> None:
+def _in_thread(call: Any, runner: Load, said: Said, timeout: float, load: int, phase: str, what: str) -> Any:
+    """call() (requests outside the profile) in a thread of its own, so that the main thread stays where
+    Ctrl-C reaches it; cut after timeout seconds (ServerError). Its answer, or its failure raised."""
     import threading
 
     done = threading.Event()
     failure: list[BaseException] = []
+    answer: list[Any] = []
 
-    def warm() -> None:
+    def run() -> None:
         try:
-            runner.warm_up(min(WARM_UP_TOKENS, runner.max_new_tokens))
+            answer.append(call())
         except BaseException as exc:  # noqa: BLE001 - handed to the main thread
             failure.append(exc)
         finally:
             done.set()
 
-    thread = threading.Thread(target=warm, daemon=True, name="spanfix-warm-up")
+    thread = threading.Thread(target=run, daemon=True, name=f"spanfix-{phase.replace(' ', '-')}")
     thread.start()
     began = time.monotonic()
-    while not done.wait(0.5):  # the main thread stays where Ctrl-C reaches it
+    while not done.wait(0.5):
         elapsed = time.monotonic() - began
-        said.status("warming up", elapsed, timeout, 0, 0, 0, 0, load)
+        said.status(phase, elapsed, timeout, 0, 0, 0, 0, load)
         if elapsed > timeout:
             runner.abort()
-            raise ServerError(f"{said.url}: the warm-up requests got no answer within {timeout:g} s")
+            raise ServerError(f"{said.url}: {what} got no answer within {timeout:g} s")
     thread.join()
     if failure:
         raise failure[0]
+    return answer[0] if answer else None
 
 
 def _finish(runner: Load, said: Said, timeout: float, load: int) -> None:

@@ -18,7 +18,7 @@ from .options import api_options, attribution_options, jobs_option, speculation_
 from .progress import file_progress
 from .stats import show
 from .stats import stats as stats_command
-from .streams import is_terminal, say_wrapped
+from .streams import is_terminal, say_wrapped, write_out
 
 
 def _default(name: str) -> Any:
@@ -30,6 +30,28 @@ def _default(name: str) -> Any:
 
 LIMITS = api.CAPTURE_LIMITS  # what is meaningful, as capture() checks it too
 MAX_TIMEOUT = LIMITS["timeout"]
+
+
+class Loads(click.ParamType):
+    """N, or N,M,... (a sweep): each a whole number, 0 only alone."""
+
+    name = "loads"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, list):
+            return value
+        most = LIMITS["load"]
+        try:
+            loads = [int(part) for part in str(value).split(",")]
+        except ValueError:
+            self.fail(f"{value!r}: a whole number from 0 to {most}, or several from 1 comma-separated (1,4,16)",
+                      param, ctx)
+        if any(not 0 <= load <= most for load in loads) or (len(loads) > 1 and 0 in loads):
+            self.fail(f"{value!r}: each load from {1 if len(loads) > 1 else 0} to {most} (0, alone, waits for the "
+                      "server's own traffic)", param, ctx)
+        if len(set(loads)) < len(loads):
+            self.fail(f"{value!r}: a load is named twice", param, ctx)
+        return sorted(loads)
 
 
 class Seconds(click.ParamType):
@@ -59,10 +81,12 @@ class Seconds(click.ParamType):
                    "step in the old step names, but they slow host work unevenly (host times are not the "
                    "server's) and grow the trace several times. Default: on for SGLang before 0.5.20 (old "
                    "names), off from 0.5.20 on, whose step names tell draft from verify.")
-@click.option("--load", type=click.IntRange(0, LIMITS["load"]), default=0, show_default=True, metavar="N",
+@click.option("--load", type=Loads(), default="0", show_default=True, metavar="N[,N...]",
               help="Send N greedy /generate requests at once while it profiles, each slot the next as soon as "
                    "its last is answered (after one unprofiled warm-up round). 0: wait for the server's own "
-                   "traffic.")
+                   "traffic. Several (--load 1,4,16) are a sweep: each load profiled in turn, its traces and "
+                   "requests named by it (load4-TP-0.trace.json.gz, load4.requests.jsonl); with --twin, each load "
+                   "also timed unprofiled on both servers, that throughput ratio printed beside the verdict.")
 @click.option("--prompts", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
               help="The load's prompts: one a line (a JSON string or {\"text\": ...} for several lines). "
                    "Default: a few built-in ones.")
@@ -98,18 +122,28 @@ def capture(url, folder, steps, detailed, stack, load, prompts, max_new_tokens, 
     has an accept length. Ctrl-C stops the profiler it started; a capture that fails
     or is stopped removes what it wrote (a second Ctrl-C does not wait for the server).
 
+    Several loads with --twin are a sweep, the answer to "up to which batch size does
+    speculation pay?": every load on URL, then every load on the twin (one server at a
+    time), each load's traces and requests named by it, the verdict over them all, and
+    beside it each load's profiled speedup and the throughput ratio of an unprofiled
+    round on both servers (a profile is not a performance measurement), with a warning
+    where the two disagree by more than the speedup's interval.
+
     \b
     Examples:
       spanfix capture http://127.0.0.1:30000 --load 8 -o run/
       spanfix capture http://127.0.0.1:30000 -o run/  # your own traffic
       spanfix capture http://127.0.0.1:30000 --load 8 -o pair/ \\
           --twin http://127.0.0.1:30001               # against no speculation
+      spanfix capture http://127.0.0.1:30000 --load 1,4,16 -o sweep/ \
+          --twin http://127.0.0.1:30001               # up to which batch size?
       spanfix capture http://gpu-box:30000 --load 8 -o run/ \\
           --server-dir /shared/traces --read-from s3://bucket/traces
     """
     options = api_options(**attribution)
     with capture_watcher() as watcher:
-        result = api.capture(url, folder, steps=steps, detailed=detailed, stack=stack, load=load, prompts=prompts,
+        result = api.capture(url, folder, steps=steps, detailed=detailed, stack=stack,
+                             load=load[0] if len(load) == 1 else load, prompts=prompts,
                              max_new_tokens=max_new_tokens, server_dir=server_dir, read_from=read_from, twin=twin,
                              timeout=timeout, verdict=False, watcher=watcher, baseline=baseline)
     for line in written(result):
@@ -121,12 +155,36 @@ def capture(url, folder, steps, detailed, stack, load, prompts, max_new_tokens, 
                         spec_metrics=spec_metrics, accept_length=accept_length)
         for error in stats.errors:
             progress.say_line(f"spanfix: error: {error}")
+        sweep = api.sweep_verdicts(result, options)
     say_wrapped("verdict: " + shlex.join(result.command()))
     if result.twin is not None:  # the pair side by side, per batch size: compare's table
         say_wrapped("side by side: " + shlex.join(["spanfix", "compare", result.capture.folder, result.twin.folder]))
-    show(stats, output_format, top)
+    if sweep is None:
+        show(stats, output_format, top)
+    else:
+        _show_sweep(stats, sweep, output_format, top)
     if stats.errors:
         sys.exit(EXIT_BAD_INPUT)
+
+
+def _show_sweep(stats: api.StatsResult, sweep: api.Sweep, output_format: str, top: int) -> None:
+    """The verdict as stats prints it, each load's profiled and unprofiled speedups beside it (in JSON,
+    `loads`), and a warning where the two disagree."""
+    from ..render.stats import stats_messages
+    from ..render.sweep import sweep_markdown, sweep_text, with_loads
+
+    if output_format == "json":
+        write_out(with_loads(stats.to_json(), sweep))
+        for line in stats_messages(stats):
+            say_wrapped(line)
+    else:
+        show(stats, output_format, top)
+        if output_format == "csv":  # standard output holds the rows alone
+            say_wrapped(sweep_text(sweep).strip("\n"))
+        else:
+            write_out(sweep_markdown(sweep) if output_format == "markdown" else sweep_text(sweep))
+    for line in sweep.warnings():
+        say_wrapped(f"warning: {line}")
 
 
 # The stats options, as stats declares them, pass through (--scheduler aside: the capture is local).
@@ -142,7 +200,9 @@ def written(result: api.CaptureResult) -> list[str]:
         if one is None:
             continue
         sizes = ", ".join(f"{os.path.basename(path)} ({human_size(_size(path))})" for path in one.traces)
-        extra = f", requests.jsonl ({_count(one.responses, 'response')})" if one.requests else ""
+        requests = [run for run in one.loads if run.requests]
+        extra = "".join(f", {os.path.basename(run.requests)} ({_count(run.responses, 'response')})"
+                        for run in requests if run.requests)
         lines.append(_labelled(role, f"wrote {one.folder}{os.sep}: {sizes}, server_args.json, server_info.json{extra}"))
     return lines
 
@@ -185,7 +245,7 @@ class CaptureWatcher(api.CaptureWatcher):
         if self._progress is None:
             return
         parts = []
-        if status.load and status.phase != "warming up":
+        if status.load and status.phase not in ("warming up", "timing unprofiled"):
             parts.append(_count(status.responses, "response"))
         if status.expected:
             parts.append(_traces(status))
