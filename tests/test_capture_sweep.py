@@ -31,8 +31,9 @@ class Server:
     """A fake SGLang server: a generated trace at the load's batch size for each profile, and answers
     that took seconds_per_token each (per load: a dict) by the server's own clock."""
 
-    def __init__(self, plain: bool, seconds_per_token, fail_at: int | None = None):
-        self.plain, self.seconds_per_token, self.fail_at = plain, seconds_per_token, fail_at
+    def __init__(self, plain: bool, seconds_per_token, fail_at: int | None = None, hang_at: int | None = None):
+        self.plain, self.seconds_per_token, self.fail_at, self.hang_at = plain, seconds_per_token, fail_at, hang_at
+        self.running = False  # a profile that records and never ends by itself (hang_at)
         self.fake = Fake()
         self.url = self.fake.url
         self.profiles: list[dict] = []
@@ -43,7 +44,7 @@ class Server:
         self.fake.answers[("GET", "/server_info")] = (200, "application/json",
                                                       json.dumps(server_info(**args)).encode())
         self.fake.answers[("POST", "/start_profile")] = self._start
-        self.fake.answers[("POST", "/stop_profile")] = lambda body: INTERNAL_ERROR  # it stops by itself
+        self.fake.answers[("POST", "/stop_profile")] = self._stop
         self.fake.answers[("POST", "/generate")] = self._generate
 
     def _load_of(self, body) -> int:
@@ -55,12 +56,23 @@ class Server:
         self.load = next((n for n in LOADS if n > load), load)
         if self.fail_at == load:
             return INTERNAL_ERROR
+        if self.hang_at == load:
+            self.running = True
+            return (200, "text/plain", b"Start profiling.\n")
         trace = synth.generate(_spec(load, self.plain))
         name = f"{body['profile_id']}-TP-0.trace.json.gz"
         temporary = os.path.join(body["output_dir"], f".{name}.part")
         synth.write(trace, temporary, gzip=True)
         os.rename(temporary, os.path.join(body["output_dir"], name))
         return (200, "text/plain", b"Start profiling.\n")
+
+    def _stop(self, body):
+        """A profile that never ends by itself, stopped: it writes nothing here (capture removes what it
+        would have); any other is over already (INTERNAL_ERROR: not in progress)."""
+        if not self.running:
+            return INTERNAL_ERROR
+        self.running = False
+        return (200, "text/plain", b"Stop profiling. This will take some time.\n")
 
     def _generate(self, body):
         tokens = body["sampling_params"]["max_new_tokens"]
@@ -211,6 +223,30 @@ def test_a_sweep_that_fails_midway_leaves_nothing(servers, tmp_path, where):
     assert not folder.exists(), os.listdir(folder)
     assert "removed what this capture wrote" in done.output
     assert "Traceback" not in done.output
+
+
+def test_ctrl_c_midway_through_a_sweep_leaves_nothing(servers, tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    spec = servers(False, 0.01)
+    plain = servers(True, 0.012, hang_at=2)  # the twin's second load records until it is stopped
+    folder = tmp_path / "sweep"
+    process = subprocess.Popen([sys.executable, "-m", "spanfix", "capture", spec.url, "--twin", plain.url, "--load",
+                                "1,2,4", "--max-new-tokens", str(MAX_NEW), "-o", str(folder), "--timeout", "60"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not plain.running and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert plain.running, "the twin's second profile never started"
+    assert (folder / "spec" / "load4-TP-0.trace.json.gz").exists() and (folder / "plain" / "load1-TP-0.trace.json.gz").exists()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert not folder.exists() and out == ""
+    assert "removed what this capture wrote" in err and not plain.running  # its profile was stopped
 
 
 def test_loads_are_checked(servers, tmp_path):
