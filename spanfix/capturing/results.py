@@ -95,8 +95,11 @@ class Capture:
     def spec_metrics(self, load: int | None = None) -> list[str]:
         """What the verdict reads besides the traces: server_info.json, when it has an accept length (and
         the server's arguments), and the requests' responses (their own accept lengths, which check the
-        trace's), of one load or of every one. A plain server's responses have no accept length to tell."""
-        files = [run.requests for run in self.loads if run.requests and (load is None or run.load == load)]
+        trace's), of one load (a sweep's: that load's alone). A plain server's responses have no accept
+        length to tell; a sweep's verdict over every load reads none of them: each covers its own batch
+        sizes, and set against the accept length of them all it would tell of another figure."""
+        files = [run.requests for run in self.loads if run.requests and
+                 (run.load == load if load is not None else len(self.loads) == 1)]
         if not self.loads and self.requests:
             files = [self.requests]
         return ([self.server_info] if self.accept_lengths else []) + (files if self.algorithm is not None else [])

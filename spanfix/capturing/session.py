@@ -76,7 +76,8 @@ class _Attempt:
 
 
 def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: int = DEFAULT_STEPS,
-            detailed: bool | None = None, stack: bool | None = None, record_shapes: bool = True, load: int = 0,
+            detailed: bool | None = None, stack: bool | None = None, record_shapes: bool = True,
+            load: int | Sequence[int] = 0,
             prompts: str | os.PathLike[str] | Sequence[str] | None = None,
             max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, server_dir: str | None = None,
             read_from: str | None = None, twin: str | None = None, timeout: float = DEFAULT_TIMEOUT,
@@ -93,7 +94,9 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
     python stacks (None: where the server's SGLang writes the old step names, before 0.5.20, whose
     attribution they decide; a twin is captured as its run is).
     load: concurrent /generate requests sent while it profiles (0: the server's own traffic), of
-    prompts (a file, a list, or built-in ones), max_new_tokens each. server_dir: the folder as the
+    prompts (a file, a list, or built-in ones), max_new_tokens each; several (a list) are a sweep,
+    each load profiled in turn on each server, its files named by it, and with a twin an unprofiled
+    round per load on both servers (result.sweep). server_dir: the folder as the
     server sees it, where it writes (needed when the server is on another machine); read_from: where
     this machine reads that folder (a path or an fsspec URL; default server_dir). twin: a server of
     the same model without speculation, captured after the first with the same load. timeout:

@@ -18,7 +18,7 @@ from .options import api_options, attribution_options, jobs_option, speculation_
 from .progress import file_progress
 from .stats import show
 from .stats import stats as stats_command
-from .streams import is_terminal, say_wrapped, write_out
+from .streams import is_terminal, say_wrapped, terminal_width, write_out
 
 
 def _default(name: str) -> Any:
@@ -182,7 +182,8 @@ def _show_sweep(stats: api.StatsResult, sweep: api.Sweep, output_format: str, to
         if output_format == "csv":  # standard output holds the rows alone
             say_wrapped(sweep_text(sweep).strip("\n"))
         else:
-            write_out(sweep_markdown(sweep) if output_format == "markdown" else sweep_text(sweep))
+            write_out(sweep_markdown(sweep) if output_format == "markdown" else
+                      sweep_text(sweep, terminal_width(sys.stdout)))
     for line in sweep.warnings():
         say_wrapped(f"warning: {line}")
 

@@ -34,10 +34,16 @@ def load_line(one: LoadVerdict) -> str:
     return f"load {one.load}: profiled: {profiled}; unprofiled throughput: {unprofiled}"
 
 
-def sweep_text(sweep: Sweep) -> str:
-    """The lines people read, under the verdict's table."""
+def sweep_text(sweep: Sweep, width: int | None = None) -> str:
+    """The lines people read, under the verdict's table (wrapped at a terminal's width)."""
+    import textwrap
+
     head = "each load: its own pair of traces (profiled), and one unprofiled round on each server timed by its answers"
-    return "\n".join(["", head, *("  " + load_line(one) for one in sweep.loads)]) + "\n"
+    lines = [head, *("  " + load_line(one) for one in sweep.loads)]
+    if width:
+        lines = [wrapped for line in lines for wrapped in
+                 textwrap.wrap(line, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)]
+    return "\n".join(["", *lines]) + "\n"
 
 
 def sweep_markdown(sweep: Sweep) -> str:
