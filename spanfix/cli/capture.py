@@ -135,7 +135,7 @@ def capture(url, folder, steps, detailed, stack, load, prompts, max_new_tokens, 
       spanfix capture http://127.0.0.1:30000 -o run/  # your own traffic
       spanfix capture http://127.0.0.1:30000 --load 8 -o pair/ \\
           --twin http://127.0.0.1:30001               # against no speculation
-      spanfix capture http://127.0.0.1:30000 --load 1,4,16 -o sweep/ \
+      spanfix capture http://127.0.0.1:30000 --load 1,4,16 -o sweep/ \\
           --twin http://127.0.0.1:30001               # up to which batch size?
       spanfix capture http://gpu-box:30000 --load 8 -o run/ \\
           --server-dir /shared/traces --read-from s3://bucket/traces
