@@ -193,6 +193,20 @@ def test_compare_reads_the_sweeps_folders(servers, tmp_path):
     assert json.loads(stats.stdout)["speculation"]["verdict"]["batch_sizes"] == list(LOADS)
 
 
+@pytest.mark.parametrize("form", ["markdown", "csv"])
+def test_the_loads_in_markdown_and_csv(servers, tmp_path, form):
+    done, _, _, _ = _sweep(servers, tmp_path, 0.02, "--format", form)
+    assert done.exit_code == 0, done.output
+    if form == "markdown":  # a table under the verdict's
+        rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "x (95%" in line]
+        assert [row.split(" | ")[0] for row in rows] == ["| 1", "| 2", "| 4"]
+        assert all(row.endswith("tokens/s) |") or row.endswith("disagree) |") for row in rows)
+    else:  # standard output keeps the rows alone; the loads are said on standard error
+        assert "unprofiled" not in done.stdout
+        assert [line.split(":")[0] for line in done.stderr.splitlines() if line.startswith("load ")] == \
+            ["load 1", "load 2", "load 4"]
+
+
 def test_a_plain_server_with_load_writes_its_traces_and_exits_0(servers, tmp_path):
     plain = servers(True, 0.01)
     folder = tmp_path / "plain"

@@ -180,7 +180,8 @@ def _show_sweep(stats: api.StatsResult, sweep: api.Sweep, output_format: str, to
     else:
         show(stats, output_format, top)
         if output_format == "csv":  # standard output holds the rows alone
-            say_wrapped(sweep_text(sweep).strip("\n"))
+            for line in sweep_text(sweep).strip("\n").splitlines():
+                say_wrapped(line.strip())
         else:
             write_out(sweep_markdown(sweep) if output_format == "markdown" else
                       sweep_text(sweep, terminal_width(sys.stdout)))
