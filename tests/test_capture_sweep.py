@@ -200,7 +200,7 @@ def test_the_loads_in_markdown_and_csv(servers, tmp_path, form):
     if form == "markdown":  # a table under the verdict's
         rows = [line for line in done.stdout.splitlines() if line.startswith("| ") and "x (95%" in line]
         assert [row.split(" | ")[0] for row in rows] == ["| 1", "| 2", "| 4"]
-        assert all(row.endswith("tokens/s) |") or row.endswith("disagree) |") for row in rows)
+        assert all(row.endswith(("tokens/s) |", "disagree) |")) for row in rows)
     else:  # standard output keeps the rows alone; the loads are said on standard error
         assert "unprofiled" not in done.stdout
         assert [line.split(":")[0] for line in done.stderr.splitlines() if line.startswith("load ")] == \
