@@ -326,7 +326,9 @@ def test_real_sweep_of_ngram_and_its_twin_over_loads_1_2_4(ngram_servers, tmp_pa
     # Every load compared, each with its unprofiled throughput ratio from the answers' own e2e_latency.
     assert [one["load"] for one in document["loads"]] == list(LOADS)
     for one in document["loads"]:
-        assert one["profiled_speedup"] > 0, one
+        # A pair the verdict cannot compare (a busy machine: a speculative iteration faster than a plain one)
+        # has no profiled speedup, and says why.
+        assert (one["profiled_speedup"] or 0) > 0 or "not comparable" in (one["why"] or ""), one
         for side in ("spec", "plain"):
             rate = one["unprofiled"][side]
             assert rate["requests"] == one["load"] and rate["tokens"] == 32 * one["load"] and rate["tokens_per_s"] > 0
