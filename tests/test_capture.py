@@ -694,6 +694,7 @@ def _verdict_args(err: str) -> list[str]:
 
 
 @needs_sglang
+@pytest.mark.xdist_group("sglang")  # one worker starts the two servers (sglang_servers)
 def test_real_capture_writes_everything_and_its_verdict_is_stats(sglang_servers, tmp_path):
     spec = sglang_servers["standalone"]
     folder = tmp_path / "spec"
@@ -723,6 +724,7 @@ def test_real_capture_writes_everything_and_its_verdict_is_stats(sglang_servers,
 
 
 @needs_sglang
+@pytest.mark.xdist_group("sglang")  # one worker starts the two servers (sglang_servers)
 def test_real_twin_gives_the_speedup_of_the_pair(sglang_servers, tmp_path):
     spec, plain = sglang_servers["standalone"], sglang_servers["plain"]
     folder = tmp_path / "pair"
@@ -747,6 +749,7 @@ def test_real_twin_gives_the_speedup_of_the_pair(sglang_servers, tmp_path):
 
 
 @needs_sglang
+@pytest.mark.xdist_group("sglang")  # one worker starts the two servers (sglang_servers)
 def test_real_ctrl_c_leaves_the_server_not_profiling(sglang_servers, tmp_path):
     plain = sglang_servers["plain"]
     process = spanfix_process("capture", plain.url, "-o", tmp_path / "c")  # no load: it waits for traffic

@@ -443,6 +443,7 @@ def cluster(s3, tmp_path_factory):
         started.stop()
 
 
+@pytest.mark.xdist_group("dask")  # one worker starts the cluster (a module's fixture)
 def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3):
     address = cluster.scheduler_address
     pattern = "s3://traces/run/*-TP-*"
@@ -471,6 +472,7 @@ def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3):
                           env=os.environ.copy()).stdout == "True\n"
 
 
+@pytest.mark.xdist_group("dask")  # one worker starts the cluster (a module's fixture)
 def test_a_worker_killed_mid_task_is_one_line_and_the_others_are_processed(cluster, s3, web):
     """The HTTP server holds one input's answer; the worker reading it is killed (SIGKILL) meanwhile."""
     held = Served(FILES["run-TP-1.trace.json"], hold=threading.Event())
