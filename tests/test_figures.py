@@ -329,7 +329,11 @@ def test_a_warning_naming_long_file_names_keeps_its_hint(tmp_path):
 
 
 def test_check_markdown_and_annotations_keep_the_whole_hint(tmp_path):
-    path = write_trace(tmp_path / ("y" * 200 + ".json"), [span("step[EXTEND bs=4 toks=9]", 0, 10)])
+    # A path of 260 characters whatever the temporary folder's length (each pytest-xdist worker's is
+    # longer): long, yet with its rule's name ("no ambiguous step spans [...]") under the 300 shown.
+    path = write_trace(tmp_path / ("y" * (260 - len(f"{tmp_path}/.json")) + ".json"),
+                       [span("step[EXTEND bs=4 toks=9]", 0, 10)])
+    assert len(str(path)) == 260
     markdown = run("check", path, "--format", "markdown").stdout
     annotations = run("check", path, "--format", "json", env={"GITHUB_ACTIONS": "true"}).stderr
     for text in (markdown, annotations):
@@ -384,10 +388,11 @@ def test_an_algorithm_flag_that_contradicts_the_trace_says_so(tmp_path):
 # 10. Layout: check's text at the terminal's width; iteration parts' p50 and p90
 
 
-def test_check_text_wraps_between_words_at_the_terminal_width(tmp_path):
+def test_check_text_wraps_between_words_at_the_terminal_width(tmp_path, monkeypatch):
     from spanfix.api import check
     from spanfix.render.check import check_text
-    report = check([_bare(tmp_path)])
+    monkeypatch.chdir(tmp_path)  # the file's name as given, not a temporary folder's: no word is wider than 80
+    report = check([_bare(tmp_path).name])
     for width in (80, 200):
         text = check_text(report, width)
         lines = text.splitlines()
