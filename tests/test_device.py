@@ -193,7 +193,9 @@ def test_runs_of_items_agree_with_a_scan():
             ends[100:400] = [start + rng.randrange(0, 11) for start in starts[100:400]]
         ranges = Ranges(np, np.array(starts, np.int64), np.array(ends, np.int64))
         runs = []
-        for k in range(1000):
+        # The scans below check each run item by item in Python: at 20,000 items 250 runs cost what 1,000
+        # do at 4,097, and still reach every level of its tables (runs 0, 70, 140, 210 span it all).
+        for k in range(1000 if count <= 4097 else 250):
             lo = 0 if k % 10 == 0 else rng.randrange(count)  # from the first item: the widest runs too
             hi = count if k % 7 == 0 else rng.randrange(lo + 1, count + 1)
             runs.append((lo, hi))
