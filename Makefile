@@ -8,16 +8,23 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test bench fuzz lint fixtures clean
 
+# --no-compile: Python compiles what is imported when it is first imported; compiling every module of
+# every package at install time (most never imported) took a good part of the install.
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile
+
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	$(PIP) -e .
 	touch $(RUNTIME)
 
 # The test tools, and the extras the URL and --scheduler tests need (moto's S3 server, fsspec, Dask):
 # with them every test runs, but those that need Chromium or ../shared/traces (each skip says why).
-$(STAMP): $(RUNTIME)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,test-remote]'
-	touch $(STAMP)
+# One pip run for spanfix and all of these (it installs what $(RUNTIME) has, so it stamps that too):
+# on a fresh clone, a second run's resolving and building cost as much again.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) -e '.[test,test-remote]'
+	touch $(RUNTIME) $(STAMP)
 
 ## Relabel a bundled speculative-decoding fixture and print the summary (installs spanfix alone).
 demo: $(RUNTIME)
@@ -28,9 +35,11 @@ demo: $(RUNTIME)
 	@echo "spanfix is installed in $(VENV): run it as $(BIN)/spanfix, or first: source $(BIN)/activate"
 	@echo "Next: spanfix stats YOUR-TRACE.json.gz, spanfix relabel YOUR-TRACE.json.gz (README.md: Quick start)"
 
-## Install the test dependencies and run the whole suite (-rs: why a test was skipped, e.g. no Chromium).
+## Install the test dependencies and run the whole suite (-rs: why a test was skipped, e.g. no Chromium)
+## on every core (JOBS=0: all in this one process; docs/testing.md says what keeps it under 3 minutes).
+JOBS ?= auto
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -rs
+	$(BIN)/python -m pytest -q -rs -n $(JOBS) --dist loadgroup
 
 ## Speed and memory side by side with the naive scripts (docs/performance.md).
 bench: $(STAMP)

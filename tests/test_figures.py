@@ -535,6 +535,24 @@ def test_make_demo_installs_spanfix_alone(tmp_path):
     assert readme.count("make demo   ") == 1 and readme.count("## Set-up") == 1  # set-up explained once
 
 
+def test_make_test_installs_in_one_pip_run_and_tests_on_every_core(tmp_path):
+    """issue 43: a fresh clone's `make test` installs spanfix and the test tools in one pip run, and runs
+    the suite on every core, in groups that keep each expensive server to one worker (docs/testing.md)."""
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("no make")
+    plan = subprocess.run([make, "-n", "test", f"VENV={tmp_path / 'venv'}"], check=False, cwd=ROOT,
+                          capture_output=True, text=True).stdout.splitlines()
+    installs = [line for line in plan if "pip install" in line]
+    assert len(installs) == 1 and "--no-compile" in installs[0] and "'.[test,test-remote]'" in installs[0], plan
+    [pytest_line] = [line for line in plan if "-m pytest" in line]
+    assert " -n auto --dist loadgroup" in pytest_line
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(need.startswith("pytest-xdist") for need in extras["test"])
+    assert not any(need.startswith("moto[server]") for need in extras["test-remote"])  # every AWS service's packages
+
+
 def test_the_readme_is_read_in_five_minutes():
     """The README is for users (what, why, set-up, quick start, a short section per command, CI): under
     2,500 words; reference details live in docs/ (issue 34)."""
