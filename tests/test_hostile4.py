@@ -14,11 +14,11 @@ import io
 import json
 import os
 import resource
+import select
 import socket
 import subprocess
 import sys
 import threading
-import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -281,8 +281,17 @@ def test_a_named_pipe_as_spec_metrics_says_it_waits_then_reads(tmp_path):
     os.mkfifo(pipe)
     process = subprocess.Popen([*SPANFIX, "stats", str(trace(tmp_path)), "--spec-metrics", str(pipe), "--format", "json"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    said = []
     try:
-        time.sleep(3)
+        # Wait for the line itself, not a guess of how long start-up takes (on a busy machine, more than
+        # seconds): the line is read before anything is written to the pipe.
+        while "waiting for a program to write to this named pipe" not in "".join(said):
+            if not select.select([process.stderr], [], [], 120)[0]:
+                break
+            chunk = os.read(process.stderr.fileno(), 65536)  # unbuffered: select sees all that is unread
+            if not chunk:
+                break
+            said.append(chunk.decode())
         assert process.poll() is None  # waiting, as for a trace's pipe
         with open(pipe, "w") as writer:
             writer.write("[2026-01-01 00:00:00] Decode batch, #running-req: 1, #token: 5, accept len: 2.00, "
@@ -290,8 +299,9 @@ def test_a_named_pipe_as_spec_metrics_says_it_waits_then_reads(tmp_path):
         stdout, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
+    stderr = "".join(said) + stderr
     assert process.returncode == 0, stderr
-    assert "waiting for a program to write to this named pipe" in stderr
+    assert "waiting for a program to write to this named pipe" in "".join(said)
     assert json.loads(stdout)["speculation"]["accept_length"]["value"] == 2.0
 
 
