@@ -100,6 +100,10 @@ def byte_offset(data: bytes | bytearray, start: int, end: int, characters: int) 
 
 
 _TOKEN = re.compile(rb'\s*(?:("(?:[^"\\]|\\.)*")|([\[\]{}:,])|([^\s\[\]{}:,"]+))', re.DOTALL)
+# Inside a value nested in an event (its "args"), or anywhere else that is neither an event object nor
+# the document's top level, only brackets change what is found: whole strings and every other byte
+# up to the next bracket are passed over at once (a string's brackets are its own), 4,096 at a time.
+_NOT_A_BRACKET = re.compile(rb'(?:"(?:[^"\\]|\\.)*"|[^\[\]{}"]){0,4096}', re.DOTALL)
 
 
 def locate_exactly(data: bytes | bytearray, wanted: set[int], form: str) -> list[NameSlot]:
@@ -111,6 +115,12 @@ def locate_exactly(data: bytes | bytearray, wanted: set[int], form: str) -> list
     pos, size = 0, len(data)
     pending_key: bytes | None = None
     while pos < size:
+        if len(stack) >= 2 and not (stack[-2][0] == "[" and stack[-2][2]):
+            # Not an event's own level nor the top: what is skipped here would set keys and pending
+            # keys of this container only, which the next bracket resets or pops.
+            pos = _NOT_A_BRACKET.match(data, pos).end()
+            if pos >= size:
+                break
         match = _TOKEN.match(data, pos)
         if match is None:
             break
