@@ -302,6 +302,7 @@ def _needs_sglang():
 
 
 @_needs_sglang()
+@pytest.mark.xdist_group("sglang")  # the worker that runs test_capture's real servers: one set of servers at a time
 def test_real_sweep_of_ngram_and_its_twin_over_loads_1_2_4(ngram_servers, tmp_path):
     import subprocess
     import sys
