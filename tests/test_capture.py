@@ -17,6 +17,7 @@ tests/test_capture_folder.py's.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import gzip
 import json
 import os
@@ -25,6 +26,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -604,8 +606,8 @@ STANDALONE = ["--speculative-algorithm", "STANDALONE", "--speculative-num-steps"
 
 class RealServer:
     def __init__(self, name: str, extra: list[str], log: Path):
-        self.port = next(port for port in PORTS if _port_free(port) and port not in _TAKEN)
-        _TAKEN.add(port := self.port)
+        self.port, self._port_lock = _claim_port()
+        port = self.port
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
         env = {**os.environ, "SGLANG_USE_CPU_ENGINE": "1"}
@@ -634,10 +636,24 @@ class RealServer:
                 self.process.kill()
                 self.process.wait()
         self._log.close()
-        _TAKEN.discard(self.port)
+        self._port_lock.close()  # the port is free for another test, in this process or another worker
 
 
-_TAKEN: set[int] = set()
+def _claim_port():
+    """A port of PORTS no other server of this suite holds: a lock file per port, held while the server
+    runs, so that two pytest-xdist workers never start servers on one port (a bind check alone races:
+    a server binds its port only after seconds of start-up, and a test could talk to the other's)."""
+    for port in PORTS:
+        lock = open(Path(tempfile.gettempdir()) / f"spanfix-test-sglang-port-{port}.lock", "w")  # noqa: SIM115
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        if _port_free(port):
+            return port, lock
+        lock.close()
+    raise RuntimeError(f"no free port among {PORTS}")
 
 
 def _port_free(port: int) -> bool:
