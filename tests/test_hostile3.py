@@ -77,14 +77,36 @@ def test_report_never_writes_over_an_input_or_its_baseline(tmp_path, monkeypatch
     names = spellings(tmp_path, target)
     opened = os.open(target, os.O_RDONLY)
     names["/proc/self/fd"] = f"/proc/self/fd/{opened}"
-    measured = []
-    monkeypatch.setattr("spanfix.api.measure_all", lambda *a, **k: measured.append(a))  # no work at all
+    measured = watch_the_measuring(monkeypatch)
     try:
         result = run("report", source, "--baseline", base, "-o", names[spelling])
     finally:
         os.close(opened)
     one_line_error(result, f"is the {what}", "never writes over what it reads")
-    assert target.read_bytes() == before and measured == []
+    assert target.read_bytes() == before and measured == []  # refused before any work
+
+
+def watch_the_measuring(monkeypatch) -> list:
+    """Every call of what the report measures its inputs with (runs.measure.measure_all), recorded."""
+    from spanfix.runs import measure
+
+    measured, real = [], measure.measure_all
+
+    def measure_all(*args, **kwargs):
+        measured.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(measure, "measure_all", measure_all)
+    return measured
+
+
+def test_the_watch_on_the_report_sees_its_work(tmp_path, monkeypatch):
+    """The guard above can fail: the same watch records the report's measuring when the output is free."""
+    source, base = trace(tmp_path), trace(tmp_path, "b.json")
+    measured = watch_the_measuring(monkeypatch)
+    result = run("report", source, "--baseline", base, "-o", tmp_path / "page.html")
+    assert result.exit_code == 0, result.output
+    assert len(measured) == 1 and [os.fspath(s) for s in measured[0][0]] == [str(source)]
 
 
 def test_a_spec_metrics_file_is_never_written_over(tmp_path):

@@ -128,11 +128,6 @@ class TrackNames:
     process_names: dict[Hashable, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
     process_labels: dict[Hashable, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
 
-    def names_of(self, track: Track) -> list[str]:
-        pid = track[0]
-        return [*self.thread_names.get(track, ()), *self.process_names.get(pid, ()),
-                *self.process_labels.get(pid, ())]
-
     def process_names_of(self, pid: Hashable) -> list[str]:
         return [*self.process_names.get(pid, ()), *self.process_labels.get(pid, ())]
 

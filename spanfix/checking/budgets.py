@@ -46,10 +46,6 @@ class Budget:
     family: str = "stage"
     bs: int | None = None  # a batch size's figure (speculation.bsN.*), None: the whole inputs'
 
-    @property
-    def is_time(self) -> bool:
-        return self.kind == TIME
-
 
 @dataclass(frozen=True, slots=True)
 class Figure:

@@ -11,7 +11,7 @@ import click
 
 from .._version import __version__
 
-EXIT_CHECK_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 1, 2, 130  # 130: 128 + SIGINT, as shells report Ctrl-C
+EXIT_CHECK_FAILED, EXIT_BAD_INPUT = 1, 2
 EXIT_READER_GONE = 141  # 128 + SIGPIPE: what a shell reports for `cat big | head`
 
 # Each command's module is imported only when that command runs (or help lists it): a relabel
@@ -25,9 +25,10 @@ class LazyGroup(click.Group):
         # The secrets of the URLs given (a password, a presigned URL's signature) are hidden wherever
         # spanfix shows text, a store's messages and click's own included (runtime/redact.py).
         from ..runtime.redact import remember
+        from .cluster import ENVVAR
 
         args = sys.argv[1:] if args is None else list(args)
-        remember(*args, os.environ.get("SPANFIX_SCHEDULER"))
+        remember(*args, os.environ.get(ENVVAR))
         return super().main(args, *pos, **kwargs)
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -103,10 +103,6 @@ class Clock:
         """Durations in nanoseconds (a missing one is 0; None: not a usable number)."""
         return lengths_ns(values, missing=0)
 
-    @property
-    def origin_us(self) -> float:
-        return self.origin_ns / 1000
-
 
 def us(ns: int) -> float:
     """Nanoseconds as microseconds (the division of integers is correctly rounded)."""

@@ -184,10 +184,6 @@ class Events(Sequence):
         self._every: list[Event] | None = None  # every event, where the careful path decoded them all
         self._stamps: list[int | None] | None = None
 
-    @classmethod
-    def all_decoded(cls, events: list[Event]) -> Events:
-        return cls(len(events), dict(enumerate(events)))
-
     def keep_every(self, events: list[Event], stamps: list[int | None] | None) -> None:
         """Keep every event (and, in exact mode, every timestamp's nanoseconds) for callers that ask
         for events not selected: the careful path decoded them all already."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .._version import __version__
 from ..errors import UsageError
@@ -28,7 +27,7 @@ from ..timing import KernelClasses, StatsResult, TraceMeasures
 from .html import render_html
 from .model import build_payload
 
-__all__ = ["Report", "build_report", "render_report"]
+__all__ = ["Report", "build_report"]
 
 
 @dataclass
@@ -91,11 +90,3 @@ def render_payload(measures: Sequence[TraceMeasures], result: StatsResult, *, co
                          baseline_document=baseline_document, errors=errors)
 
 
-def render_report(measures: Sequence[TraceMeasures], result: StatsResult, **kwargs) -> bytes:
-    """The page of measures already taken and their stats (grouped by stage), as bytes of HTML."""
-    return render_html(render_payload(measures, result, **kwargs))
-
-
-def default_output(sources: Sequence[str]) -> str:
-    """report.html in the current folder."""
-    return str(Path("report.html"))

@@ -19,7 +19,7 @@ from .measure import SpeculationMeasures
 
 # A run's settings as SGLang's server arguments name them, and as people read them.
 STEPS, TOPK, DRAFT_TOKENS = "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"
-ALGORITHM, MODEL, GRAPHS = "speculative_algorithm", "model_path", "cuda_graph"
+ALGORITHM, MODEL = "speculative_algorithm", "model_path"
 
 
 @dataclass(frozen=True, slots=True)

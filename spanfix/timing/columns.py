@@ -23,7 +23,7 @@ LAUNCH_SUFFIXES = ("_runtime", "_driver")  # cuda_runtime, cuda_driver (ROCm tra
 UNTIMED = ("device events without a finite end (a timestamp or duration that is not a finite number of "
            "microseconds, a negative duration, or an end beyond 2**63 ns): not used")
 UNTIMED_LAUNCHES = "launches without a finite timestamp (not used)"
-_CAT, _TS, _DUR, _PID, _TID, _NAME, _ARGS = map(operator.attrgetter, ("cat", "ts", "dur", "pid", "tid", "name", "args"))
+_CAT, _TS, _DUR, _PID, _TID, _NAME = map(operator.attrgetter, ("cat", "ts", "dur", "pid", "tid", "name"))
 _NUMBERS = frozenset({int, float})
 _IDS = frozenset({int, str})
 _LAUNCH, _OTHER = 3, 4  # category numbers beyond DEVICE_CATEGORIES

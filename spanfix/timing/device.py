@@ -156,10 +156,6 @@ class DeviceWork:
         earlier = int(reach[lo - 1]) if lo and int(reach[lo - 1]) > start else None
         return ids[lo:hi], earlier
 
-    def category_names(self) -> list[str]:
-        """Per item, its event category (kernel, gpu_memcpy, gpu_memset)."""
-        return [DEVICE_CATEGORIES[code] for code in self.categories.tolist()] if self.categories is not None else []
-
     def warnings(self) -> list[str]:
         return [f"{count} {why}" for why, count in sorted(self.problems.items())]
 
