@@ -580,3 +580,21 @@ def test_a_verdict_without_a_twin_at_its_batch_sizes_names_them(sweep, tmp_path)
     assert slow.verdict.clock == "gpu" and slow.verdict.missing.startswith(
         "the plain twin has no decode iteration at bs 16 (it has bs 4); the plain twin's decode iterations at bs 4 "
         "have no device time")
+
+def test_compare_and_the_twin_take_the_same_plain_means(tmp_path):
+    """Issue 40 item 1: compare's baseline row took the DECODE steps wherever the plain run had no plain
+    decode iteration, while the twin (stats, and compare's own speculative rows) refused it. A stats JSON
+    saved before plain iterations and their basis were kept is such a plain run: both now refuse, alike."""
+    fixtures = ROOT / "fixtures"
+    saved = json.loads(run("stats", fixtures / "eagle-plain.trace.json.gz", "--format", "json").stdout)
+    del saved["speculation"]["basis"], saved["speculation"]["plain_iterations"]  # as an older spanfix wrote it
+    old = tmp_path / "old-plain.json"
+    old.write_text(json.dumps(saved))
+    said = "has no plain decode iteration (a scheduler.run_batch span holding DECODE steps only)"
+    comparison = spanfix.compare([fixtures / "eagle-stock.trace.json.gz"], baseline=old)
+    plain, speculative = comparison.run("old-plain"), comparison.run("eagle-stock")
+    assert plain.why is not None and said in plain.why  # it showed the DECODE steps' 378.2 us as its iteration
+    assert all(row.iteration_us is None for row in plain.rows)
+    assert speculative.rows and all(said in (row.why or "") for row in speculative.rows)
+    stats = spanfix.stats([fixtures / "eagle-stock.trace.json.gz"], baseline=old)
+    assert stats.speculation.verdict.speedup is None and said in stats.speculation.verdict.missing

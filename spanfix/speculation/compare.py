@@ -27,11 +27,18 @@ from ..errors import UsageError
 from ..timing import CPU, GPU, BaselineRead, TraceMeasures
 from .baseline import plain_of
 from .configs import ALGORITHM, DRAFT_TOKENS, MODEL, STEPS, TOPK, RunConfig, graph_words
-from .measure import MODEL_WORK
 from .metrics import AcceptFigure
 from .model import ModelTime
 from .result import NEEDS_ACCEPT as STATS_NEEDS_ACCEPT
-from .result import PlainDecode, SpeculationResult, _iteration_model, _twin, speculation_result
+from .result import (
+    PlainDecode,
+    SpeculationResult,
+    _iteration_model,
+    _twin,
+    no_plain_iteration,
+    plain_means,
+    speculation_result,
+)
 from .speed import Means, SpeedRow, interval_json, ratio
 from .sweep import PLAIN, Sweep, SweepLine, SweepMatch, Unmatched
 from .verdict import CLOCK_WORDS, Verdict, bounding_clock, not_comparable
@@ -454,9 +461,9 @@ def _listed(values: list) -> str:
 
 
 def _plain_means(plain: PlainDecode) -> Means:
-    """The plain decode iterations to compare with (the model's work alone, a DECODE step, where the
-    captures have no scheduler.run_batch span: as result._twin does)."""
-    return plain.steps if plain.basis == MODEL_WORK or not plain.iterations else plain.iterations
+    """A plain run's decode iterations, by the rule the twin uses (result.plain_means): no run's basis
+    to go by, so DECODE steps only where the plain run has no scheduler.run_batch span."""
+    return plain_means(plain)[0]
 
 
 def _plain_clock(means: Means) -> str | None:
@@ -483,7 +490,7 @@ def _baseline_run(baseline: PlainRun, sources: list[str]) -> ComparedRun:
         return compared
     sizes = _sizes(plain)
     if not sizes or clock is None:
-        compared.why = f"the plain run {baseline.name} has no plain decode iteration (no DECODE step)"
+        compared.why = no_plain_iteration(plain, f"the plain run {baseline.name}")
         compared.rows = [ComparedRow(None, clock, why=compared.why)]
         return compared
     for bs in sizes:

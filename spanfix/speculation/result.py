@@ -327,19 +327,34 @@ def _twin(baseline: PlainDecode | None, run: Run, notes: list[str]
     if basis is not None and baseline.basis is not None and basis != baseline.basis:
         return None, (f"the decode iterations are not measured alike: "
                       f"{_basis_words(basis)} here, {_basis_words(baseline.basis)} in the plain twin")
-    iterations, durations = baseline.iterations, baseline.durations
-    if basis == MODEL_WORK or (not iterations and baseline.basis == MODEL_WORK):
-        # no run_batch on either side: the model's work alone, a DECODE step
-        iterations, durations = baseline.steps, baseline.step_durations
+    iterations, durations = plain_means(baseline, basis)
+    if on_steps(baseline, basis):
         notes.append("no scheduler.run_batch spans (SGLang before mid-2026): iterations are the model's work alone on "
                      "both sides (draft to draft_extend; the plain DECODE step), scheduling left out")
     if not iterations:
-        if not baseline.steps:
-            return None, f"the baseline {baseline.source} has no plain decode iteration (no DECODE step)"
-        return None, (f"the baseline {baseline.source} has no plain decode iteration (a scheduler.run_batch span "
-                      "holding DECODE steps only)" + ("; its stats JSON was saved by an older spanfix: save it again"
-                                                       if baseline.basis is None else ""))
+        return None, no_plain_iteration(baseline, f"the baseline {baseline.source}")
     return (plain_samples(durations, iterations), baseline.steps), None
+
+
+def on_steps(plain: PlainDecode, basis: str | None = None) -> bool:
+    """Is a plain run's decode iteration its DECODE step (the model's work alone)? Where the run compared
+    with has no scheduler.run_batch span (basis MODEL_WORK), or, with no run's basis to go by, where the
+    plain run has none either and so no plain decode iteration: the one rule for the twin and compare."""
+    return basis == MODEL_WORK or (basis is None and not plain.iterations and plain.basis == MODEL_WORK)
+
+
+def plain_means(plain: PlainDecode, basis: str | None = None) -> tuple[Means, dict]:
+    """The plain means a run (whose decode iterations are measured on `basis`) compares with, and the
+    durations behind them: the plain decode iterations, or the DECODE steps where on_steps says so."""
+    return (plain.steps, plain.step_durations) if on_steps(plain, basis) else (plain.iterations, plain.durations)
+
+
+def no_plain_iteration(plain: PlainDecode, named: str) -> str:
+    """Why a plain run has no decode iteration to compare with."""
+    if not plain.steps:
+        return f"{named} has no plain decode iteration (no DECODE step)"
+    return (f"{named} has no plain decode iteration (a scheduler.run_batch span holding DECODE steps only)"
+            + ("; its stats JSON was saved by an older spanfix: save it again" if plain.basis is None else ""))
 
 
 def _basis_words(basis: str) -> str:
