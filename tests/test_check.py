@@ -490,3 +490,28 @@ def test_batch_size_and_interval_budgets_that_do_not_parse_say_why(budget, messa
         parse_budget(budget)
     assert message in str(found.value)
     assert parse_budget("speculation.gpu.bs8.speedup_low>=1").bs == 8 == parse_budget("speculation.bs8.gpu.speedup>=1").bs
+
+
+def test_stats_check_and_the_report_take_one_plain_twin(tmp_path):
+    """Issue 40 item 1: whether the baseline is the inputs' plain twin was decided twice. A stats result
+    saved before run profiles were kept: stats found no twin (its baseline column compared the speculative
+    inputs' means with plain decoding's), while check called it a twin and left every regression rule out.
+    Now one predicate (runs/baseline.py::plain_twin) decides for stats, check and the report alike."""
+    from conftest import FIXTURES
+
+    saved = json.loads(run("stats", FIXTURES / "eagle-plain.trace.json.gz", "--format", "json").stdout)
+    del saved["profile"]  # as a spanfix before profiles wrote it
+    old = tmp_path / "old-plain.json"
+    old.write_text(json.dumps(saved))
+    spec = FIXTURES / "eagle-stock.trace.json.gz"
+    stats = json.loads(run("stats", spec, "--baseline", old, "--format", "json").stdout)
+    assert stats["baseline_is_plain_twin"] is True
+    assert stats["speculation"]["baseline"] is not None  # the twin the speedup is measured against
+    check = run("check", spec, "--baseline", old, "--max-regression", "5", "--format", "json")
+    document = json.loads(check.stdout)
+    assert document["rules"] and all(rule["kind"] != "regression" for rule in document["rules"])
+    assert any("no regression rule compares these speculative inputs with it" in n for n in document["stats"]["notes"])
+    from spanfix.report import build_report
+
+    report = build_report([spec], baseline=str(old))
+    assert report.payload is not None and report.result.plain_twin is True

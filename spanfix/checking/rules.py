@@ -30,7 +30,7 @@ from ..read.reader import ReadTrace, TraceError
 from ..relabelling.plan import plan
 from ..render.escape import clip
 from ..runs.measure import COLLECT, Each, Runs, one_by_one
-from ..speculation import SpeculationResult, measure_speculation
+from ..speculation import measure_speculation
 from ..timing import (
     GPU,
     Baseline,
@@ -173,8 +173,7 @@ def run_check(sources: Iterable[str], options: Options | RelabelOptions, check: 
     measures, copies = counted_once(measures)
     stats = runs.add(measures, repeated=repeated + copies).stats(("stage",))
     if baseline is not None:
-        twin = stats.speculation.baseline if isinstance(stats.speculation, SpeculationResult) else None
-        if twin is not None and twin.plain:
+        if stats.plain_twin:  # runs/baseline.py::plain_twin, as stats' baseline column and the report take it
             # The same server without speculation: the speedup's baseline. Its means are another kind
             # of run's (DECODE steps, no VERIFY nor iteration): no regression rule compares with them.
             stats.notes.append(f"baseline {runs.read.source} runs without speculative decoding: it serves the "

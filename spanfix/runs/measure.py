@@ -4,7 +4,6 @@ report all measure this way (api, checking and report import it; it imports none
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -12,11 +11,10 @@ from typing import Any
 
 from ..attribution.analyse import RelabelOptions
 from ..errors import SpanfixError, TraceError, UsageError, out_of_memory
-from ..options import Options, checked_path, checked_paths
+from ..options import Options, checked_paths
 from ..speculation import (
     AcceptFigure,
     MetricsError,
-    PlainDecode,
     SpeculationResult,
     measure_speculation,
     plain_of,
@@ -26,8 +24,9 @@ from ..speculation import (
 )
 from ..speculation import stated as stated_accept_length
 from ..speculation.matching import figures_for
-from ..timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, compare, measure_file, read_baseline
+from ..timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, measure_file
 from ..timing.once import counted_once, same_files
+from .baseline import Baselines, baseline_names, baseline_read, compared, plain_twin, swapped_baseline
 
 # Runs function(*job) for every job and yields (input, result) in input order; the CLI passes one
 # that uses processes and reports progress. The default runs them one by one, here.
@@ -57,65 +56,6 @@ def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
     return figures
 
 
-Baselines = str | os.PathLike[str] | StatsResult | Sequence[str | os.PathLike[str]] | None
-
-
-def plain_baseline(baseline: Baselines, options: Options) -> PlainDecode | None:
-    """A plain-decode baseline from traces, a saved stats result or a StatsResult (TraceError if unusable)."""
-    read = baseline_read(baseline, options)
-    return None if read is None else plain_of(read)
-
-
-def baseline_names(baseline: Baselines) -> list[str]:
-    """The baselines as named: one, or several (each a trace, a quoted glob of them, expanded here as
-    a shell would, or a run's folder, its traces as compare reads a RUN's: sources/layout.py; a URL's
-    on its store). TraceError for a pattern that matches nothing, a folder that holds no trace."""
-    if baseline is None or isinstance(baseline, StatsResult):
-        return []
-    names = [checked_path(baseline, "baseline")] if isinstance(baseline, (str, os.PathLike)) else \
-        [checked_path(name, "baseline") for name in checked_paths(baseline, "baseline")]
-    from ..sources import expand, is_folder, is_url
-    from ..sources.layout import JSON_ENDINGS, resolve_run
-
-    found: list[str] = []
-    for name in names:
-        if not name.endswith(JSON_ENDINGS) and name != "-" and is_folder(name):  # a run's folder
-            run = resolve_run(name)
-            if run.problem:
-                raise TraceError(run.problem)
-            found += run.sources
-            continue
-        if not is_url(name) and not os.path.exists(name) and any(c in name for c in "*?["):
-            matches = sorted(path for path in glob.glob(name) if os.path.isfile(path))
-            if not matches:
-                raise TraceError(f"{name}: no file matches this pattern")
-            found += matches
-            continue
-        expanded = expand([name])
-        if expanded.unmatched:
-            raise TraceError(expanded.unmatched[0][1])
-        found += expanded.names
-    return list(dict.fromkeys(found))
-
-
-def baseline_read(baseline: Baselines, options: Options | RelabelOptions) -> BaselineRead | None:
-    """The baseline read and measured once: timing's comparison and the speculation's plain twin both
-    come from it (TraceError when one is neither a trace nor a saved result). Several baselines are read
-    each once and taken together as one twin (traces only: a saved result stands alone)."""
-    if baseline is None:
-        return None
-    if isinstance(baseline, StatsResult):
-        return BaselineRead("<StatsResult>", document=baseline.to_json())
-    return read_baselines(baseline_names(baseline), _relabel(options))
-
-
-def read_baselines(names: Sequence[str], options: RelabelOptions) -> BaselineRead | None:
-    """Baselines named already (baseline_names), each read and measured once, taken together."""
-    if not names:
-        return None
-    return BaselineRead.together([read_baseline(name, options, then=measure_speculation) for name in names])
-
-
 def speculation_over(measures: list[TraceMeasures], figures: list[AcceptFigure],
                      read: BaselineRead | None, errors: list[str] | None = None) -> SpeculationResult:
     """The speculation figures of the inputs against the baseline read. A --spec-metrics file whose
@@ -131,31 +71,6 @@ def speculation_over(measures: list[TraceMeasures], figures: list[AcceptFigure],
     result = speculation_result(measures, matched.figures, plain, errors=errors)
     result.notes[:0] = matched.notes
     return result
-
-
-def swapped_baseline(measures: list[TraceMeasures], read: BaselineRead | None) -> str | None:
-    """What to say when the inputs run without speculative decoding and their baseline with it: the run
-    and its plain twin given the wrong way round (the speedup is the speculative capture's, over the
-    plain one given as --baseline). None otherwise."""
-    if read is None or not measures or any(getattr(m.speculation, "speculative", False) for m in measures):
-        return None
-    if read.measures is not None:
-        speculative = [m for m in read.every if getattr(m.speculation, "speculative", False)]
-        if not speculative:
-            return None
-        what = " / ".join(dict.fromkeys(m.speculation.algorithm for m in speculative))
-    else:
-        section = (read.document or {}).get("speculation")
-        if not isinstance(section, dict) or section.get("speculative") is not True:
-            return None
-        what = " / ".join(map(str, section.get("algorithms") or ["speculative decoding"]))
-    return (f"the baseline {read.source} runs speculative decoding ({what}) and these inputs do not: run and "
-            "baseline swapped? The speedup is a speculative capture's over its plain twin: give the speculative "
-            "capture as the input, and the plain one as --baseline")
-
-
-def compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:
-    return result if read is None else compare(result, read.timing(result.by))
 
 
 def _relabel(options: Options | RelabelOptions) -> RelabelOptions:
@@ -295,6 +210,7 @@ class Runs:
         except TraceError as exc:  # a saved result grouped by other keys
             self._problem(exc, baseline=True)
         result.speculation = self.speculation()
+        result.plain_twin = plain_twin(result, self.read)
         swapped = swapped_baseline(self.measures, self.read)
         if swapped:
             result.warnings.append(swapped)

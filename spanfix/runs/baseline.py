@@ -1,0 +1,107 @@
+"""The baseline, named, read and measured once for every comparison made with it: timing's means
+(timing/baseline.py compares), the speculation's plain twin (speculation/baseline.py takes its part of
+the same read), and whether it is the inputs' plain twin at all, decided once here (plain_twin) for
+stats, check and the report."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+
+from ..attribution.analyse import RelabelOptions
+from ..errors import TraceError
+from ..options import Options, checked_path, checked_paths
+from ..speculation import SpeculationResult, measure_speculation
+from ..timing import BaselineRead, StatsResult, TraceMeasures, compare, read_baseline
+
+Baselines = str | os.PathLike[str] | StatsResult | Sequence[str | os.PathLike[str]] | None
+
+
+def baseline_names(baseline: Baselines) -> list[str]:
+    """The baselines as named: one, or several (each a trace, a quoted glob of them, expanded here as
+    a shell would, or a run's folder, its traces as compare reads a RUN's: sources/layout.py; a URL's
+    on its store). TraceError for a pattern that matches nothing, a folder that holds no trace."""
+    if baseline is None or isinstance(baseline, StatsResult):
+        return []
+    names = [checked_path(baseline, "baseline")] if isinstance(baseline, (str, os.PathLike)) else \
+        [checked_path(name, "baseline") for name in checked_paths(baseline, "baseline")]
+    from ..sources import expand, is_folder, is_url
+    from ..sources.layout import JSON_ENDINGS, resolve_run
+
+    found: list[str] = []
+    for name in names:
+        if not name.endswith(JSON_ENDINGS) and name != "-" and is_folder(name):  # a run's folder
+            run = resolve_run(name)
+            if run.problem:
+                raise TraceError(run.problem)
+            found += run.sources
+            continue
+        if not is_url(name) and not os.path.exists(name) and any(c in name for c in "*?["):
+            matches = sorted(path for path in glob.glob(name) if os.path.isfile(path))
+            if not matches:
+                raise TraceError(f"{name}: no file matches this pattern")
+            found += matches
+            continue
+        expanded = expand([name])
+        if expanded.unmatched:
+            raise TraceError(expanded.unmatched[0][1])
+        found += expanded.names
+    return list(dict.fromkeys(found))
+
+
+def baseline_read(baseline: Baselines, options: Options | RelabelOptions) -> BaselineRead | None:
+    """The baseline read and measured once: timing's comparison and the speculation's plain twin both
+    come from it (TraceError when one is neither a trace nor a saved result). Several baselines are read
+    each once and taken together as one twin (traces only: a saved result stands alone)."""
+    if baseline is None:
+        return None
+    if isinstance(baseline, StatsResult):
+        return BaselineRead("<StatsResult>", document=baseline.to_json())
+    return read_baselines(baseline_names(baseline), options.relabel_options() if isinstance(options, Options) else options)
+
+
+def read_baselines(names: Sequence[str], options: RelabelOptions) -> BaselineRead | None:
+    """Baselines named already (baseline_names), each read and measured once, taken together."""
+    if not names:
+        return None
+    return BaselineRead.together([read_baseline(name, options, then=measure_speculation) for name in names])
+
+
+def swapped_baseline(measures: list[TraceMeasures], read: BaselineRead | None) -> str | None:
+    """What to say when the inputs run without speculative decoding and their baseline with it: the run
+    and its plain twin given the wrong way round (the speedup is the speculative capture's, over the
+    plain one given as --baseline). None otherwise."""
+    if read is None or not measures or any(getattr(m.speculation, "speculative", False) for m in measures):
+        return None
+    if read.measures is not None:
+        speculative = [m for m in read.every if getattr(m.speculation, "speculative", False)]
+        if not speculative:
+            return None
+        what = " / ".join(dict.fromkeys(m.speculation.algorithm for m in speculative))
+    else:
+        section = (read.document or {}).get("speculation")
+        if not isinstance(section, dict) or section.get("speculative") is not True:
+            return None
+        what = " / ".join(map(str, section.get("algorithms") or ["speculative decoding"]))
+    return (f"the baseline {read.source} runs speculative decoding ({what}) and these inputs do not: run and "
+            "baseline swapped? The speedup is a speculative capture's over its plain twin: give the speculative "
+            "capture as the input, and the plain one as --baseline")
+
+
+def compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:
+    return result if read is None else compare(result, read.timing(result.by))
+
+
+def plain_twin(result: StatsResult, read: BaselineRead | None) -> bool:
+    """Is the baseline a capture without speculation of speculative inputs (their plain twin, which serves
+    the speedup, not the regression rules)? The one answer stats' baseline column, the report's tables
+    and check's regression rules all follow. By the run profiles (timing/profile.py::is_plain_twin) where
+    the baseline has one; a result saved before profiles by what its speculation figures say of it."""
+    if read is None or not result.baseline:
+        return False
+    if read.measures is not None or isinstance((read.document or {}).get("profile"), dict):
+        return result.plain_twin  # timing.baseline.compare, from both profiles
+    section = (read.document or {}).get("speculation")
+    speculative = isinstance(result.speculation, SpeculationResult) and result.speculation.speculative
+    return speculative and isinstance(section, dict) and section.get("speculative") is False
