@@ -354,7 +354,7 @@ def test_a_baseline_is_read_once(tmp_path, monkeypatch, kind, command):
     calls = []
     original = reader.read_document_bytes
     monkeypatch.setattr(reader, "read_document_bytes", lambda path, **k: calls.append(path) or original(path, **k))
-    from spanfix.timing import baseline as module
+    from spanfix.runs import baseline as module
     monkeypatch.setattr(module, "read_document_bytes", reader.read_document_bytes)
     extra = ["-o", str(tmp_path / "r.html")] if command == "report" else []
     result = run(command, source, "--baseline", base, "-j", "1", *extra)

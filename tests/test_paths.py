@@ -8,6 +8,7 @@ ways here, and must come out byte for byte the same.
 """
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,20 @@ def test_relabelling_module_reads_one_way_only(monkeypatch, tmp_path):
     read_in_parts(monkeypatch)
     relabel_file(str(source), str(tmp_path / "o.json"), RelabelOptions())
     assert careful == []
+
+
+def test_one_input_is_one_input_however_it_is_spelled_a_url_too(tmp_path):
+    """Issue 40 item 2: the same input had three notions; same_files (timing/once.py) saw a local file by
+    its device and inode only, so s3a://b/k and s3://b/k were read and counted as two inputs while the
+    overwrite check (names.place_key) knew them as one. It now lives beside Reads and knows both."""
+    from spanfix.sources.overwrite import same_files
+
+    trace = tmp_path / "t.json"
+    trace.write_text("[]")
+    os.symlink(trace, tmp_path / "link.json")
+    given = ["s3://b/run/k.json", "s3a://B//run/k.json", str(trace), str(tmp_path / "link.json"),
+             "s3://b/run/other.json", "-"]
+    kept, said = same_files(given)
+    assert kept == ["s3://b/run/k.json", str(trace), "s3://b/run/other.json", "-"]
+    assert said == ["s3a://B//run/k.json: the same file as s3://b/run/k.json, given twice: counted once",
+                    f"{tmp_path / 'link.json'}: the same file as {trace}, given twice: counted once"]

@@ -199,6 +199,17 @@ def test_an_output_that_is_its_input_is_refused_however_the_url_is_spelled(s3):
     assert store().cat("traces/run/run-TP-1.trace.json") == before
 
 
+def test_one_object_given_under_two_spellings_is_read_and_counted_once(s3):
+    """Issue 40 item 2: s3a://TRACES//k is s3://traces/k, for counting inputs as for the overwrite check."""
+    once = json.loads(run("stats", "s3://traces/run/run-TP-1.trace.json", "--format", "json", "-j", "1").stdout)
+    twice = json.loads(run("stats", "s3://traces/run/run-TP-1.trace.json", "s3a://TRACES//run/run-TP-1.trace.json",
+                           "--format", "json", "-j", "1").stdout)
+    assert twice["inputs"] == once["inputs"] == ["s3://traces/run/run-TP-1.trace.json"]
+    assert twice["stages"] == once["stages"]
+    assert ("s3a://TRACES//run/run-TP-1.trace.json: the same file as s3://traces/run/run-TP-1.trace.json, given "
+            "twice: counted once") in twice["warnings"]
+
+
 def test_report_and_baseline_from_the_store(s3, local):
     stats_json = run("stats", *local_names(local), "--format", "json", "-j", "1").stdout
     store().pipe("out/baseline/stats.json", stats_json.encode())

@@ -553,7 +553,7 @@ def test_a_plain_decode_baseline_serves_the_speedup_not_regressions(tmp_path):
 def test_a_baseline_is_read_and_measured_once(tmp_path, monkeypatch):
     """stats, Trace.stats, check and report compare with a baseline twice (timing's means, the
     speculation's plain DECODE steps): both come from one read and one measuring of it."""
-    import spanfix.timing.baseline as baseline_module
+    import spanfix.runs.baseline as baseline_module
     from spanfix.attribution import analyse
 
     spec = _spec("eagle", True)

@@ -17,11 +17,11 @@ from spanfix.attribution.naming import parse_step_name
 from spanfix.cli import main
 from spanfix.render.cells import share_bar
 from spanfix.render.stats import stats_csv, stats_markdown, stats_table
+from spanfix.runs.baseline import load_baseline
 from spanfix.timing import (
     PARTS,
     aggregate,
     compare,
-    load_baseline,
     measure_files,
     nearest_rank,
     rank_from_file_name,

@@ -30,6 +30,7 @@ from ..read.reader import ReadTrace, TraceError
 from ..relabelling.plan import plan
 from ..render.escape import clip
 from ..runs.measure import COLLECT, Each, Runs, one_by_one
+from ..sources.overwrite import same_files
 from ..speculation import measure_speculation
 from ..timing import (
     GPU,
@@ -41,7 +42,7 @@ from ..timing import (
     measure,
 )
 from ..timing.device import device_reducer
-from ..timing.once import counted_once, same_files
+from ..timing.once import counted_once
 from ..timing.profile import comparable
 from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, figure_text
 from .defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 import glob
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-from ..attribution.analyse import RelabelOptions
+import orjson
+
+from ..attribution.analyse import RelabelOptions, analysed
 from ..errors import TraceError
 from ..options import Options, checked_path, checked_paths
+from ..read.document import read_document_bytes
 from ..speculation import SpeculationResult, measure_speculation
-from ..timing import BaselineRead, StatsResult, TraceMeasures, compare, read_baseline
+from ..timing import Baseline, BaselineRead, StatsResult, TraceMeasures, compare, measure, validate_saved
+from ..timing.device import device_reducer
+from ..timing.measure import Then
 
 Baselines = str | os.PathLike[str] | StatsResult | Sequence[str | os.PathLike[str]] | None
 
@@ -91,6 +96,37 @@ def swapped_baseline(measures: list[TraceMeasures], read: BaselineRead | None) -
 
 def compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:
     return result if read is None else compare(result, read.timing(result.by))
+
+
+def read_baseline(source: str, options: RelabelOptions, *, then: Then | None = None,
+                  device: bool | None = None) -> BaselineRead:
+    """A baseline trace measured like the inputs (then, device: as measure's), or a saved `spanfix stats
+    --format json` result, checked field by field to be one. Raises TraceError when it is neither.
+    Its bytes are read once, within max_bytes as every input's are (gzip inflation bounded, a device
+    such as /dev/zero refused by its first bytes), and looked at as a trace, then as a saved result."""
+    document = read_document_bytes(source, max_bytes=options.max_bytes)
+    try:
+        trace, index, attribution, warnings = analysed(source, options, device_reducer(device), document=document)
+        return BaselineRead(source, measures=measure(trace, index, attribution, warnings, device=device, then=then))
+    except TraceError:
+        saved = _saved_result(document[0])
+        if saved is None:
+            raise
+        validate_saved(saved, source)
+        return BaselineRead(source, document=saved)
+
+
+def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Baseline:
+    """A baseline from a trace (measured like the inputs) or from a saved `spanfix stats --format json`."""
+    return read_baseline(source, options).timing(by)
+
+
+def _saved_result(data: bytes | bytearray) -> dict | None:
+    try:
+        document = orjson.loads(memoryview(data))
+    except orjson.JSONDecodeError:
+        return None
+    return document if isinstance(document, dict) and isinstance(document.get("stages"), list) else None
 
 
 def plain_twin(result: StatsResult, read: BaselineRead | None) -> bool:

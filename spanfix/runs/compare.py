@@ -24,8 +24,9 @@ from ..speculation import AcceptFigure, NoAcceptLength, PlainDecode, measure_spe
 from ..speculation.compare import Comparison, PlainRun, RunInput, as_baseline, compare_runs
 from ..speculation.matching import figures_for
 from ..speculation.sweep import Sweep, read_sweep
-from ..timing import BaselineRead, TraceMeasures, read_baseline
+from ..timing import BaselineRead, TraceMeasures
 from ..timing.once import counted_once
+from .baseline import read_baseline
 from .measure import Each, accept_figures, measure_path, one_by_one
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from ..attribution.analyse import RelabelOptions
 from ..errors import SpanfixError, TraceError, UsageError, out_of_memory
 from ..options import Options, checked_paths
+from ..sources.overwrite import same_files
 from ..speculation import (
     AcceptFigure,
     MetricsError,
@@ -25,7 +26,7 @@ from ..speculation import (
 from ..speculation import stated as stated_accept_length
 from ..speculation.matching import figures_for
 from ..timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, measure_file
-from ..timing.once import counted_once, same_files
+from ..timing.once import counted_once
 from .baseline import Baselines, baseline_names, baseline_read, compared, plain_twin, swapped_baseline
 
 # Runs function(*job) for every job and yields (input, result) in input order; the CLI passes one

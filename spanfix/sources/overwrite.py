@@ -19,11 +19,11 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import OutputError
-from .names import is_url, local_path
+from .names import is_url, local_path, place_key
 
 STDIN = "-"
 STDOUT = "-"  # as an output
@@ -146,3 +146,33 @@ def refuse_overwrite(target: str, read: Reads, *, hint: str = "choose another ou
 
 
 __all__ = ["BESIDE", "STDIN", "STDOUT", "Reads", "add_beside", "is_standard_input", "reads", "refuse_overwrite"]
+
+
+def same_files(sources: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The inputs with each file once, whatever its spelling, and a warning per input left out: a local
+    file by its device and inode (as Reads knows a file), a URL by its store and key (names.place_key:
+    s3a://b/k is s3://b/k). What cannot be looked at (missing, standard input, a pipe) is kept: reading
+    it says what it is."""
+    seen: dict[Hashable, str] = {}
+    kept, warnings = [], []
+    for source in sources:
+        key = _file_key(source)
+        if key is None:
+            kept.append(source)
+            continue
+        if key in seen:
+            warnings.append(f"{source}: the same file as {seen[key]}, given twice: counted once")
+            continue
+        seen[key] = source
+        kept.append(source)
+    return kept, warnings
+
+
+def _file_key(source: str) -> Hashable | None:
+    if is_url(source):
+        return ("url", place_key(source))
+    try:
+        info = os.stat(source) if source != STDIN else None
+    except (OSError, ValueError):
+        return None
+    return (info.st_dev, info.st_ino) if info is not None and stat.S_ISREG(info.st_mode) else None

@@ -17,7 +17,7 @@ from .result import PlainDecode
 
 
 def plain_of(read: BaselineRead) -> PlainDecode:
-    """The plain decode figures of a baseline read once (timing.read_baseline, measured with
+    """The plain decode figures of a baseline read once (runs.baseline.read_baseline, measured with
     measure_speculation as its `then`), whose timing means come from the same read."""
     if read.measures is None:
         return plain_from_json(read.document or {}, read.source)

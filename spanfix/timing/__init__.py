@@ -24,7 +24,7 @@ into rows, baseline.py compares them with an earlier result. Definitions, also i
 """
 
 from ..attribution.ranks import rank_from_file_name, rank_from_pid
-from .baseline import Baseline, BaselineRead, baseline_from_json, compare, load_baseline, read_baseline
+from .baseline import Baseline, BaselineRead, baseline_from_json, compare, validate_saved
 from .device import DEVICE_CATEGORIES, DeviceReducer, DeviceWork, device_work, union_length
 from .iterations import DEVICE_PARTS, DRAFT_WORK, PARTS, Iteration, decode_iterations
 from .kernels import SGLANG_CLASSES, CategoryError, KernelClasses, KernelTally, short_kernel_name
@@ -92,16 +92,15 @@ __all__ = [
     "device_work",
     "format_us",
     "group_keys",
-    "load_baseline",
     "measure",
     "measure_file",
     "measure_files",
     "nearest_rank",
     "rank_from_file_name",
     "rank_from_pid",
-    "read_baseline",
     "short_kernel_name",
     "stage_of",
     "summarize",
     "union_length",
+    "validate_saved",
 ]

@@ -12,11 +12,8 @@ from pathlib import Path
 
 import orjson
 
-from ..attribution.analyse import RelabelOptions, analysed
 from ..errors import TraceError, UsageError
-from ..read.document import read_document_bytes
-from .device import device_reducer
-from .measure import Then, TraceMeasures, measure
+from .measure import TraceMeasures
 from .numbers import us
 from .profile import RunProfile, differences, is_plain_twin
 from .table import CLOCKS, CPU, GPU, ITERATION_KEYS, Change, StatsResult, aggregate, group_keys
@@ -83,37 +80,6 @@ class BaselineRead:
                              "baselines are traces (measured together as one plain twin)")
         return cls(", ".join(read.source for read in reads), reads[0].measures,
                    others=tuple(m for read in reads for m in read.every[1 if read is reads[0] else 0:]))
-
-
-def read_baseline(source: str, options: RelabelOptions, *, then: Then | None = None,
-                  device: bool | None = None) -> BaselineRead:
-    """A baseline trace measured like the inputs (then, device: as measure's), or a saved `spanfix stats
-    --format json` result, checked field by field to be one. Raises TraceError when it is neither.
-    Its bytes are read once, within max_bytes as every input's are (gzip inflation bounded, a device
-    such as /dev/zero refused by its first bytes), and looked at as a trace, then as a saved result."""
-    document = read_document_bytes(source, max_bytes=options.max_bytes)
-    try:
-        trace, index, attribution, warnings = analysed(source, options, device_reducer(device), document=document)
-        return BaselineRead(source, measures=measure(trace, index, attribution, warnings, device=device, then=then))
-    except TraceError:
-        saved = _saved_result(document[0])
-        if saved is None:
-            raise
-        validate_saved(saved, source)
-        return BaselineRead(source, document=saved)
-
-
-def load_baseline(source: str, options: RelabelOptions, by: Iterable[str]) -> Baseline:
-    """A baseline from a trace (measured like the inputs) or from a saved `spanfix stats --format json`."""
-    return read_baseline(source, options).timing(by)
-
-
-def _saved_result(data: bytes | bytearray) -> dict | None:
-    try:
-        document = orjson.loads(memoryview(data))
-    except orjson.JSONDecodeError:
-        return None
-    return document if isinstance(document, dict) and isinstance(document.get("stages"), list) else None
 
 
 def validate_saved(document: dict, source: str) -> None:

@@ -4,14 +4,13 @@
 twice. Both are found without reading anything twice: a file by its device and inode (a symlink, a
 hard link, `./a` and `a` alike) before any input is read, and a copy by a fingerprint of what reading
 kept anyway (the step spans' times and tracks and the number of events, which relabelling leaves
-alone). The first input given is kept; each one left out is named in a warning.
+alone). The first input given is kept; each one left out is named in a warning. The same file is
+found by sources/overwrite.py::same_files, beside the check that an output is no input.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
 from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -19,31 +18,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..attribution.index import TraceIndex
     from .rows import TraceMeasures
-
-STDIN = "-"
-
-
-def same_files(sources: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The inputs with each file once, whatever its spelling, and a warning per input left out. What
-    cannot be looked at (missing, standard input, a pipe) is kept: reading it says what it is."""
-    seen: dict[tuple[int, int], str] = {}
-    kept, warnings = [], []
-    for source in sources:
-        try:
-            info = os.stat(source) if source != STDIN else None
-        except (OSError, ValueError):
-            info = None
-        if info is None or not stat.S_ISREG(info.st_mode):
-            kept.append(source)
-            continue
-        key = (info.st_dev, info.st_ino)
-        if key in seen:
-            warnings.append(f"{source}: the same file as {seen[key]}, given twice: counted once")
-            continue
-        seen[key] = source
-        kept.append(source)
-    return kept, warnings
-
 
 def fingerprint(index: TraceIndex, events: int) -> str | None:
     """What makes two traces the same capture: their step spans at the same times on the same tracks,
