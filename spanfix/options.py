@@ -13,8 +13,8 @@ from .attribution.analyse import RelabelOptions
 from .attribution.attribute import DraftRules
 from .attribution.patterns import UserPattern
 from .errors import UsageError
-from .render.escape import printable
 from .runtime.redact import remember
+from .text import printable
 
 # A --max-bytes larger than any machine holds is no limit a read can count to (it overflowed there).
 MAX_BYTES = 2**60

@@ -475,7 +475,7 @@ def run_api(rng: random.Random, data: bytes, folder: Path) -> str:
     """The Python API on the case's bytes: open, every method, relabel to a file, close; each ends in
     a result whose JSON is RFC 8259, or in a SpanfixError of one line."""
     import spanfix
-    from spanfix.render.escape import dumps
+    from spanfix.text import dumps
 
     WORK.append("api")
 

@@ -276,12 +276,12 @@ def test_the_api_guide_runs_as_written():
 
 def test_the_commands_use_the_api_and_nothing_else_of_the_library():
     """One path: cli/ reaches the library through spanfix.api only; beside it, the renderers and the
-    process-level pieces (errors, runtime/: progress, memory limits, notices, how a child process
+    process-level pieces (errors, safe text (text.py), runtime/: progress, memory limits, notices, how a child process
     is started; sources/: the names of places a path or URL gives, standard output; where the
     per-file work runs: runs/tasks.py)."""
     import ast
 
-    allowed = {"api", "errors", "runtime", "render", "sources", "runs.tasks", "_version"}
+    allowed = {"api", "errors", "text", "runtime", "render", "sources", "runs.tasks", "_version"}
     cli = Path(spanfix.__file__).parent / "cli"
     used = {}
     for path in sorted(cli.glob("*.py")):

@@ -41,7 +41,7 @@ from spanfix.sources import output
 
 
 def printable(text: str) -> str:
-    from spanfix.render.escape import printable
+    from spanfix.text import printable
     return printable(text)
 
 SPANFIX = [sys.executable, "-m", "spanfix"]

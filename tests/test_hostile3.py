@@ -26,7 +26,7 @@ from hostile import DRAFT_THREAD, VERIFY, document, x
 import spanfix
 from spanfix.cli import main
 from spanfix.read import reader
-from spanfix.render.escape import dumps
+from spanfix.text import dumps
 
 ROOT = Path(__file__).resolve().parents[1]
 SPANFIX = [sys.executable, "-m", "spanfix"]

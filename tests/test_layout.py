@@ -13,7 +13,7 @@ PACKAGE = Path(spanfix.__file__).parent
 # Rooms of one rank (relabelling and timing, say) import neither each other.
 RANKS = [
     ("_version", "runtime"),  # what every stage may use: the version; processes, limits, secrets hidden
-    ("errors", "render.escape"),  # spanfix's errors and safe text (both hide secrets: runtime/redact.py)
+    ("errors", "text"),  # spanfix's errors and safe text (both hide secrets: runtime/redact.py)
     ("sources",),  # where bytes live, both ways
     ("read",),  # the bytes in, the events decoded
     ("attribution",),  # who ran each step span: the front every command goes through
@@ -45,8 +45,6 @@ MODULES = _modules()  # "" is the package itself; "timing.measure", ...
 
 
 def _room(module: str) -> str:
-    if module == "render.escape":
-        return module
     return module.split(".")[0]
 
 

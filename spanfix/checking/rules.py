@@ -28,10 +28,10 @@ from ..options import Options
 from ..read.clock import offset_text
 from ..read.reader import ReadTrace, TraceError
 from ..relabelling.plan import plan
-from ..render.escape import clip
 from ..runs.measure import COLLECT, Each, Runs, one_by_one
 from ..sources.overwrite import same_files
 from ..speculation import measure_speculation
+from ..text import clip
 from ..timing import (
     GPU,
     Baseline,

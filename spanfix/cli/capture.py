@@ -11,8 +11,8 @@ from typing import Any
 import click
 
 from .. import api
-from ..render.escape import printable
 from ..runtime.progress import human_size
+from ..text import printable
 from . import EXIT_BAD_INPUT
 from .options import api_options, attribution_options, jobs_option, speculation_options
 from .progress import file_progress

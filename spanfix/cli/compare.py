@@ -8,9 +8,9 @@ import click
 
 from .. import api
 from ..errors import BudgetError, OutputError, ReaderGone
-from ..render.escape import dumps, printable
 from ..runtime.progress import human_size
 from ..sources import is_url
+from ..text import dumps, printable
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .options import api_options, attribution_options, jobs_option, scheduler_option
 from .progress import file_progress

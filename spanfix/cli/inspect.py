@@ -6,8 +6,8 @@ import click
 
 from .. import api
 from ..errors import SpanfixError, out_of_memory
-from ..render.escape import dumps
 from ..render.inspect import inspect_report
+from ..text import dumps
 from . import EXIT_BAD_INPUT
 from .inputs import expanded
 from .options import api_options, attribution_options, jobs_option, scheduler_option

@@ -12,8 +12,8 @@ import click
 
 from ..api import ALGORITHM_NAMES, Options, algorithm_name
 from ..errors import UsageError
-from ..render.escape import printable
 from ..sources import is_url, local_path
+from ..text import printable
 from .cluster import ENVVAR as SCHEDULER_ENVVAR
 
 

@@ -19,11 +19,11 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-from ..render.escape import printable, shown
 from ..runtime.progress import Reporter, human_size, reporting
 from ..runtime.redact import redact
 from ..sources import is_url, local_path
 from ..sources import work_size as url_size
+from ..text import printable, shown
 from .cluster import cluster_each
 from .parallel import run_each
 from .streams import is_terminal, say, say_rendered

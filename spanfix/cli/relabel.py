@@ -6,8 +6,8 @@ import click
 
 from .. import api
 from ..errors import OutputError, ReaderGone, SpanfixError, TraceError, UsageError, out_of_memory
-from ..render.escape import dumps
 from ..render.relabel import relabel_heading, relabel_line, relabel_summary, relabel_total
+from ..text import dumps
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .inputs import expanded
 from .interrupt import exit_code, what

@@ -8,9 +8,9 @@ import click
 
 from .. import api
 from ..errors import CategoryError, OutputError, ReaderGone
-from ..render.escape import printable
 from ..runtime.progress import human_size
 from ..sources import is_folder, is_url, join, local_path
+from ..text import printable
 from . import EXIT_BAD_INPUT
 from .inputs import expanded
 from .options import (

@@ -13,10 +13,11 @@ from collections.abc import Iterator
 
 from rich.console import Console, RenderableType
 
-from ..render.escape import ci_reads_commands, ci_safe, printable
+from ..render.escape import ci_reads_commands, ci_safe
 from ..runtime.limits import memory_budget
 from ..runtime.redact import redact, redact_bytes
 from ..sources.stdout import standard_output, stdout_failure, write_all
+from ..text import printable
 
 STDIN = "-"  # as an input; as an output (-o -), standard output
 

@@ -17,11 +17,11 @@ from ..errors import UsageError
 from ..read import parts
 from ..read.events import is_step_name
 from ..read.reader import STDIN, NameSlot, ReadTrace, TraceError, locate_step_names
-from ..render.escape import printable
 from ..runtime import progress
 from ..sources import basename, is_folder, is_url, join, local_path, place_key, scheme_of, sibling
 from ..sources.output import output_folder, write_output
 from ..sources.overwrite import Reads, is_standard_input, reads
+from ..text import printable
 from .patch import patched_chunks
 from .plan import RelabelResult, plan
 

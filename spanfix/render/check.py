@@ -11,7 +11,8 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 from ..checking.rules import BROKEN, HELD, SKIPPED, CheckReport, Outcome
-from .escape import Markdown, code_span, log_commands_neutral, markdown_text, shown, whole_reason
+from ..text import shown, whole_reason
+from .escape import Markdown, code_span, log_commands_neutral, markdown_text
 from .stats import grouped_notes, grouped_warnings, markdown_table
 
 STATUS_WORDS = {HELD: "held", BROKEN: "BROKEN", SKIPPED: "skipped"}

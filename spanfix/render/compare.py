@@ -14,8 +14,9 @@ from rich.console import Group
 from rich.text import Text
 
 from ..speculation.compare import BROKEN, SKIPPED, BudgetOutcome, ComparedRow, ComparedRun, Comparison
+from ..text import printable, whole_reason
 from ..timing import format_us
-from .escape import csv_row, markdown_text, printable, whole_reason
+from .escape import csv_row, markdown_text
 from .fit import fitted_table
 from .speculation import CLOCK_WORDS, _accept, _rate, _ratio, interval_text, verdict_line, within_text
 from .stats import grouped, markdown_table

@@ -13,7 +13,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from .escape import printable, rich_text
+from ..text import printable
+from .escape import rich_text
 
 TEXT_COLUMNS = frozenset({"file", "rank", "stage", "name", "mode-name", "source", "part", "kernel", "category",
                           "group", "figure", "run", "config", "note"})  # left-aligned; figures go right

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import RenderableType
 
-from .escape import dumps
+from ..text import dumps
 from .stats import TOP_KERNELS, stats_csv, stats_markdown, stats_table
 
 

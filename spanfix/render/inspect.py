@@ -14,7 +14,8 @@ from rich.text import Text
 from ..attribution.inspection import InspectReport
 from ..attribution.naming import no_step_spans
 from ..read.clock import offset_text
-from .escape import rich_text, shown, whole_reason
+from ..text import shown, whole_reason
+from .escape import rich_text
 
 SHOWN_TRACKS = 100  # tables for a person; --all and --json list every one
 SHOWN_EXAMPLES = 3

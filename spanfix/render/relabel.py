@@ -16,7 +16,8 @@ from ..attribution.ambiguity import AmbiguousSpan, by_reason
 from ..attribution.naming import no_step_spans
 from ..read.clock import offset_text
 from ..relabelling.plan import RelabelResult
-from .escape import rich_text, shown, whole_reason
+from ..text import shown, whole_reason
+from .escape import rich_text
 
 SHOWN_REASONS = 5  # kinds of ambiguity listed; each with its count and first span
 

@@ -16,6 +16,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from ..text import clip, printable, whole_reason
 from ..timing import CLOCKS, CPU, GPU, STATISTICS, StatsResult, format_us
 from ..timing.table import category_rows
 from .cells import (
@@ -29,7 +30,7 @@ from .cells import (
     stage_cells,
     stage_unit,
 )
-from .escape import Markdown, clip, code_span, csv_row, markdown_text, printable, rich_text, whole_reason
+from .escape import Markdown, code_span, csv_row, markdown_text, rich_text
 from .fit import TEXT_COLUMNS, fitted_table
 from .speculation import (
     iteration_note,

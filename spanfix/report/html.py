@@ -17,7 +17,8 @@ import re
 from functools import cache
 from importlib import resources
 
-from ..render.escape import dumps, log_commands_neutral, printable
+from ..render.escape import log_commands_neutral
+from ..text import dumps, printable
 
 ASSETS = "assets"
 PLOTLY = "plotly-cartesian.min.js"
