@@ -31,7 +31,8 @@ from .metrics import (
     stated,
 )
 from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime, model_view
-from .result import PlainDecode, SpeculationResult, server_of, speculation_result
+from .plain import PlainDecode
+from .result import SpeculationResult, server_of, speculation_result
 from .speed import SpeedRow
 from .verdict import Verdict
 

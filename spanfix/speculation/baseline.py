@@ -13,7 +13,7 @@ from ..errors import TraceError
 from ..timing import CLOCKS, BaselineRead
 from .configs import RunConfig, config_from_json, graph_words, group_runs
 from .measure import MODEL_WORK, RUN_BATCH, SpeculationMeasures, decode_durations, means_of
-from .result import PlainDecode
+from .plain import PlainDecode
 
 
 def plain_of(read: BaselineRead) -> PlainDecode:

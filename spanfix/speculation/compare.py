@@ -29,16 +29,9 @@ from .baseline import plain_of
 from .configs import ALGORITHM, DRAFT_TOKENS, MODEL, STEPS, TOPK, RunConfig, graph_words
 from .metrics import AcceptFigure
 from .model import ModelTime
+from .plain import PlainDecode, no_plain_iteration, plain_means
 from .result import NEEDS_ACCEPT as STATS_NEEDS_ACCEPT
-from .result import (
-    PlainDecode,
-    SpeculationResult,
-    _iteration_model,
-    _twin,
-    no_plain_iteration,
-    plain_means,
-    speculation_result,
-)
+from .result import SpeculationResult, _iteration_model, _twin, speculation_result
 from .speed import Means, SpeedRow, interval_json, ratio
 from .sweep import PLAIN, Sweep, SweepLine, SweepMatch, Unmatched
 from .verdict import CLOCK_WORDS, Verdict, bounding_clock, not_comparable

@@ -15,9 +15,10 @@ from ..errors import UsageError
 from ..timing import CLOCKS, CPU, GPU, TraceMeasures
 from .certainty import STEADY_FACTOR, steady
 from .configs import Run, RunConfig, graph_words, group_runs
-from .measure import MODEL_WORK, RUN_BATCH, SpecIteration, SpeculationMeasures, decode_durations, means_of
+from .measure import RUN_BATCH, SpecIteration, SpeculationMeasures, decode_durations, means_of
 from .metrics import BENCH, LOG, REQUESTS, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError
 from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime
+from .plain import PlainDecode, no_plain_iteration, on_steps, plain_means
 from .speed import NOT_COMPARABLE_BELOW, Means, PlainSamples, SpeedRow, overall_row, plain_samples, ratio, speed_row
 from .verdict import CLOCK_WORDS, Context, Verdict, verdict_of
 
@@ -27,26 +28,6 @@ CHECKED = 0.05  # the trace's g_sk deltas against the requests' own counts: both
 COMPARE_HINT = "compare them side by side with `spanfix compare`"
 NEEDS_ACCEPT = "the accept length (the trace does not tell it: --spec-metrics FILE or --accept-length L)"
 NEEDS_TWIN = "a plain twin (--baseline: the same server captured without speculation)"
-
-
-@dataclass(frozen=True, slots=True)
-class PlainDecode:
-    """A plain-decode baseline (the plain twin): its decode iterations' and DECODE steps' means per batch
-    size and clock, and what kind of run it was."""
-
-    source: str
-    steps: Means  # the plain DECODE steps (the forward alone)
-    algorithm: str
-    plain: bool  # no VERIFY step, nothing says it speculates
-    cuda_graph: bool | None = None
-    problem: str | None = None  # why it cannot serve (a saved result without these figures, several runs)
-    iterations: Means = field(default_factory=dict)  # the plain decode iterations, measured as a speculative one's
-    basis: str | None = None  # RUN_BATCH or MODEL_WORK (measure.py)
-    config: RunConfig | None = None
-    # The durations behind iterations and steps, (bs, clock) -> microseconds in order: what the steady
-    # state and the interval need ({}: a saved result that kept the means alone).
-    durations: dict = field(default_factory=dict)
-    step_durations: dict = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -334,27 +315,6 @@ def _twin(baseline: PlainDecode | None, run: Run, notes: list[str]
     if not iterations:
         return None, no_plain_iteration(baseline, f"the baseline {baseline.source}")
     return (plain_samples(durations, iterations), baseline.steps), None
-
-
-def on_steps(plain: PlainDecode, basis: str | None = None) -> bool:
-    """Is a plain run's decode iteration its DECODE step (the model's work alone)? Where the run compared
-    with has no scheduler.run_batch span (basis MODEL_WORK), or, with no run's basis to go by, where the
-    plain run has none either and so no plain decode iteration: the one rule for the twin and compare."""
-    return basis == MODEL_WORK or (basis is None and not plain.iterations and plain.basis == MODEL_WORK)
-
-
-def plain_means(plain: PlainDecode, basis: str | None = None) -> tuple[Means, dict]:
-    """The plain means a run (whose decode iterations are measured on `basis`) compares with, and the
-    durations behind them: the plain decode iterations, or the DECODE steps where on_steps says so."""
-    return (plain.steps, plain.step_durations) if on_steps(plain, basis) else (plain.iterations, plain.durations)
-
-
-def no_plain_iteration(plain: PlainDecode, named: str) -> str:
-    """Why a plain run has no decode iteration to compare with."""
-    if not plain.steps:
-        return f"{named} has no plain decode iteration (no DECODE step)"
-    return (f"{named} has no plain decode iteration (a scheduler.run_batch span holding DECODE steps only)"
-            + ("; its stats JSON was saved by an older spanfix: save it again" if plain.basis is None else ""))
 
 
 def _basis_words(basis: str) -> str:
