@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..capturing import LoadVerdict, Sweep
-from .escape import dumps
+from ..text import dumps
 
 
 def _rate(value: float | None) -> str:
