@@ -100,26 +100,25 @@ class Load:
         """One round of `concurrency` short requests at once, outside the profile: the first requests of
         a fresh server compile and allocate for their batch sizes, which a profile should not record.
         Raises the first failure."""
-        threads = [threading.Thread(target=self._one, args=(i, max_new_tokens, False), daemon=True,
-                                    name=f"spanfix-warm-up-{i}") for i in range(self.concurrency)]
-        self._run(threads)
-        for thread in threads:
-            thread.join()
-        if self.failure is not None:
-            raise self.failure
+        self._round(max_new_tokens, "warm-up")
 
     def timed_round(self) -> list[object]:
         """One round of `concurrency` requests of max_new_tokens at once, outside the profile: each
         answer's meta_info, in no order (throughput.py times the round by them). Raises the first failure."""
         kept: list[object] = []
-        threads = [threading.Thread(target=self._one, args=(i, self.max_new_tokens, False, kept), daemon=True,
-                                    name=f"spanfix-unprofiled-{i}") for i in range(self.concurrency)]
+        self._round(self.max_new_tokens, "unprofiled", kept)
+        return kept
+
+    def _round(self, max_new_tokens: int, name: str, kept: list[object] | None = None) -> None:
+        """`concurrency` requests at once outside the profile, waited for; raises the first failure."""
+        threads = [threading.Thread(target=self._one, args=(i, max_new_tokens, False, kept), daemon=True,
+                                    name=f"spanfix-{name}-{i}")
+                   for i in range(self.concurrency)]
         self._run(threads)
         for thread in threads:
             thread.join()
         if self.failure is not None:
             raise self.failure
-        return kept
 
     def start(self) -> None:
         self._stopping.clear()
