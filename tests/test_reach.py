@@ -344,3 +344,15 @@ def test_losing_below_paying_crosses_the_other_way_and_interleaved_sizes_do_not_
         assert (reach.pays_up_to, [p.bs for p in reach.loses_at]) == (16, [4, 64]) and reach.crossover is None
         assert line.startswith(f"speculation pays at bs 16 ({rows[16].speedup['gpu']:.2f}x), loses at bs 4, 64 (")
         assert "; no crossover: the answer changes more than once with the batch size" in line
+
+
+def test_an_accept_length_beyond_the_draft_tokens_is_said_to_be_out_of_reach():
+    """The lever never offers an accept length no request can reach (above the draft tokens) as if it
+    were one to aim for: the real STANDALONE capture needs 4.14 of its 4 draft tokens."""
+    from spanfix.render.reach import lever_text
+    from spanfix.speculation.reach import Lever
+
+    lever = Lever(4, "cpu", 4.14, (3.66, 4.60), 1.29, 535.8, 16670.0)
+    assert lever_text(lever, 4).endswith("or accept over 4.14 tokens (now 1.29), more than its 4 draft tokens allow")
+    assert lever_text(lever, 8).endswith("or accept over 4.14 tokens (now 1.29)")
+    assert lever_text(lever).endswith("or accept over 4.14 tokens (now 1.29)")

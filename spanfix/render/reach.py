@@ -61,12 +61,15 @@ def reach_text(reach: Reach) -> str:
     return text
 
 
-def lever_text(lever: Lever) -> str:
+def lever_text(lever: Lever, draft_tokens: int | None = None) -> str:
     """What it would take to pay at the smallest batch size that loses: `to pay at bs 64 the draft
     model must take under 592.7 us per decode iteration (now 977.0 us), or accept over 3.53 tokens
-    (now 2.10)`."""
+    (now 2.10)`. An accept length above the draft tokens, which no request can reach, is not offered
+    as a lever."""
     accept = f"accept over {lever.break_even:.2f} tokens" + (
         f" (now {lever.accept_length:.2f})" if lever.accept_length is not None else "")
+    if draft_tokens and lever.break_even > draft_tokens:
+        accept += f", more than its {draft_tokens} draft tokens allow"
     if lever.draft_budget_us is None or lever.draft_us is None:
         return f"to pay at bs {lever.bs} it must {accept}"
     if lever.draft_budget_us <= 0:

@@ -167,7 +167,8 @@ def verdict_line(spec: SpeculationResult) -> str | None:
         return text
     sizes = _sizes(list(verdict.batch_sizes))
     figure = f"{verdict.speedup:.2f}x" + within_text(verdict.speedup_interval)
-    lever = [] if verdict.lever is None else [lever_text(verdict.lever)]
+    windows = {run.config.draft_tokens for run in spec.runs if run.config.speculative}
+    lever = [] if verdict.lever is None else [lever_text(verdict.lever, windows.pop() if len(windows) == 1 else None)]
     pooled = (f"break-even accept length {verdict.break_even:.2f}{within_text(verdict.break_even_interval)}, "
               f"accepted {verdict.accept_length:.2f} ({_accept_source(spec, verdict)})")
     if verdict.reach is not None and verdict.reach.changes:
