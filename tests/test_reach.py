@@ -356,3 +356,17 @@ def test_an_accept_length_beyond_the_draft_tokens_is_said_to_be_out_of_reach():
     assert lever_text(lever, 4).endswith("or accept over 4.14 tokens (now 1.29), more than its 4 draft tokens allow")
     assert lever_text(lever, 8).endswith("or accept over 4.14 tokens (now 1.29)")
     assert lever_text(lever).endswith("or accept over 4.14 tokens (now 1.29)")
+
+
+def test_the_reports_accept_length_card_says_it_is_beyond_the_draft_tokens():
+    """The report's 'to pay, the accept length' card says what the verdict line says: over 4.14, more
+    than the 4 draft tokens allow."""
+    from spanfix.render.reach import reach_cards
+    from spanfix.speculation.reach import Lever
+    from spanfix.speculation.verdict import Verdict
+
+    lever = Lever(4, "cpu", 4.14, (3.66, 4.60), 1.29, 535.8, 16670.0)
+    verdict = Verdict("cpu", "the host clock alone", speedup=0.31, break_even=4.14, accept_length=1.29, lever=lever)
+    cards = dict(reach_cards(verdict, 4))
+    assert cards["to pay, the accept length (host, bs 4; now 1.29)"] == "over 4.14, more than its 4 draft tokens allow"
+    assert dict(reach_cards(verdict, 8))["to pay, the accept length (host, bs 4; now 1.29)"] == "over 4.14"

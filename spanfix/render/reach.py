@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..speculation import SpeculationResult
 from ..speculation.reach import Lever, Point, Reach
 from ..speculation.verdict import CLOCK_WORDS, Verdict
 from ..timing import format_us
@@ -61,6 +62,16 @@ def reach_text(reach: Reach) -> str:
     return text
 
 
+def draft_tokens_of(spec: SpeculationResult) -> int | None:
+    """The draft tokens the speculative runs share (None: unknown, or they differ): no request accepts more."""
+    windows = {run.config.draft_tokens for run in spec.runs if run.config.speculative}
+    return windows.pop() if len(windows) == 1 else None
+
+
+def _beyond(lever: Lever, draft_tokens: int | None) -> str:
+    return f", more than its {draft_tokens} draft tokens allow" if draft_tokens and lever.break_even > draft_tokens else ""
+
+
 def lever_text(lever: Lever, draft_tokens: int | None = None) -> str:
     """What it would take to pay at the smallest batch size that loses: `to pay at bs 64 the draft
     model must take under 592.7 us per decode iteration (now 977.0 us), or accept over 3.53 tokens
@@ -68,8 +79,7 @@ def lever_text(lever: Lever, draft_tokens: int | None = None) -> str:
     as a lever."""
     accept = f"accept over {lever.break_even:.2f} tokens" + (
         f" (now {lever.accept_length:.2f})" if lever.accept_length is not None else "")
-    if draft_tokens and lever.break_even > draft_tokens:
-        accept += f", more than its {draft_tokens} draft tokens allow"
+    accept += _beyond(lever, draft_tokens)
     if lever.draft_budget_us is None or lever.draft_us is None:
         return f"to pay at bs {lever.bs} it must {accept}"
     if lever.draft_budget_us <= 0:
@@ -99,7 +109,7 @@ def reach_csv_rows(verdict: Verdict) -> list[tuple]:
     return rows
 
 
-def reach_cards(verdict: Verdict | None) -> list[list[str]]:
+def reach_cards(verdict: Verdict | None, draft_tokens: int | None = None) -> list[list[str]]:
     """The report's cards: how far it pays (over several batch sizes), and what it would take where it
     loses; label and value each, the label naming its basis (clock, batch sizes) as the other cards do."""
     if verdict is None:
@@ -132,5 +142,5 @@ def reach_cards(verdict: Verdict | None) -> list[list[str]]:
             cards.append([(f"to pay, the draft model's time per decode iteration ({basis}; now "
                           f"{format_us(lever.draft_us)})"), budget])
         now = "" if lever.accept_length is None else f"; now {lever.accept_length:.2f}"
-        cards.append([f"to pay, the accept length ({basis}{now})", f"over {lever.break_even:.2f}"])
+        cards.append([f"to pay, the accept length ({basis}{now})", f"over {lever.break_even:.2f}{_beyond(lever, draft_tokens)}"])
     return cards

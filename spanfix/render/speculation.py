@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..speculation import SpeculationResult, SpeedRow, Verdict
 from ..timing import CPU, GPU, StatsResult, format_us
-from .reach import lever_text, reach_csv_rows, reach_text
+from .reach import draft_tokens_of, lever_text, reach_csv_rows, reach_text
 
 CLOCK_WORDS = {CPU: "host", GPU: "device"}
 NOTED = 0.05  # a stage table says what its draft rows leave out from this share of the draft's time
@@ -167,8 +167,7 @@ def verdict_line(spec: SpeculationResult) -> str | None:
         return text
     sizes = _sizes(list(verdict.batch_sizes))
     figure = f"{verdict.speedup:.2f}x" + within_text(verdict.speedup_interval)
-    windows = {run.config.draft_tokens for run in spec.runs if run.config.speculative}
-    lever = [] if verdict.lever is None else [lever_text(verdict.lever, windows.pop() if len(windows) == 1 else None)]
+    lever = [] if verdict.lever is None else [lever_text(verdict.lever, draft_tokens_of(spec))]
     pooled = (f"break-even accept length {verdict.break_even:.2f}{within_text(verdict.break_even_interval)}, "
               f"accepted {verdict.accept_length:.2f} ({_accept_source(spec, verdict)})")
     if verdict.reach is not None and verdict.reach.changes:

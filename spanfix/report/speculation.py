@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..render.reach import reach_cards
+from ..render.reach import draft_tokens_of, reach_cards
 from ..render.speculation import (
     CLOCK_WORDS,
     by_bs_cells,
@@ -36,7 +36,7 @@ def _speculation(spec: SpeculationResult | None) -> dict | None:
     if by_bs is not None:
         tables.append(_as_table("speculation-bs", "By batch size", *by_bs, note=None))
     return {"speculative": True, "verdict": verdict_line(spec), "tables": tables, "notes": speculation_notes(spec),
-            "series": _series(spec), "cards": _cards(spec) + reach_cards(spec.verdict),
+            "series": _series(spec), "cards": _cards(spec) + reach_cards(spec.verdict, draft_tokens_of(spec)),
             "cards_basis": cards_basis(spec)}
 
 
