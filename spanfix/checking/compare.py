@@ -7,20 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import BudgetError
-from ..speculation.compare import (
-    BROKEN,
-    HELD,
-    NEEDS_ACCEPT,
-    SKIPPED,
-    BudgetOutcome,
-    ComparedRow,
-    ComparedRun,
-    Comparison,
-)
+from ..speculation.comparison import NEEDS_ACCEPT, ComparedRow, ComparedRun, Comparison
 from ..speculation.verdict import not_comparable, why_no_interval
 from ..timing import CPU
 from .budgets import NUMBER, OPERATORS, Budget, figure_text
 from .grammar import parse_budget
+from .outcomes import BROKEN, HELD, SKIPPED, Outcome, run_outcome
 from .speculation_budgets import AGAINST_TWIN, model_statistic
 
 
@@ -48,26 +40,26 @@ def compare_budget(text: str) -> Budget:
     return budget
 
 
-def _judged(budget: Budget, run: ComparedRun) -> list[BudgetOutcome]:
+def _judged(budget: Budget, run: ComparedRun) -> list[Outcome]:
     """The budget at each of the run's rows; one naming a batch size at that row alone (skipped, saying
     so, where the run has none)."""
     if budget.bs is not None and not any(row.bs == budget.bs for row in run.rows):
         sizes = ", ".join(str(row.bs) for row in run.rows if row.bs is not None) or "none"
-        return [BudgetOutcome(budget.text, run.name, budget.bs, SKIPPED, None, "not measured",
+        return [run_outcome(budget.text, run.name, budget.bs, SKIPPED, None, "not measured",
                               run.why or f"no decode iteration at bs {budget.bs} (this run: bs {sizes})")]
     return [_outcome(budget, run, row) for row in run.rows if budget.bs is None or row.bs == budget.bs]
 
 
-def _outcome(budget: Budget, run: ComparedRun, row: ComparedRow) -> BudgetOutcome:
+def _outcome(budget: Budget, run: ComparedRun, row: ComparedRow) -> Outcome:
     value, clock, why, source = _figure(budget, run, row)
     said = f" ({clock})" if clock and not budget.clock else ""
     if value is None:
-        return BudgetOutcome(budget.text, run.name, row.bs, SKIPPED, None, "not measured" + said, why)
+        return run_outcome(budget.text, run.name, row.bs, SKIPPED, None, "not measured" + said, why)
     held = OPERATORS[budget.op](value, budget.limit)
     text = figure_text(budget, value)
     if budget.kind == NUMBER and not held and text == f"{budget.limit:.2f}":  # 1.3957 broke >=1.4: not "1.40"
         text = f"{value:.4f}"
-    return BudgetOutcome(budget.text, run.name, row.bs, HELD if held else BROKEN, value,
+    return run_outcome(budget.text, run.name, row.bs, HELD if held else BROKEN, value,
                          text + (f" ({source})" if source else "") + said)
 
 

@@ -47,26 +47,10 @@ from ..timing.profile import comparable
 from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, figure_text
 from .defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
 from .grammar import family_of, parse_budget
+from .outcomes import BROKEN, BUDGET, HELD, REGRESSION, SKIPPED, TRUST, Outcome, judged
 
-TRUST, BUDGET, REGRESSION = "trust", "budget", "regression"
-HELD, BROKEN, SKIPPED = "held", "broken", "skipped"
 # Modes that the newer naming never writes: seeing one means the trace was not relabelled.
 OLD_ONLY_MODES = frozenset({"TARGET_VERIFY", "DRAFT_EXTEND"})
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    rule: str
-    kind: str  # trust, budget or regression
-    status: str  # held, broken or skipped (not judged: the detail says why)
-    value: float | None  # the measured figure (microseconds for times); None when nothing was measured
-    figure: str  # the same figure for people
-    detail: str = ""  # why it broke or was skipped, or what was allowed
-    input: str | None = None  # the input a trust rule is about
-
-    @property
-    def held(self) -> bool:
-        return self.status == HELD
 
 
 @dataclass(slots=True)
@@ -79,16 +63,16 @@ class CheckReport:
 
     @property
     def broken(self) -> list[Outcome]:
-        return [outcome for outcome in self.outcomes if outcome.status == BROKEN]
+        return [outcome for outcome in self.outcomes if outcome.broken]
 
     @property
     def skipped(self) -> list[Outcome]:
-        return [outcome for outcome in self.outcomes if outcome.status == SKIPPED]
+        return [outcome for outcome in self.outcomes if outcome.skipped]
 
     @property
     def failing(self) -> list[Outcome]:
         """The rules that fail the check: broken ones, and skipped ones unless they are allowed."""
-        return [o for o in self.outcomes if o.status == BROKEN or (o.status == SKIPPED and not self.allow_skipped)]
+        return [o for o in self.outcomes if o.broken or (o.skipped and not self.allow_skipped)]
 
     @property
     def passed(self) -> bool:
@@ -100,8 +84,7 @@ class CheckReport:
             "broken": len(self.broken),
             "skipped": len(self.skipped),
             "allow_skipped": self.allow_skipped,
-            "rules": [{"rule": o.rule, "kind": o.kind, "status": o.status, "held": o.held, "value": o.value,
-                       "figure": o.figure, "detail": o.detail, "input": o.input} for o in self.outcomes],
+            "rules": [outcome.to_json() for outcome in self.outcomes],
             "errors": self.errors,
             "baseline_error": self.baseline_error,
             "stats": self.stats.to_json(),
@@ -207,12 +190,12 @@ def trust_outcomes(trace: ReadTrace, index: TraceIndex, attribution: Attribution
     empty = "no step spans: nothing to gate (pass --allow-empty when that is expected)" if not steps else ""
     if not steps and check.allow_empty:
         empty = "allowed by --allow-empty"
-    outcomes = [Outcome("has step spans", TRUST, _judged(bool(steps) or check.allow_empty), steps,
+    outcomes = [Outcome("has step spans", TRUST, judged(bool(steps) or check.allow_empty), steps,
                         f"{steps} step spans", empty, source),
-                Outcome("no ambiguous step spans", TRUST, _judged(not ambiguous or check.allow_ambiguous),
+                Outcome("no ambiguous step spans", TRUST, judged(not ambiguous or check.allow_ambiguous),
                         len(ambiguous), f"{len(ambiguous)} ambiguous", why, source)]
     conflicts = [v.detail for v in attribution.verdicts if v.conflict] + summary.conflicts
-    outcomes.append(Outcome("no conflicting evidence", TRUST, _judged(not conflicts), len(conflicts),
+    outcomes.append(Outcome("no conflicting evidence", TRUST, judged(not conflicts), len(conflicts),
                             f"{len(conflicts)} conflicts", _first_of(len(conflicts), conflicts[0] if conflicts else ""),
                             source))
     if check.require_new_names:
@@ -226,13 +209,9 @@ def trust_outcomes(trace: ReadTrace, index: TraceIndex, attribution: Attribution
                 old[f"{mode} (ambiguous)"] += 1
         count = sum(old.values())
         renames = ", ".join(f"{what} x{n}" for what, n in sorted(old.items()))
-        outcomes.append(Outcome("new step names only", TRUST, _judged(not count), count, f"{count} old names",
+        outcomes.append(Outcome("new step names only", TRUST, judged(not count), count, f"{count} old names",
                                 f"{renames}; run spanfix relabel" if count else "", source))
     return outcomes
-
-
-def _judged(held: bool) -> str:
-    return HELD if held else BROKEN
 
 
 def _first_of(count: int, first: str) -> str:

@@ -13,7 +13,8 @@ from dataclasses import replace
 from rich.console import Group
 from rich.text import Text
 
-from ..speculation.compare import BROKEN, SKIPPED, BudgetOutcome, ComparedRow, ComparedRun, Comparison
+from ..checking.outcomes import BROKEN, SKIPPED, Outcome
+from ..speculation.comparison import ComparedRow, ComparedRun, Comparison
 from ..text import printable, whole_reason
 from ..timing import format_us
 from .escape import csv_row, markdown_text
@@ -251,7 +252,7 @@ def budget_lines(comparison: Comparison) -> list[str]:
     return lines
 
 
-def _outcome_line(outcome: BudgetOutcome) -> str:
+def _outcome_line(outcome: Outcome) -> str:
     where = f"{outcome.run}" + ("" if outcome.bs is None else f" bs {outcome.bs}")
     detail = f": {outcome.detail}" if outcome.detail else ""
     return f"  {outcome.status}: {outcome.rule} at {where}: {outcome.figure}{detail}"

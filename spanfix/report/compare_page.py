@@ -29,7 +29,7 @@ from ..render.compare import (
     verdict_lines,
 )
 from ..sources.overwrite import Reads, refuse_overwrite
-from ..speculation.compare import ComparedRow, Comparison
+from ..speculation.comparison import ComparedRow, Comparison
 from .colors import _SPARE_COLORS
 from .formatting import _cell, _column, _table
 from .html import render_html

@@ -17,315 +17,31 @@ size. SGLang's own sweep (sweep.py) is matched to the rows by settings and batch
 The library computes; render/compare.py, report/compare_page.py and cli/compare.py show it.
 """
 
-from __future__ import annotations
-
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from ..errors import UsageError
 from ..timing import CPU, GPU, BaselineRead, TraceMeasures
 from .baseline import plain_of
-from .configs import ALGORITHM, DRAFT_TOKENS, MODEL, STEPS, TOPK, RunConfig, graph_words
-from .metrics import AcceptFigure
-from .model import ModelTime
+from .comparison import (
+    ACCEPT_HOW,
+    NEEDS_ACCEPT,
+    PLAIN_SOURCE,
+    ComparedRow,
+    ComparedRun,
+    Comparison,
+    PlainRun,
+    RunInput,
+)
+from .configs import graph_words
 from .plain import PlainDecode, no_plain_iteration, plain_means
 from .result import NEEDS_ACCEPT as STATS_NEEDS_ACCEPT
-from .result import SpeculationResult, _iteration_model, _twin, speculation_result
-from .speed import Means, SpeedRow, interval_json, ratio
-from .sweep import PLAIN, Sweep, SweepLine, SweepMatch, Unmatched
-from .verdict import CLOCK_WORDS, Verdict, bounding_clock, not_comparable
-
-HELD, BROKEN, SKIPPED = "held", "broken", "skipped"
-PLAIN_SOURCE = "plain decoding"  # the accept length of a plain run: one token per request per iteration
-GRAPH_SETTING = "disable_cuda_graph"
-ACCEPT_HOW = "the trace does not tell it: --spec-metrics RUN=FILE or --accept-length RUN=L"
-NEEDS_ACCEPT = f"the accept length is unknown ({ACCEPT_HOW})"
-SWEEP_ALGORITHM = "EAGLE"  # what bench_speculative.py launches every speculative server with
-
-
-@dataclass(frozen=True, slots=True)
-class RunInput:
-    """A run as measured: its name, the traces named for it, their measures (each measured with
-    measure_speculation as its `then`), and accept lengths given from outside them."""
-
-    name: str
-    sources: tuple[str, ...]
-    measures: tuple[TraceMeasures, ...]
-    figures: tuple[AcceptFigure, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class PlainRun:
-    """The baseline: a plain run named for people, and its plain decode figures (a plain twin of every
-    run). run: its RunInput when it is one of the runs compared."""
-
-    name: str
-    plain: PlainDecode
-    run: RunInput | None = None
-    sources: tuple[str, ...] = ()  # the traces (or saved result) it was read from, as named
-
-
-@dataclass(slots=True)
-class ComparedRow:
-    """One run at one batch size, on the run's clock. why: why it is not compared (no speedup then)."""
-
-    bs: int | None  # None: the run has no row of its own (why says why)
-    clock: str | None
-    iterations: int = 0
-    accept_length: float | None = None
-    accept_source: str | None = None
-    accept_assumed: bool = False
-    iteration_us: float | None = None
-    per_token_us: float | None = None
-    tokens_per_s: float | None = None  # the batch's
-    draft_share: float | None = None  # of the decode iteration, on the run's clock
-    speedup: float | None = None
-    break_even: float | None = None
-    plain_iteration_us: float | None = None
-    why: str | None = None
-    best: bool = False  # the largest speedup at this batch size (of the rows compared, and comparable)
-    fastest: bool = False  # a plain run's row where no configuration pays: plain decoding is fastest there
-    sweep: SweepMatch | None = None
-    speed: SpeedRow | None = None  # every clock's figures (budgets read the clock they name)
-    model: dict[str, ModelTime] = field(default_factory=dict)  # the decode iterations' model view, per clock
-    model_counts: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def speedup_interval(self) -> tuple[float, float] | None:
-        return None if self.speed is None or self.clock is None else self.speed.speedup_interval.get(self.clock)
-
-    @property
-    def break_even_interval(self) -> tuple[float, float] | None:
-        return None if self.speed is None or self.clock is None else self.speed.break_even_interval.get(self.clock)
-
-    @property
-    def draft_us(self) -> float | None:
-        return None if self.speed is None or self.clock is None else self.speed.draft_us.get(self.clock)
-
-    @property
-    def draft_budget_us(self) -> float | None:
-        return None if self.speed is None or self.clock is None else self.speed.draft_budget_us.get(self.clock)
-
-    @property
-    def comparable(self) -> bool:
-        """False where the break-even is below 1 beyond doubt: the two captures are not comparable there."""
-        return self.speed is None or self.clock is None or self.speed.comparable(self.clock) is not False
-
-    @property
-    def pays(self) -> bool | None:
-        """A speculative row: True when its speedup's interval lies above 1, False below, None otherwise."""
-        if self.speed is None or self.clock is None or not self.comparable:
-            return None
-        return self.speed.pays(self.clock)
-
-    @property
-    def loses(self) -> bool:
-        """Slower than plain decoding at this batch size: the speedup's interval lies below 1."""
-        return self.pays is False
-
-    @property
-    def cannot_tell(self) -> bool:
-        """A speculative row compared whose interval holds 1 (or that has none): whether it pays is not known."""
-        return self.speed is not None and self.speedup is not None and self.comparable and self.pays is None
-
-    def to_json(self) -> dict:
-        found = {"bs": self.bs, "clock": self.clock, "iterations": self.iterations,
-                 "accept_length": ratio(self.accept_length), "accept_source": self.accept_source,
-                 "accept_assumed": self.accept_assumed, "iteration_us": _us(self.iteration_us),
-                 "per_token_us": _us(self.per_token_us), "tokens_per_s": ratio(self.tokens_per_s, 1),
-                 "draft_share": ratio(self.draft_share, 6), "speedup": ratio(self.speedup),
-                 "speedup_interval": interval_json(self.speedup_interval), "break_even": ratio(self.break_even),
-                 "break_even_interval": interval_json(self.break_even_interval),
-                 "plain_iteration_us": _us(self.plain_iteration_us), "pays": self.pays, "comparable": self.comparable,
-                 "best": self.best, "fastest": self.fastest, "loses": self.loses, "cannot_tell": self.cannot_tell, "why": self.why}
-        # What it would take: the draft model's time per decode iteration now, and at which the speedup would be 1.
-        found["draft_us"], found["draft_budget_us"] = _us(self.draft_us), _us(self.draft_budget_us)
-        if self.sweep is not None:
-            found["sweep"] = self.sweep.to_json()
-        return found
-
-
-@dataclass(slots=True)
-class ComparedRun:
-    name: str
-    sources: list[str]
-    plain: bool  # a run without speculative decoding
-    baseline: bool  # the plain run every run is compared with
-    config: RunConfig | None  # None: its traces are several configurations (configs), or none was read
-    rows: list[ComparedRow]
-    clock: str | None = None  # the verdict's clock: the one that bounds its decode iteration
-    result: SpeculationResult | None = None  # a speculative run's figures, as `stats` gives them
-    verdict: Verdict | None = None
-    why: str | None = None  # why the run as a whole is not compared
-    configs: list[RunConfig] = field(default_factory=list)
-
-    @property
-    def algorithm(self) -> str:
-        if self.config is None:
-            return " / ".join(dict.fromkeys(config.server_algorithm or config.algorithm for config in self.configs)) \
-                or "unknown"
-        return "none" if self.plain else self.config.server_algorithm or self.config.algorithm
-
-    @property
-    def title(self) -> str:
-        """How people read the configuration: `EAGLE, 3 steps, topk 1, 4 draft tokens, CUDA graphs`."""
-        if self.config is None:
-            return f"{len(self.configs)} configurations" if self.configs else "unknown"
-        words = "plain decoding" if self.plain else self.config.title
-        return words + ("" if self.config.cuda_graph is None else f", {graph_words(self.config.cuda_graph)}")
-
-    @property
-    def settings(self) -> dict:
-        """The configuration as SGLang's server arguments name it (None: the traces do not say)."""
-        config = self.config
-        if config is None:
-            return {}
-        return {ALGORITHM: None if self.plain else config.server_algorithm, STEPS: config.steps, TOPK: config.topk,
-                DRAFT_TOKENS: config.draft_tokens,
-                GRAPH_SETTING: None if config.cuda_graph is None else not config.cuda_graph, MODEL: config.model}
-
-    @property
-    def sweep_key(self) -> tuple[int, int, int] | None:
-        """The steps, topk and draft tokens a sweep line names this run by (plain decoding: 0, 0, 0)."""
-        if self.plain:
-            return PLAIN
-        config = self.config
-        if config is None or None in (config.steps, config.topk, config.draft_tokens):
-            return None
-        return config.steps, config.topk, config.draft_tokens  # type: ignore[return-value]
-
-    def row(self, bs: int) -> ComparedRow | None:
-        return next((row for row in self.rows if row.bs == bs), None)
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "algorithm": self.algorithm, "settings": self.settings, "title": self.title,
-                "plain": self.plain, "baseline": self.baseline, "inputs": self.sources, "clock": self.clock,
-                "cuda_graph_from": None if self.config is None else self.config.graph_from,
-                "why": self.why, "verdict": None if self.verdict is None else self.verdict.to_json(),
-                "configurations": [config.to_json() for config in self.configs] if self.config is None else [],
-                "by_bs": [row.to_json() for row in self.rows]}
-
-
-@dataclass(frozen=True, slots=True)
-class BudgetOutcome:
-    """A budget judged on one run at one batch size: held, broken, or skipped (not judged: detail says why)."""
-
-    rule: str
-    run: str
-    bs: int | None
-    status: str
-    value: float | None
-    figure: str
-    detail: str = ""
-
-    def to_json(self) -> dict:
-        return {"rule": self.rule, "run": self.run, "bs": self.bs, "status": self.status,
-                "value": None if self.value is None else round(self.value, 4),
-                "figure": self.figure, "detail": self.detail}
-
-
-@dataclass(slots=True)
-class SweepComparison:
-    """SGLang's sweep beside the runs: how many lines matched a row, and those that matched none, with why."""
-
-    source: str
-    matched: int
-    unmatched: list[Unmatched]
-    problems: list[str]
-
-    def to_json(self) -> dict:
-        return {"source": self.source, "matched": self.matched, "unmatched": [u.to_json() for u in self.unmatched],
-                "problems": self.problems}
-
-
-@dataclass(slots=True)
-class Comparison:
-    """Runs side by side against one plain run (`spanfix compare`)."""
-
-    baseline: str  # the plain run's name
-    baseline_sources: list[str]
-    runs: list[ComparedRun]  # in the order given; the baseline among them (first, when it was not given as a run)
-    best: list[tuple[int, str]] = field(default_factory=list)  # (bs, run) of the largest speedup at each batch size
-    # The batch sizes at which no configuration pays: plain decoding is fastest there (and none is named best).
-    plain_fastest: list[int] = field(default_factory=list)
-    budgets: list[BudgetOutcome] = field(default_factory=list)
-    sweep: SweepComparison | None = None
-    errors: list[str] = field(default_factory=list)  # inputs that could not be used, one line each
-    warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    allow_skipped: bool = False
-
-    @property
-    def batch_sizes(self) -> list[int]:
-        return sorted({row.bs for run in self.runs for row in run.rows if row.bs is not None})
-
-    @property
-    def broken(self) -> list[BudgetOutcome]:
-        return [outcome for outcome in self.budgets if outcome.status == BROKEN]
-
-    @property
-    def skipped(self) -> list[BudgetOutcome]:
-        return [outcome for outcome in self.budgets if outcome.status == SKIPPED]
-
-    @property
-    def passed(self) -> bool:
-        """Every budget held (a skipped one fails it too, unless allow_skipped)."""
-        return not self.broken and (self.allow_skipped or not self.skipped)
-
-    def run(self, name: str) -> ComparedRun:
-        found = next((run for run in self.runs if run.name == name), None)
-        if found is None:
-            raise KeyError(name)
-        return found
-
-    def to_json(self) -> dict:
-        return {"baseline": self.baseline, "baseline_inputs": self.baseline_sources,
-                "runs": [run.to_json() for run in self.runs],
-                "best": [{"bs": bs, "run": name, "speedup": ratio(self.run(name).row(bs).speedup),  # type: ignore[union-attr]
-                          "speedup_interval": interval_json(self.run(name).row(bs).speedup_interval)}  # type: ignore[union-attr]
-                         for bs, name in self.best],
-                "plain_fastest": self.plain_fastest,
-                "budgets": [outcome.to_json() for outcome in self.budgets],
-                "passed": self.passed if self.budgets else None,
-                "sweep": None if self.sweep is None else self.sweep.to_json(),
-                "errors": self.errors, "warnings": self.warnings, "notes": self.notes}
-
-    def records(self) -> list[dict]:
-        """One flat record per run and batch size (to_pandas' rows)."""
-        found = []
-        for run in self.runs:
-            settings = run.settings
-            for row in run.rows:
-                record = {"run": run.name, "algorithm": run.algorithm, "plain": run.plain, "baseline": run.baseline,
-                          "steps": settings.get(STEPS), "topk": settings.get(TOPK),
-                          "draft_tokens": settings.get(DRAFT_TOKENS),
-                          "cuda_graph": None if run.config is None else run.config.cuda_graph, **row.to_json()}
-                for name in ("speedup", "break_even"):  # an interval's ends, a column each
-                    interval = record.pop(f"{name}_interval")
-                    record[f"{name}_low"], record[f"{name}_high"] = interval if interval is not None else (None, None)
-                sweep = record.pop("sweep", None)
-                for key in ("sglang_accept_length", "sglang_speed", "speed", "accept_ratio", "speed_ratio"):
-                    record[f"sweep_{key}"] = None if sweep is None else sweep[key]
-                reach = None if run.verdict is None or run.verdict.reach is None else run.verdict.reach.to_json()
-                for key in ("pays_up_to", "loses_from", "crossover"):  # the run's reach, on each of its rows
-                    record[f"reach_{key}"] = None if reach is None else reach[key]
-                found.append(record)
-        return found
-
-    def to_pandas(self):
-        """One row per run and batch size, as the table shows them (the pandas extra)."""
-        from ..timing.table import data_frame
-
-        return data_frame(self.records())
-
-
-def _us(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
-
-
-# ---------------------------------------------------------------------------------------------------
-# The comparison
+from .result import _iteration_model, _twin, speculation_result
+from .speed import Means
+from .sweep import Sweep
+from .sweep_rows import beside_sweep
+from .verdict import CLOCK_WORDS, bounding_clock, not_comparable
 
 
 def compare_runs(runs: Sequence[RunInput], baseline: PlainRun | None = None, *, sweep: Sweep | None = None,
@@ -358,7 +74,7 @@ def compare_runs(runs: Sequence[RunInput], baseline: PlainRun | None = None, *, 
     comparison = Comparison(baseline.name, sources, compared, errors=errors, allow_skipped=allow_skipped)
     comparison.best, comparison.plain_fastest = _best(compared)
     if sweep is not None:
-        comparison.sweep = _beside_sweep(sweep, compared)
+        comparison.sweep = beside_sweep(sweep, compared)
     every = [m for run in runs for m in run.measures]
     comparison.warnings = [warning for m in every for warning in m.warnings]
     # A plain run gives its decode iterations alone: what its traces' stats leave out is not said.
@@ -545,52 +261,7 @@ def _best(runs: list[ComparedRun]) -> tuple[list[tuple[int, str]], list[int]]:
     return best, plain_fastest
 
 
-# ---------------------------------------------------------------------------------------------------
-# SGLang's sweep
 
 
-def _beside_sweep(sweep: Sweep, runs: list[ComparedRun]) -> SweepComparison:
-    """Each sweep line matched to the run of its settings and the row of its batch size; a later line of
-    the same configuration and batch size replaces an earlier one (the script appends)."""
-    used: dict[tuple[int, int], SweepLine] = {}
-    unmatched: list[Unmatched] = []
-    unknown = [run.name for run in runs if run.sweep_key is None]
-    for line in sweep.lines:
-        same = [k for k, run in enumerate(runs) if run.sweep_key == line.settings]
-        at_bs = [k for k in same if runs[k].row(line.batch_size) is not None]
-        found = _narrowed(at_bs, runs)
-        if not same:
-            why = "no run has " + ("plain decoding" if line.plain else
-                                   f"{line.steps} steps, topk {line.topk}, {line.num_draft_tokens} draft tokens")
-            if unknown:
-                why += (f" (the settings of {', '.join(unknown)} are unknown: server_args.json beside the traces "
-                        "names them)")
-            unmatched.append(Unmatched(line, why))
-        elif not at_bs:
-            sizes = "; ".join(f"{runs[k].name}: bs {_listed([r.bs for r in runs[k].rows if r.bs is not None]) or 'none'}"
-                              for k in same)
-            unmatched.append(Unmatched(line, f"no run of these settings has bs {line.batch_size} ({sizes})"))
-        elif len(found) > 1:
-            unmatched.append(Unmatched(line, f"runs {', '.join(runs[k].name for k in found)} have these settings and "
-                                             "batch size alike: not matched to either"))
-        else:
-            earlier = used.get((found[0], line.batch_size))
-            if earlier is not None:
-                unmatched.append(Unmatched(earlier, f"line {line.line}, later, has the same configuration and batch "
-                                                    "size: it is the one compared"))
-            used[found[0], line.batch_size] = line
-    for (k, bs), line in used.items():
-        row = runs[k].row(bs)
-        assert row is not None
-        speed = 1e6 / row.per_token_us if row.per_token_us else None
-        row.sweep = SweepMatch(line, row.accept_length, speed)
-    unmatched.sort(key=lambda u: u.line.line)
-    return SweepComparison(sweep.source, len(used), unmatched, list(sweep.problems))
-
-
-def _narrowed(found: list[int], runs: list[ComparedRun]) -> list[int]:
-    """Of several runs a line can be, the ones launched as the script launches its servers
-    (--speculative-algorithm EAGLE, CUDA graphs on), when any is: only then is a line ambiguous."""
-    kept = [k for k in found if runs[k].plain or (runs[k].config is not None and runs[k].config.cuda_graph is not False
-                                                  and runs[k].config.server_algorithm == SWEEP_ALGORITHM)]
-    return kept if len(found) > 1 and kept else found
+__all__ = ["ACCEPT_HOW", "NEEDS_ACCEPT", "PLAIN_SOURCE", "ComparedRow", "ComparedRun", "Comparison", "PlainRun",
+           "RunInput", "as_baseline", "compare_runs", "plain_decode"]

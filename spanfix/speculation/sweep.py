@@ -183,3 +183,17 @@ def _line(number: int, record: object) -> tuple[SweepLine | None, str]:
 def _shown(value: object) -> str:
     text = orjson.dumps(value).decode() if isinstance(value, (str, int, float, bool, type(None))) else type(value).__name__
     return text if len(text) <= 40 else text[:40] + "..."
+
+
+@dataclass(slots=True)
+class SweepComparison:
+    """SGLang's sweep beside the runs: how many lines matched a row, and those that matched none, with why."""
+
+    source: str
+    matched: int
+    unmatched: list[Unmatched]
+    problems: list[str]
+
+    def to_json(self) -> dict:
+        return {"source": self.source, "matched": self.matched, "unmatched": [u.to_json() for u in self.unmatched],
+                "problems": self.problems}
