@@ -598,3 +598,32 @@ def test_compare_and_the_twin_take_the_same_plain_means(tmp_path):
     assert speculative.rows and all(said in (row.why or "") for row in speculative.rows)
     stats = spanfix.stats([fixtures / "eagle-stock.trace.json.gz"], baseline=old)
     assert stats.speculation.verdict.speedup is None and said in stats.speculation.verdict.missing
+
+
+def test_a_budget_naming_no_clock_reads_the_clock_check_reads(tmp_path):
+    """Issue 40 item 3: which clock a figure is read on when nobody names one had three rules. compare read
+    model.iteration.* on the run's verdict clock (and on the host where a run had none), check read the
+    model view on the device wherever the inputs have it: on one host-bound eager capture (few kernels,
+    its verdict on the host clock) the same budget read 61.5% (cpu) in compare and 19.3% (gpu) in check.
+    One rule now (speculation/result.py::clock_for): compare and check read the same figure."""
+    for role in ("run", "plain"):
+        spec = synth.SynthSpec(algorithm="eagle", num_steps=3, batch_size=4, cuda_graph=False, decode_iterations=6,
+                               seed=1, model="Qwen/Qwen3-8B", target_kernels=2, draft_kernels=1)
+        trace = synth.generate(synth.plain_twin(spec) if role == "plain" else spec)
+        _put(tmp_path / role, trace, f"{role}-TP-0.trace.json")
+    budget = "model.iteration.draft.share<=90%"
+    compared = json.loads(run("compare", tmp_path / "run", tmp_path / "plain", "--budget", budget,
+                              "--format", "json").stdout)
+    speculative = next(r for r in compared["runs"] if r["name"] == "run")
+    assert speculative["verdict"]["clock"] == "cpu"  # host-bound: the verdict's clock is not the device's
+    checked = json.loads(run("check", tmp_path / "run" / "run-TP-0.trace.json", "--baseline", tmp_path / "plain",
+                             "--budget", budget, "--format", "json").stdout)
+    [from_check] = [rule["figure"] for rule in checked["rules"] if rule["kind"] == "budget"]
+    [from_compare] = [outcome["figure"] for outcome in compared["budgets"]]
+    assert from_compare == from_check and from_check.endswith("(gpu)")
+    speed = "speculation.speedup>=0.1"  # the speed figures: on the verdict's clock, in both
+    compared = json.loads(run("compare", tmp_path / "run", tmp_path / "plain", "--budget", speed,
+                              "--format", "json").stdout)
+    checked = json.loads(run("check", tmp_path / "run" / "run-TP-0.trace.json", "--baseline", tmp_path / "plain",
+                             "--budget", speed, "--format", "json").stdout)
+    assert [o["figure"] for o in compared["budgets"]] == [r["figure"] for r in checked["rules"] if r["kind"] == "budget"]

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from ..errors import BudgetError
 from ..speculation.comparison import NEEDS_ACCEPT, ComparedRow, ComparedRun, Comparison
+from ..speculation.result import MODEL_VIEW, SPEED, clock_for
 from ..speculation.verdict import not_comparable, why_no_interval
-from ..timing import CPU
 from .budgets import NUMBER, OPERATORS, Budget, figure_text
 from .grammar import parse_budget
 from .outcomes import BROKEN, HELD, SKIPPED, Outcome, run_outcome
@@ -69,7 +69,7 @@ def _figure(budget: Budget, run: ComparedRun, row: ComparedRow) -> tuple[float |
         return None, None, row.why or "not compared", ""
     if budget.bs is not None and row.bs != budget.bs:
         return None, None, "", ""  # another batch size's budget: not judged here
-    clock = budget.clock or row.clock or run.clock or CPU
+    clock = budget.clock or clock_for(MODEL_VIEW if budget.family == "model" else SPEED, run.result)
     if budget.family == "model":
         found = row.model.get(clock)
         if found is None or budget.part not in found.parts:

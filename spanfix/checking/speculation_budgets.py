@@ -24,7 +24,7 @@ import re
 
 from ..errors import BudgetError
 from ..speculation.model import DEVICE_MODEL_PARTS, ModelTime
-from ..speculation.result import SpeculationResult
+from ..speculation.result import MODEL_VIEW, SPEED, SpeculationResult, clock_for
 from ..speculation.verdict import no_twin_at, not_comparable, why_no_interval
 from ..timing import CPU, GPU, StatsResult
 from .budgets import FRACTION, NUMBER, TIME, Budget, Figure, Spec, pop_clock
@@ -51,7 +51,7 @@ def _result(stats: StatsResult) -> SpeculationResult | None:
 
 def _chosen(budget: Budget, result: SpeculationResult) -> tuple[str, str | None]:
     """The clock a budget reads, and the one to say (None: the budget named it)."""
-    clock = budget.clock or result.default_clock()
+    clock = budget.clock or clock_for(MODEL_VIEW, result)
     return clock, None if budget.clock else clock
 
 
@@ -157,7 +157,7 @@ class SpeculationFamily:
             if result.used is None:
                 return Figure(None, why_no_accept(result))
             return Figure(result.used.value, "", source=result.used.source)
-        clock = budget.clock or result.verdict_clock()
+        clock = budget.clock or clock_for(SPEED, result)
         chosen = None if budget.clock else clock
         verdict = result.verdict
         missing = verdict.missing if verdict is not None else None

@@ -58,7 +58,8 @@ def _by_run(option: str, number: bool = False):
 @click.option("--budget", "budgets", multiple=True, callback=_budgets, metavar="EXPR",
               help="A rule judged on every speculative run at every batch size, e.g. speculation.speedup>=1.2, "
                    "speculation.break_even<=2, speculation.accept_length>=2.5, model.iteration.draft.share<=30% "
-                   "(repeatable; on each run's verdict clock unless it names one). Exit 1 when one breaks.")
+                   "(repeatable; unless it names a clock, as check reads it: speculation.* on each run's verdict clock, "
+                   "model.* on the device where the run has device time). Exit 1 when one breaks.")
 @click.option("--allow-skipped", is_flag=True,
               help="Do not fail on a budget that could not be judged at a run and batch size (not compared).")
 @click.option("--sweep", metavar="FILE",

@@ -17,9 +17,10 @@ from ..checking.outcomes import BROKEN, SKIPPED, Outcome
 from ..speculation.comparison import ComparedRow, ComparedRun, Comparison
 from ..text import printable, whole_reason
 from ..timing import format_us
+from ..timing.table import CLOCK_WORDS
 from .escape import csv_row, markdown_text
 from .fit import fitted_table
-from .speculation import CLOCK_WORDS, _accept, _rate, _ratio, interval_text, verdict_line, within_text
+from .speculation import _accept, _rate, _ratio, interval_text, verdict_line, within_text
 from .stats import grouped, markdown_table
 
 # What the terminal's table leaves out first to fit, one at a time (every figure is in --format csv).

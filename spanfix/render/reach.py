@@ -8,8 +8,9 @@ from collections.abc import Sequence
 
 from ..speculation import SpeculationResult
 from ..speculation.reach import Lever, Point, Reach
-from ..speculation.verdict import CLOCK_WORDS, Verdict
+from ..speculation.verdict import Verdict
 from ..timing import format_us
+from ..timing.table import CLOCK_WORDS
 
 
 def _figures(points: Sequence[Point], interval: bool = False) -> str:

@@ -5,10 +5,11 @@ notes that keep the stage and iteration tables honest about the draft model's co
 from __future__ import annotations
 
 from ..speculation import SpeculationResult, SpeedRow, Verdict
+from ..speculation.result import SPEED, clock_for
 from ..timing import CPU, GPU, StatsResult, format_us
+from ..timing.table import CLOCK_WORDS
 from .reach import draft_tokens_of, lever_text, reach_csv_rows, reach_text
 
-CLOCK_WORDS = {CPU: "host", GPU: "device"}
 NOTED = 0.05  # a stage table says what its draft rows leave out from this share of the draft's time
 # What the batch-size table leaves out first to fit (the draft model's time and budget are in the verdict's lever).
 BY_BS_LEAVE_OUT = ("draft budget", "draft", "tokens/s", "plain iter", "per token")
@@ -128,7 +129,7 @@ def by_bs_cells(spec: SpeculationResult) -> tuple[list[str], list[list[str]]] | 
     there are several (with one, the overall figures are its own)."""
     if len(spec.rows) < 2:
         return None
-    clock = spec.verdict_clock()
+    clock = clock_for(SPEED, spec)
     header = ["bs", "iters", "accept", "iteration", "per token", "tokens/s", "plain iter", "speedup", "95%",
               "break-even", "draft", "draft budget", "note"]
     return header, [_bs_row(row, clock) for row in spec.rows]
@@ -270,7 +271,7 @@ def speculation_tables(result: StatsResult) -> list[tuple]:
     tables.append((speculation_title(spec), *speculation_cells(spec), (), speculation_notes(spec)))
     by_bs = by_bs_cells(spec)
     if by_bs is not None:
-        tables.append((f"speculation by batch size ({CLOCK_WORDS[spec.verdict_clock()]} clock)", *by_bs,
+        tables.append((f"speculation by batch size ({CLOCK_WORDS[clock_for(SPEED, spec)]} clock)", *by_bs,
                        BY_BS_LEAVE_OUT))
     return tables
 

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from ..text import clip, printable, whole_reason
 from ..timing import CLOCKS, CPU, GPU, STATISTICS, StatsResult, format_us
-from ..timing.table import category_rows
+from ..timing.table import CLOCK_TIMES, category_rows
 from .cells import (
     TOP_KERNELS,
     Cells,
@@ -41,7 +41,6 @@ from .speculation import (
     stage_note,
 )
 
-CLOCK_TITLES = {"cpu": "host time (CPU spans)", "gpu": "device time (GPU annotations, or launched kernels)"}
 _SOURCE_TITLES = {"annotation": "device time (GPU annotations)", "kernels": "device time (launched kernels)"}
 # When a stage table is too wide for the terminal, once its bars are gone and its paths shortened:
 # the figure columns left out, one at a time in this order (total is count times mean), never a key.
@@ -56,8 +55,8 @@ def _keys(values: tuple) -> list[str]:
 def clock_title(result: StatsResult, clock: str) -> str:
     found = device_sources(result, clock)
     if clock == GPU and len(found) == 1:
-        return _SOURCE_TITLES.get(next(iter(found)), CLOCK_TITLES[GPU])
-    return CLOCK_TITLES[clock]
+        return _SOURCE_TITLES.get(next(iter(found)), CLOCK_TIMES[GPU])
+    return CLOCK_TIMES[clock]
 
 
 ITERATION_TITLES = {CPU: "host time", GPU: "device time (the work each iteration launched)"}

@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 
 from ..timing import CPU, GPU, TraceMeasures, summarize
 from ..timing.numbers import TIME_UNITS
+from ..timing.table import CLOCK_LONG
 from .colors import stage_sort_key
-from .formatting import CLOCK_LONG, _round
+from .formatting import _round
 
 CDF_POINTS = 400  # points of a CDF before its tail; the tail keeps up to CDF_TAIL more
 CDF_TAIL = 100

@@ -7,11 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..timing import CPU, GPU
 from ..timing.numbers import TIME_UNITS, time_unit
-
-CLOCK_TITLES = {CPU: "host", GPU: "device"}
-CLOCK_LONG = {CPU: "host clock (CPU spans)", GPU: "device clock (GPU annotations, or the kernels launched)"}
 
 table_unit = time_unit  # as the terminal's tables choose theirs
 

@@ -13,8 +13,9 @@ from pathlib import Path
 from ..timing import CPU, GPU, TraceMeasures, aggregate, nearest_rank, summarize
 from ..timing.measure import AMBIGUOUS_STAGE, IterationTiming, StepTiming
 from ..timing.numbers import TIME_UNITS
+from ..timing.table import CLOCK_LONG, CLOCK_WORDS
 from .colors import stage_sort_key
-from .formatting import CLOCK_LONG, CLOCK_TITLES, _cell, _column, _round, _table, format_time, table_unit
+from .formatting import _cell, _column, _round, _table, format_time, table_unit
 
 _SHORT = {CPU: "host clock", GPU: "device clock"}
 
@@ -172,7 +173,7 @@ def _rank_table(by_rank: dict, key: str, labels: list[str], shown: dict[str, str
         slowest = max(found, key=lambda label: found[label]["mean_us"]) if len(found) > 1 else None
         fastest = min(found, key=lambda label: found[label]["mean_us"]) if len(found) > 1 else None
         cells = [_cell(stage, stage, tone="ambiguous" if stage == AMBIGUOUS_STAGE else None),
-                 _cell(CLOCK_TITLES[clock], clock)]
+                 _cell(CLOCK_WORDS[clock], clock)]
         for label in labels:
             row = found.get(label)
             if row is None:

@@ -8,7 +8,6 @@ from collections import defaultdict
 
 from ..render.reach import draft_tokens_of, reach_cards
 from ..render.speculation import (
-    CLOCK_WORDS,
     by_bs_cells,
     interval_text,
     not_speculative,
@@ -20,6 +19,7 @@ from ..render.speculation import (
 from ..speculation import SpeculationResult
 from ..speculation.result import iteration_model_of
 from ..timing import CPU, GPU, format_us
+from ..timing.table import CLOCK_WORDS
 from .formatting import _cell, _column, _round, _table
 
 MAX_POINTS = 5000  # accept lengths drawn per series; more are thinned to every n-th

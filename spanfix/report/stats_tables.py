@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from ..render.cells import Cells, device_sources, iteration_cells, iteration_unit, stage_cells, stage_unit
 from ..timing import CLOCKS, GPU, StatsResult
-from .formatting import CLOCK_LONG, CLOCK_TITLES, _cell, _column, _table
+from ..timing.table import CLOCK_LONG, CLOCK_WORDS
+from .formatting import _cell, _column, _table
 
 # The device clock's words when every row's device time came from one source (the table has no
 # source column then, as the terminal's has none).
@@ -17,7 +18,7 @@ _ITERATION_LABELS = {"count": "iterations", "share": "share of the iteration"}
 
 
 def _hints(clock: str) -> dict[str, str]:
-    return {"share": f"of all step time on the {CLOCK_TITLES[clock]} clock",
+    return {"share": f"of all step time on the {CLOCK_WORDS[clock]} clock",
             "device_source": "annotation: GPU annotations; kernels: the kernels the step launched",
             "busy_us": "time the spans' own device work ran", "busy_share": "busy time over the spans' device extents",
             "change": "this mean minus the baseline's"}

@@ -13,7 +13,8 @@ from ..timing import CPU, GPU, TraceMeasures, summarize
 from ..timing.iterations import DEVICE_PARTS, PARTS
 from ..timing.measure import IterationTiming, StepTiming
 from ..timing.numbers import TIME_UNITS
-from .formatting import CLOCK_LONG, CLOCK_TITLES, _round, format_time, plotly_text
+from ..timing.table import CLOCK_LONG, CLOCK_WORDS
+from .formatting import _round, format_time, plotly_text
 from .rank_comparison import _group_of, _shown
 
 MAX_BARS = 1500  # decode iterations drawn one bar each per rank and clock; more are drawn in buckets
@@ -101,7 +102,7 @@ def _series(label: str, iterations: list[IterationTiming], clock: str, parts: Se
 def _iteration_hover(it: IterationTiming, index: int, n: int, clock: str, unit: str, steps_of: dict) -> str:
     total = it.cpu_us if clock == CPU else it.gpu_us
     lines = [(f"iteration {index + 1} of {n} at {it.start_from_trace_us / 1e3:,.3f} ms: "
-              f"{format_time(total, unit)} {unit} on the {CLOCK_TITLES[clock]} clock")]
+              f"{format_time(total, unit)} {unit} on the {CLOCK_WORDS[clock]} clock")]
     starts, steps = steps_of.get((it.file, it.pid), ([], []))
     inside = steps[bisect.bisect_left(starts, it.start_us):bisect.bisect_left(starts, it.end_us)]
     shown = []

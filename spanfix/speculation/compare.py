@@ -23,6 +23,7 @@ from dataclasses import replace
 
 from ..errors import UsageError
 from ..timing import CPU, GPU, BaselineRead, TraceMeasures
+from ..timing.table import CLOCK_WORDS
 from .baseline import plain_of
 from .comparison import (
     ACCEPT_HOW,
@@ -37,11 +38,11 @@ from .comparison import (
 from .configs import graph_words
 from .plain import PlainDecode, no_plain_iteration, plain_means
 from .result import NEEDS_ACCEPT as STATS_NEEDS_ACCEPT
-from .result import _iteration_model, _twin, speculation_result
+from .result import SPEED, _iteration_model, _twin, clock_for, speculation_result
 from .speed import Means
 from .sweep import Sweep
 from .sweep_rows import beside_sweep
-from .verdict import CLOCK_WORDS, bounding_clock, not_comparable
+from .verdict import bounding_clock, not_comparable
 
 
 def compare_runs(runs: Sequence[RunInput], baseline: PlainRun | None = None, *, sweep: Sweep | None = None,
@@ -115,7 +116,7 @@ def _speculative_run(run: RunInput, baseline: PlainRun, errors: list[str]) -> Co
     said: list[str] = []  # a file's accept length no configuration of this run can have
     result = speculation_result(run.measures, run.figures, baseline.plain, errors=said)
     errors += [f"{run.name}: {line}" for line in said]
-    clock = result.verdict_clock() if result.verdict is not None else None
+    clock = clock_for(SPEED, result) if result.verdict is not None else None  # the row's clock: its verdict's
     configs = [found.config for found in result.runs]
     verdict, why = result.verdict, None
     if verdict is not None and verdict.missing and STATS_NEEDS_ACCEPT in verdict.missing:  # compare's options say it

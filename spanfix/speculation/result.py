@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import UsageError
 from ..timing import CLOCKS, CPU, GPU, TraceMeasures
+from ..timing.table import CLOCK_WORDS
 from .certainty import STEADY_FACTOR, steady
 from .configs import Run, RunConfig, graph_words, group_runs
 from .measure import RUN_BATCH, SpecIteration, SpeculationMeasures, decode_durations, means_of
@@ -20,7 +21,7 @@ from .metrics import BENCH, LOG, REQUESTS, SERVER_INFO, STATED, TRACE, AcceptFig
 from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime
 from .plain import PlainDecode, no_plain_iteration, on_steps, plain_means
 from .speed import NOT_COMPARABLE_BELOW, Means, PlainSamples, SpeedRow, overall_row, plain_samples, ratio, speed_row
-from .verdict import CLOCK_WORDS, Context, Verdict, verdict_of
+from .verdict import Context, Verdict, verdict_of
 
 PRIORITY = (STATED, TRACE, REQUESTS, LOG, BENCH, SERVER_INFO)  # the accept length the figures use, the first found
 DISAGREE = 0.1  # accept lengths from two sources further apart than this (relative) are said
@@ -65,17 +66,6 @@ class SpeculationResult:
         """The configuration of the one speculative run the inputs hold (None: none, or several)."""
         speculative = [run for run in self.runs if run.config.speculative]
         return speculative[0].config if len(self.runs) == 1 and speculative else None
-
-    def default_clock(self) -> str:
-        """The device when its figures exist, else the host (the model view's budgets read it)."""
-        return GPU if GPU in self.model else CPU
-
-    def verdict_clock(self) -> str:
-        """The verdict's clock (the one that bounds the decode iteration), else default_clock: the speed
-        figures' budgets and the batch-size table read it."""
-        if self.verdict is not None and self.verdict.clock is not None:
-            return self.verdict.clock
-        return self.default_clock()
 
     def to_json(self) -> dict:
         model = []
@@ -138,6 +128,23 @@ def _figure_json(figure: AcceptFigure) -> dict:
     return {"source": figure.source, "value": ratio(figure.value), "file": figure.file, "count": figure.count,
             "detail": figure.detail}
 
+
+
+MODEL_VIEW, SPEED = "model", "speed"  # the figures a clock is chosen for: the model view's, the speed's
+
+
+def clock_for(figure: str, result: SpeculationResult | None) -> str:
+    """The clock a figure is read on when nobody names one: the one rule for stats' tables, check's
+    budgets and compare's rows and budgets. A speed figure (SPEED: the speedup, break-even, time per
+    token, the batch-size table) is read on the verdict's clock, the one that bounds the decode
+    iteration; the model view (MODEL_VIEW), and a speed figure with no verdict clock, on the device
+    where the figures have it (what the GPU did is what a CUDA-graph capture's host spans do not
+    show), else on the host."""
+    if result is None:
+        return CPU
+    if figure == SPEED and result.verdict is not None and result.verdict.clock is not None:
+        return result.verdict.clock
+    return GPU if GPU in result.model else CPU
 
 def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[AcceptFigure] = (),
                        baseline: PlainDecode | None = None, *, errors: list[str] | None = None) -> SpeculationResult:

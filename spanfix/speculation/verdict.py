@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..timing import CPU, GPU, format_us
+from ..timing.table import CLOCK_WORDS
 from .certainty import (
     MIN_ITERATIONS,
     STEADY_FACTOR,
@@ -35,7 +36,6 @@ from .certainty import (
 from .reach import Lever, Reach, lever_of, reach_of
 from .speed import SpeedRow, interval_json, ratio
 
-CLOCK_WORDS = {CPU: "host", GPU: "device"}
 BOUND = {CPU: "CPU-bound", GPU: "GPU-bound"}
 SIDES = {"run": "the speculative run's decode iterations", "twin": "the plain twin's decode iterations",
          "accept": "the speculative run's accept lengths"}

@@ -21,6 +21,14 @@ if TYPE_CHECKING:
 
 CPU, GPU = "cpu", "gpu"
 CLOCKS = (CPU, GPU)
+# The clocks as people read them, one table for every room: the word ("on the host clock"), a time
+# read on it (a stage table's title) and the clock itself (the page's legend).
+CLOCK_SAID = {CPU: ("host", "host time (CPU spans)", "host clock (CPU spans)"),
+              GPU: ("device", "device time (GPU annotations, or launched kernels)",
+                    "device clock (GPU annotations, or the kernels launched)")}
+CLOCK_WORDS = {clock: said[0] for clock, said in CLOCK_SAID.items()}
+CLOCK_TIMES = {clock: said[1] for clock, said in CLOCK_SAID.items()}
+CLOCK_LONG = {clock: said[2] for clock, said in CLOCK_SAID.items()}
 GROUP_KEYS = ("file", "rank", "stage", "name", "mode-name", "bs", "toks")  # every grouping key, in column order
 SCOPE_KEYS = ("file", "rank")  # keys that split the whole (shares, iterations); the others split stages
 ITERATION_KEYS = ("file", "rank", "bs")  # keys that split the decode iterations (bs: their verifies')
