@@ -515,3 +515,24 @@ def test_stats_check_and_the_report_take_one_plain_twin(tmp_path):
 
     report = build_report([spec], baseline=str(old))
     assert report.payload is not None and report.result.plain_twin is True
+
+
+def test_the_twin_of_the_speedup_is_the_twin_of_stats_and_check():
+    """Issue 40 item 3: two rules said whether the baseline is a plain twin. PlainDecode.plain (no VERIFY
+    step, nothing says it speculates) made the speedup; the run profiles (the baseline's candidates exactly
+    "none", and "none" not among the inputs') made stats' baseline column and check's regression rules.
+    Inputs with VERIFY steps whose attribution still leaves "none" (--algorithm none against the trace: a
+    conflict) parted them: the speedup 1.40 was measured against the plain capture as the twin, while
+    stats said `baseline_is_plain_twin: false` and check judged the speculative stages against plain
+    decoding's. One rule now (attribution.algorithms.speculates, via runs/baseline.py::plain_twin)."""
+    from conftest import FIXTURES
+
+    spec, plain = FIXTURES / "eagle-stock.trace.json.gz", FIXTURES / "eagle-plain.trace.json.gz"
+    stats = json.loads(run("stats", spec, "--baseline", plain, "--algorithm", "none", "--format", "json").stdout)
+    speculation = stats["speculation"]
+    assert speculation["speculative"] is True and speculation["baseline"]["plain"] is True
+    assert speculation["verdict"]["speedup"] is not None  # measured against it as the plain twin
+    assert stats["baseline_is_plain_twin"] is True
+    check = json.loads(run("check", spec, "--baseline", plain, "--algorithm", "none", "--allow-skipped",
+                           "--format", "json").stdout)
+    assert check["rules"] and all(rule["kind"] != "regression" for rule in check["rules"])

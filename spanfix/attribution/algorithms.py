@@ -9,6 +9,7 @@ remaining candidate agrees on it.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 # Are a verify span's g_sk deltas the requests' accept lengths (speculation/accept.py)?
@@ -104,6 +105,7 @@ def writing(mode: str) -> frozenset[str]:
 
 
 SPECULATIVE = having("speculative")
+
 WITH_DRAFT_MODEL = having("has_draft")
 ORDERED = having("ordered")
 DRAFT_VERIFIES = having("draft_verifies")
@@ -118,6 +120,13 @@ SERVER_ALGORITHMS: dict[str, frozenset[str]] = {
 # server_args.json's keys that shape a speculative iteration: a baseline that differs in one is unlike.
 DRAFT_SETTINGS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
                   "enable_multi_layer_eagle", "disable_cuda_graph")  # with enable_multi_layer_eagle: the MTP worker
+
+
+def speculates(candidates: Iterable[str], verifies: bool) -> bool:
+    """Does a capture run speculative decoding? A VERIFY step says so, and so does an attribution that
+    leaves only speculative algorithms possible; anything else is plain decoding, the plain twin's kind.
+    The one rule for the speculation figures, the plain twin of stats, check and the report, and compare."""
+    return verifies or frozenset(candidates) <= SPECULATIVE
 
 
 @dataclass(slots=True)

@@ -94,8 +94,9 @@ def swapped_baseline(measures: list[TraceMeasures], read: BaselineRead | None) -
             "capture as the input, and the plain one as --baseline")
 
 
-def compared(result: StatsResult, read: BaselineRead | None) -> StatsResult:
-    return result if read is None else compare(result, read.timing(result.by))
+def compared(result: StatsResult, read: BaselineRead | None, twin: bool = False) -> StatsResult:
+    """The inputs' means against the baseline's (twin: plain_twin's answer, which the differences follow)."""
+    return result if read is None else compare(result, read.timing(result.by), twin=twin)
 
 
 def read_baseline(source: str, options: RelabelOptions, *, then: Then | None = None,
@@ -129,15 +130,12 @@ def _saved_result(data: bytes | bytearray) -> dict | None:
     return document if isinstance(document, dict) and isinstance(document.get("stages"), list) else None
 
 
-def plain_twin(result: StatsResult, read: BaselineRead | None) -> bool:
+def plain_twin(speculation: SpeculationResult | None) -> bool:
     """Is the baseline a capture without speculation of speculative inputs (their plain twin, which serves
-    the speedup, not the regression rules)? The one answer stats' baseline column, the report's tables
-    and check's regression rules all follow. By the run profiles (timing/profile.py::is_plain_twin) where
-    the baseline has one; a result saved before profiles by what its speculation figures say of it."""
-    if read is None or not result.baseline:
+    the speedup, not the regression rules)? The one answer stats' baseline column and its differences,
+    the report's tables, check's regression rules and the twin's own figures all follow: the inputs
+    speculate and the baseline does not, each by attribution.algorithms.speculates (PlainDecode.plain;
+    a saved result by its speculation.speculative)."""
+    if speculation is None or not speculation.speculative:
         return False
-    if read.measures is not None or isinstance((read.document or {}).get("profile"), dict):
-        return result.plain_twin  # timing.baseline.compare, from both profiles
-    section = (read.document or {}).get("speculation")
-    speculative = isinstance(result.speculation, SpeculationResult) and result.speculation.speculative
-    return speculative and isinstance(section, dict) and section.get("speculative") is False
+    return speculation.baseline is not None and speculation.baseline.plain

@@ -206,12 +206,14 @@ class Runs:
 
         result = aggregate(self.measures, tuple(by), kernel_categories=tuple(kernel_categories))
         result.warnings[:0] = self.measured.repeated
+        speculation = self.speculation()
+        twin = plain_twin(speculation)
         try:
-            result = compared(result, self.read)
+            result = compared(result, self.read, twin)
         except TraceError as exc:  # a saved result grouped by other keys
             self._problem(exc, baseline=True)
-        result.speculation = self.speculation()
-        result.plain_twin = plain_twin(result, self.read)
+        result.speculation = speculation
+        result.plain_twin = twin and bool(result.baseline)
         swapped = swapped_baseline(self.measures, self.read)
         if swapped:
             result.warnings.append(swapped)

@@ -35,7 +35,7 @@ def plain_of(read: BaselineRead) -> PlainDecode:
     bases = {m.basis for m in found} - {None}
     graphs = {m.cuda_graph for m in found} - {None}
     steps, iterations = decode_durations(found), decode_durations(found, "plain_iterations")
-    return PlainDecode(read.source, means_of(steps), algorithms, all(m.plain for m in found),
+    return PlainDecode(read.source, means_of(steps), algorithms, not any(m.speculative for m in found),
                        graphs.pop() if len(graphs) == 1 else None, problem, means_of(iterations),
                        bases.pop() if len(bases) == 1 else None, runs[0].config if runs else None, iterations, steps)
 

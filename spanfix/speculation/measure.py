@@ -9,7 +9,7 @@ from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from ..attribution.algorithms import SPECULATIVE
+from ..attribution.algorithms import speculates
 from ..attribution.attribute import Attribution
 from ..attribution.index import TraceIndex
 from ..read.reader import ReadTrace
@@ -55,8 +55,7 @@ class SpecIteration:
 class SpeculationMeasures:
     source: str
     algorithm: str
-    speculative: bool  # VERIFY steps, or an algorithm known to speculate
-    plain: bool  # no VERIFY step, and nothing says it speculates (a plain-decode baseline)
+    speculative: bool  # VERIFY steps, or an algorithm known to speculate (attribution.algorithms.speculates)
     model: dict[str, ModelTime]  # the whole trace, per clock (gpu with the device view)
     iterations: list[SpecIteration]
     decode_steps: dict[tuple[int | None, str], list[float]] = field(default_factory=dict)  # (bs, clock) -> durations
@@ -110,7 +109,8 @@ def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attrib
     window = own.get("speculative_num_draft_tokens")
     window = window if isinstance(window, int) and not isinstance(window, bool) and window > 0 \
         else _verify_window(measured.steps)
-    plain = not verifies and "none" in candidates
+    speculative = speculates(candidates, verifies)
+    plain = not speculative  # a plain-decode capture: its decode iterations are a plain twin's
     runs = any(span.kind == "iteration" for spans in index.spans.values() for span in spans)
     plain_iterations: dict[tuple[int | None, str], list[float]] = defaultdict(list)
     if plain:
@@ -127,7 +127,7 @@ def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attrib
             f"{MIN_ITERATION_US:g} us left out of the speculation figures: no forward pass is that short (0 us: spans "
             "without duration; a fraction of a microsecond: the trace's times in seconds, not microseconds?)")
     measured.speculation = SpeculationMeasures(
-        trace.source, measured.algorithm, verifies or (candidates <= SPECULATIVE), plain,
+        trace.source, measured.algorithm, speculative,
         model_view(index, stages, work, members), iterations, dict(decode), graph, window, dict(plain_iterations),
         RUN_BATCH if runs else MODEL_WORK, graph_from,
         {key: own[key] for key in RUN_SETTINGS if key in own},

@@ -15,7 +15,7 @@ import orjson
 from ..errors import TraceError, UsageError
 from .measure import TraceMeasures
 from .numbers import us
-from .profile import RunProfile, differences, is_plain_twin
+from .profile import RunProfile, differences
 from .table import CLOCKS, CPU, GPU, ITERATION_KEYS, Change, StatsResult, aggregate, group_keys
 
 
@@ -165,8 +165,9 @@ def _match_key(names: Sequence[str], values: Sequence) -> tuple:
                  for name, value in zip(names, values))
 
 
-def compare(result: StatsResult, baseline: Baseline) -> StatsResult:
-    """Each mean against the baseline's, both at the nanosecond precision a saved result keeps."""
+def compare(result: StatsResult, baseline: Baseline, *, twin: bool = False) -> StatsResult:
+    """Each mean against the baseline's, both at the nanosecond precision a saved result keeps. twin:
+    the baseline is the inputs' plain twin (decided where the speculation figures are: runs/baseline.py)."""
     rows = []
     for row in result.rows:
         key = _match_key(result.by, row.keys), row.clock
@@ -180,8 +181,7 @@ def compare(result: StatsResult, baseline: Baseline) -> StatsResult:
                                baseline.counts.get((*key, part))) for part in it.parts}
         iterations.append(replace(it, baseline=_change(it.summary.mean_us, baseline.iteration_means.get(key), count,
                                                        baseline.counts.get(key)), part_baselines=parts))
-    unlike = [] if baseline.profile is None else differences(result.profile, baseline.profile)
-    twin = baseline.profile is not None and is_plain_twin(result.profile, baseline.profile)
+    unlike = [] if baseline.profile is None else differences(result.profile, baseline.profile, twin=twin)
     return replace(result, rows=rows, iterations=iterations, baseline=baseline.source, baseline_differences=unlike,
                    plain_twin=twin)
 

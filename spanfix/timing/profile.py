@@ -71,13 +71,13 @@ def combined(profiles: Iterable[RunProfile]) -> RunProfile:
     return result
 
 
-def differences(here: RunProfile, there: RunProfile) -> list[str]:
+def differences(here: RunProfile, there: RunProfile, *, twin: bool = False) -> list[str]:
     """What the baseline (there) does not share with the inputs (here), one phrase each; [] when alike.
-    Only what both say is compared: a saved result that lacks a figure differs in nothing there."""
+    Only what both say is compared: a saved result that lacks a figure differs in nothing there. twin:
+    the baseline is the inputs' plain twin (runs/baseline.py::plain_twin decides it)."""
     found = []
     # A capture of the same server without speculation (a plain twin) is meant to differ in the algorithm
     # and its draft settings: that is not worth a word; the rest (batch sizes, graphs, ranks) still is.
-    twin = is_plain_twin(here, there)
     if here.candidates and there.candidates and not set(here.candidates) & set(there.candidates) and not twin:
         found.append(f"algorithm {' and '.join(here.algorithms)} here, {' and '.join(there.algorithms)} in the "
                      "baseline")
@@ -97,11 +97,6 @@ def differences(here: RunProfile, there: RunProfile) -> list[str]:
     if here.ranks and there.ranks and here.ranks != there.ranks:
         found.append(f"ranks {_ranks(here.ranks)} here, {_ranks(there.ranks)} in the baseline")
     return found
-
-
-def is_plain_twin(here: RunProfile, there: RunProfile) -> bool:
-    """Is the baseline (there) a capture without speculation of speculative inputs (here)?"""
-    return there.candidates == ["none"] and bool(here.candidates) and "none" not in here.candidates
 
 
 def comparable(found: Sequence[str]) -> bool:
