@@ -505,3 +505,43 @@ def test_stats_decodes_every_event_once(tmp_path, monkeypatch, kernels):
 def test_mode_name_drops_the_suffix_keys_alone(name, mode_name):
     from spanfix.timing.measure import _mode_name
     assert _mode_name(name) == mode_name
+
+
+def test_a_baseline_of_another_model_or_scheduler_is_unlike(tmp_path):
+    """Issue 40 item 2: two lists named the server arguments that make a run. The runs (speculation's
+    RUN_SETTINGS) told captures of another model or overlap scheduler apart; the baseline's profile
+    (attribution's DRAFT_SETTINGS) knew neither, so stats compared a baseline of another model in
+    silence and check judged regressions against it. One list now (attribution.algorithms.SERVER_SETTINGS)."""
+    import json as _json
+
+    import synth
+    from click.testing import CliRunner
+
+    from spanfix.cli import main
+
+    def put(name, **fields):
+        spec = synth.SynthSpec(algorithm="eagle", decode_iterations=4, seed=1, **fields)
+        trace = synth.generate(spec)
+        folder = tmp_path / name
+        folder.mkdir()
+        synth.write(trace, folder / "t-TP-0.trace.json")
+        return folder, dict(trace.server_args)
+
+    here, args = put("here", model="Qwen/Qwen3-8B")
+    there, other = put("there", model="meta-llama/Llama-3.1-8B")
+    (there / "server_args.json").write_text(_json.dumps({**other, "disable_overlap_schedule": True}))
+    (here / "server_args.json").write_text(_json.dumps({**args, "disable_overlap_schedule": False}))
+    run = CliRunner().invoke(main, ["stats", str(here / "t-TP-0.trace.json"), "--baseline",
+                                    str(there / "t-TP-0.trace.json"), "--format", "json"])
+    document = _json.loads(run.stdout)
+    said = document["baseline_differences"]
+    assert any(phrase.startswith("model_path Qwen/Qwen3-8B here, meta-llama/Llama-3.1-8B in the baseline")
+               for phrase in said), said
+    assert any(phrase.startswith("disable_overlap_schedule False here, True in the baseline") for phrase in said)
+    assert document["profile"]["settings"]["model_path"] == ["Qwen/Qwen3-8B"]
+    check = CliRunner().invoke(main, ["check", str(here / "t-TP-0.trace.json"), "--baseline",
+                                      str(there / "t-TP-0.trace.json"), "--min-count", "1", "--format", "json"])
+    regressions = [rule for rule in _json.loads(check.stdout)["rules"] if rule["kind"] == "regression"]
+    assert regressions and all(rule["status"] == "skipped" for rule in regressions)  # none judged against it
+    assert all("the baseline is unlike these inputs (" in rule["detail"] and "model_path" in rule["detail"]
+               for rule in regressions)

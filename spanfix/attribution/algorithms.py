@@ -117,9 +117,16 @@ SERVER_ALGORITHMS: dict[str, frozenset[str]] = {
     server: frozenset(name for name, family in ALGORITHMS.items()
                       if server in family.server_names and family.server_flag is None)
     for server in SGLANG_NAMES}
-# server_args.json's keys that shape a speculative iteration: a baseline that differs in one is unlike.
-DRAFT_SETTINGS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
-                  "enable_multi_layer_eagle", "disable_cuda_graph")  # with enable_multi_layer_eagle: the MTP worker
+# The server arguments that make a run, one list, read once with the algorithm (attribute.py): which
+# captures are one run (speculation/configs.py) and whether a baseline is unlike its inputs
+# (timing/profile.py) both read these. With enable_multi_layer_eagle: the MTP worker.
+SERVER_SETTINGS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+                   "speculative_num_draft_tokens", "enable_multi_layer_eagle", "disable_cuda_graph", "model_path",
+                   "disable_overlap_schedule")
+# Those a plain twin differs in by design: speculation itself, and the overlap scheduler, which SGLang turns
+# off for speculative decoding on a CPU (the speculation figures say so in a note, result.py::_twin).
+TWIN_SETTINGS = frozenset({"speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
+                           "speculative_num_draft_tokens", "enable_multi_layer_eagle", "disable_overlap_schedule"})
 
 
 def speculates(candidates: Iterable[str], verifies: bool) -> bool:
@@ -137,7 +144,7 @@ class AlgorithmGuess:
     num_steps: int | None = None  # draft steps per iteration: --num-steps or server_args.json
     stated: bool = False  # narrowed by --algorithm or server_args.json, not only inferred from the trace
     warnings: list[str] = field(default_factory=list)  # what was given but not understood
-    settings: dict[str, object] = field(default_factory=dict)  # server_args.json's draft settings (DRAFT_SETTINGS)
+    settings: dict[str, object] = field(default_factory=dict)  # the server arguments that make a run (SERVER_SETTINGS)
     stated_by: list[str] = field(default_factory=list)  # what stated the algorithm: --algorithm, server_args.json
 
     def narrow(self, allowed: frozenset[str] | set[str], reason: str, *, stated: bool = False) -> None:

@@ -17,9 +17,9 @@ from types import SimpleNamespace
 
 from .algorithms import (
     ALGORITHMS,
-    DRAFT_SETTINGS,
     DRAFT_VERIFIES,
     OWN_EXTEND_SPAN,
+    SERVER_SETTINGS,
     SPECULATIVE,
     WITH_DRAFT_MODEL,
     AlgorithmGuess,
@@ -189,7 +189,7 @@ def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], 
             guess.narrow(named, f"{server_from}: speculative_algorithm={server_args.get('speculative_algorithm')}"
                          + "".join(f" with {ALGORITHMS[name].label}" for name in sorted(named)
                                    if ALGORITHMS[name].server_flag), stated=True)
-        guess.settings = {key: server_args[key] for key in DRAFT_SETTINGS
+        guess.settings = {key: server_args[key] for key in SERVER_SETTINGS
                           if isinstance(server_args.get(key), (int, float, str, bool))}
         steps = server_args.get("speculative_num_steps")
         guess.num_steps = steps if isinstance(steps, int) and not isinstance(steps, bool) else None

@@ -24,10 +24,6 @@ from .model import ModelTime, iteration_model, model_view
 MIN_ITERATION_US = 1.0
 RUN_BATCH = "scheduler.run_batch"  # an iteration is the scheduler's whole iteration, on both sides
 MODEL_WORK = "model work"  # no run_batch spans: the model's work alone (draft to draft_extend; a DECODE step)
-# server_args.json's keys that make a run's configuration (which captures are one run, configs.py).
-RUN_SETTINGS = ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",
-                "speculative_num_draft_tokens", "enable_multi_layer_eagle", "disable_cuda_graph", "model_path",
-                "disable_overlap_schedule")
 
 
 @dataclass(slots=True)
@@ -66,7 +62,7 @@ class SpeculationMeasures:
     plain_iterations: dict[tuple[int | None, str], list[float]] = field(default_factory=dict)
     basis: str | None = None  # what an iteration is here: RUN_BATCH, or MODEL_WORK where no run_batch span exists
     graph_from: str | None = None  # where cuda_graph came from: server_args.json, or the trace (its launches)
-    server_args: dict = field(default_factory=dict)  # the server arguments that shape a run (RUN_SETTINGS)
+    server_args: dict = field(default_factory=dict)  # server_args.json's arguments that make a run (SERVER_SETTINGS, read by attribution)
     candidates: frozenset[str] = frozenset()  # the algorithms attribution left possible
     python_stacks: bool | None = None  # the trace has SGLang's python_function frames (with_stack)
 
@@ -130,7 +126,7 @@ def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attrib
         trace.source, measured.algorithm, speculative,
         model_view(index, stages, work, members), iterations, dict(decode), graph, window, dict(plain_iterations),
         RUN_BATCH if runs else MODEL_WORK, graph_from,
-        {key: own[key] for key in RUN_SETTINGS if key in own},
+        dict(attribution.algorithm.settings) if own else {},
         frozenset(candidates), any(span.kind == "frame" for spans in index.spans.values() for span in spans))
 
 

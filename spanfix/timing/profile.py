@@ -14,16 +14,16 @@ from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 
+from ..attribution.algorithms import TWIN_SETTINGS
 from .rows import IterationTiming, RunProfile, StepTiming
+
+ALGORITHM = "speculative_algorithm"
 
 DRAFT_WORK = frozenset({"DRAFT", "DRAFT_LOOP", "DRAFT_EXTEND_V2"})
 # Mean batch sizes further apart than this (relative) are unlike runs: a step's time grows with its batch.
 BATCH_TOLERANCE = 0.10
 # Draft step spans per decode iteration further apart than this: other draft settings, or graphs against eager.
 DRAFT_STEPS_TOLERANCE = 0.5
-# server_args.json's settings of speculation itself, which a plain twin lacks by design.
-SPECULATIVE_SETTINGS = frozenset({"speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
-                                  "enable_multi_layer_eagle"})
 
 
 def profile_of(steps: Sequence[StepTiming], iterations: Sequence[IterationTiming], algorithm: str,
@@ -78,15 +78,16 @@ def differences(here: RunProfile, there: RunProfile, *, twin: bool = False) -> l
     found = []
     # A capture of the same server without speculation (a plain twin) is meant to differ in the algorithm
     # and its draft settings: that is not worth a word; the rest (batch sizes, graphs, ranks) still is.
-    if here.candidates and there.candidates and not set(here.candidates) & set(there.candidates) and not twin:
+    said_algorithm = bool(here.candidates and there.candidates and not set(here.candidates) & set(there.candidates))
+    if said_algorithm and not twin:
         found.append(f"algorithm {' and '.join(here.algorithms)} here, {' and '.join(there.algorithms)} in the "
                      "baseline")
     ours, theirs = here.mean_batch, there.mean_batch
     if ours is not None and theirs is not None and abs(ours - theirs) > BATCH_TOLERANCE * max(ours, theirs):
         found.append(f"batch sizes {_sizes(here)} here, {_sizes(there)} in the baseline")
     for key in sorted(set(here.settings) & set(there.settings)):
-        if twin and key in SPECULATIVE_SETTINGS:
-            continue
+        if (twin and key in TWIN_SETTINGS) or (key == ALGORITHM and said_algorithm):
+            continue  # a plain twin differs there by design; another algorithm is said once, above
         if sorted(map(str, here.settings[key])) != sorted(map(str, there.settings[key])):
             found.append(f"{key} {_values(here.settings[key])} here, {_values(there.settings[key])} in the baseline "
                          "(server_args.json)")
