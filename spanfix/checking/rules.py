@@ -18,19 +18,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import partial
 
-from ..attribution.analyse import RelabelOptions, analysed
+from ..attribution.analyse import RelabelOptions
 from ..attribution.attribute import Attribution
 from ..attribution.index import TraceIndex
 from ..attribution.naming import parse_step_name
-from ..errors import BudgetError, out_of_memory
+from ..errors import BudgetError
 from ..options import Options
 from ..read.clock import offset_text
 from ..read.reader import ReadTrace, TraceError
 from ..relabelling.plan import plan
 from ..runs.measure import COLLECT, Each, Runs, one_by_one
-from ..sources.overwrite import same_files
-from ..speculation import measure_speculation
 from ..text import clip
 from ..timing import (
     GPU,
@@ -39,10 +38,7 @@ from ..timing import (
     StatsResult,
     TraceMeasures,
     format_us,
-    measure,
 )
-from ..timing.device import device_reducer
-from ..timing.once import counted_once
 from ..timing.profile import comparable
 from .budgets import ITERATION, KNOWN_STAGES, OPERATORS, Budget, figure_text
 from .defaults import DEFAULT_MAX_REGRESSION, DEFAULT_MIN_COUNT
@@ -112,26 +108,17 @@ class CheckOptions:
         return any(family_of(budget).needs_device(budget) for budget in self.budgets)
 
 
-def check_file(source: str, options: RelabelOptions, check: CheckOptions
-               ) -> tuple[TraceMeasures, list[Outcome]] | TraceError:
-    """One input's measures and trust outcomes, or why it cannot be used (returned, not raised, so
-    that it crosses from a worker process like any result)."""
-    device = True if check.needs_device or check.device_view else None  # else only when device time needs it
-    try:
-        trace, index, attribution, warnings = analysed(source, options, device_reducer(device))
-        measured = measure(trace, index, attribution, warnings, device=device, advise_device=False,
-                           then=measure_speculation)
-        return measured, trust_outcomes(trace, index, attribution, options, check, measured.trace_start_us)
-    except TraceError as exc:
-        return exc
-    except MemoryError:
-        return out_of_memory(source)
+def _trusted(trace: ReadTrace, index: TraceIndex, attribution: Attribution, options: RelabelOptions,
+             measured: TraceMeasures, *, check: CheckOptions) -> list[Outcome]:
+    """Runs' `also` hook: one input's trust outcomes, from the read its measures come from."""
+    return trust_outcomes(trace, index, attribution, options, check, measured.trace_start_us)
 
 
 def run_check(sources: Iterable[str], options: Options | RelabelOptions, check: CheckOptions, *,
               each: Each = one_by_one) -> CheckReport:
-    """each(check_file, jobs) yields (input, outcome) in input order: the CLI passes one that runs
-    the files in parallel. The baseline is read and measured once, first, for both its comparisons
+    """Each input measured once through Runs, its trust outcomes made beside it in the same worker
+    (Runs' `also` hook, _trusted); each(function, jobs) yields (input, outcome) in input order: the CLI
+    passes one that runs the files in parallel. The baseline is read and measured once, first, for both its comparisons
     (the regression rules' means, the speculation's plain DECODE steps): when it holds the device
     clock, the inputs' device view is read too, so that both sides have the same figures to compare."""
     runs = Runs.prepared(options, baseline=check.baseline, spec_metrics=check.spec_metrics,
@@ -144,18 +131,11 @@ def run_check(sources: Iterable[str], options: Options | RelabelOptions, check: 
             runs.baseline_problem = str(exc)
         if baseline is not None and baseline.has_device_iterations:
             check = replace(check, device_view=True)
-    unique, repeated = same_files(list(sources))
-    measures: list[TraceMeasures] = []
-    outcomes: list[Outcome] = []
-    for _, result in each(check_file, [(source, runs.relabel_options, check) for source in unique]):
-        if isinstance(result, TraceError):
-            runs.problems.append(str(result))
-            continue
-        measured_file, trusted = result
-        measures.append(measured_file)
-        outcomes += trusted  # a copy is still an input to trust; its figures count once, below
-    measures, copies = counted_once(measures)
-    stats = runs.add(measures, repeated=repeated + copies).stats(("stage",))
+    device = True if check.needs_device or check.device_view else None  # else only when device time needs it
+    runs.measure(sources, device=device, each=each, also=partial(_trusted, check=check))
+    # A copy is still an input to trust (its outcomes are kept); its figures count once (Runs).
+    outcomes: list[Outcome] = [outcome for trusted in runs.measured.also for outcome in trusted]
+    stats = runs.stats(("stage",))
     if baseline is not None:
         if stats.plain_twin:  # runs/baseline.py::plain_twin, as stats' baseline column and the report take it
             # The same server without speculation: the speedup's baseline. Its means are another kind
@@ -165,7 +145,7 @@ def run_check(sources: Iterable[str], options: Options | RelabelOptions, check: 
                                "speculative inputs with it")
         else:
             outcomes += regression_outcomes(stats, baseline, check.max_regression, check.min_count)
-    outcomes += [budget_outcome(budget, stats, measured=bool(measures)) for budget in check.budgets]
+    outcomes += [budget_outcome(budget, stats, measured=bool(runs.measures)) for budget in check.budgets]
     return CheckReport(outcomes, stats, runs.problems, check.allow_skipped,
                        f"baseline {runs.baseline_problem}" if runs.baseline_problem else None)
 
@@ -321,4 +301,4 @@ def _missing_there(subject: str, baseline: Baseline) -> str:
 # The grammar's names, kept importable from here (the API and code written before budgets.py and grammar.py).
 __all__ = ["BROKEN", "BUDGET", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "HELD", "KNOWN_STAGES", "REGRESSION",
            "SKIPPED", "TRUST", "Budget", "BudgetError", "CheckOptions", "CheckReport", "Outcome", "budget_outcome",
-           "check_file", "parse_budget", "regression_outcomes", "run_check", "trust_outcomes"]
+           "parse_budget", "regression_outcomes", "run_check", "trust_outcomes"]

@@ -9,9 +9,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..attribution.analyse import RelabelOptions
+from ..attribution.analyse import RelabelOptions, analysed
+from ..attribution.attribute import Attribution
+from ..attribution.index import TraceIndex
 from ..errors import SpanfixError, TraceError, UsageError, out_of_memory
 from ..options import Options, checked_paths
+from ..read.reader import ReadTrace
 from ..sources.overwrite import same_files
 from ..speculation import (
     AcceptFigure,
@@ -25,13 +28,18 @@ from ..speculation import (
 )
 from ..speculation import stated as stated_accept_length
 from ..speculation.matching import figures_for
-from ..timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, measure_file
+from ..timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, measure, measure_file
+from ..timing.device import device_reducer
 from ..timing.once import counted_once
 from .baseline import Baselines, baseline_names, baseline_read, compared, plain_twin, swapped_baseline
 
 # Runs function(*job) for every job and yields (input, result) in input order; the CLI passes one
 # that uses processes and reports progress. The default runs them one by one, here.
 Each = Callable[[Callable[..., Any], list[tuple[Any, ...]]], Iterable[tuple[str, Any]]]
+# Work of a caller's own on each input, beside its measuring in the same worker (check's trust rules):
+# also(trace, index, attribution, options, measures), from the same read; its result travels with the
+# measures (Measured.also). A top-level function or a partial of one: it crosses to a worker process.
+Also = Callable[[ReadTrace, TraceIndex, Attribution, RelabelOptions, TraceMeasures], Any]
 
 
 def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
@@ -83,11 +91,20 @@ def one_by_one(function: Callable[..., Any], jobs: list[tuple[Any, ...]]) -> Ite
 
 
 def measure_path(source: str, options: Options | RelabelOptions, classes: KernelClasses | None,
-                 device: bool | None = None) -> TraceMeasures | SpanfixError:
+                 device: bool | None = None, also: Also | None = None) -> TraceMeasures | tuple | SpanfixError:
     """One input measured, or why it could not be (returned, so that it crosses from a worker process).
-    device: read its launches and kernels for the device view; None: when device time needs them."""
+    device: read its launches and kernels for the device view; None: when device time needs them.
+    also: the caller's own work on the same read, (measures, its result) then; the device view is not
+    advised (the caller chose it)."""
     try:
-        return measure_file(source, _relabel(options), kernels=classes, device=device, then=measure_speculation)
+        if also is None:
+            return measure_file(source, _relabel(options), kernels=classes, device=device, then=measure_speculation)
+        relabel = _relabel(options)
+        trace, index, attribution, warnings = analysed(source, relabel,
+                                                       device_reducer(device, kernel_names=classes is not None))
+        measured = measure(trace, index, attribution, warnings, kernels=classes, device=device, advise_device=False,
+                           then=measure_speculation)
+        return measured, also(trace, index, attribution, relabel, measured)
     except SpanfixError as exc:
         return exc
     except MemoryError:
@@ -102,18 +119,23 @@ class Measured:
     measures: list[TraceMeasures] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     repeated: list[str] = field(default_factory=list)
+    also: list = field(default_factory=list)  # the `also` hook's results, one per input measured, in input order
 
 
 def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options | RelabelOptions, classes: KernelClasses | None,
-                each: Each | None = None, device: bool | None = None) -> Measured:
+                each: Each | None = None, device: bool | None = None, also: Also | None = None) -> Measured:
     """Every input measured once: a file given twice (under any spelling) is read once, and a trace
-    and its relabelled copy (or any copy) count once, the first given (timing/once.py)."""
+    and its relabelled copy (or any copy) count once, the first given (timing/once.py); also's result
+    is kept for each input read (a copy's too: it is an input of its own to that work)."""
     found = Measured()
     unique, found.repeated = same_files([os.fspath(source) for source in sources])
-    jobs = [(source, options, classes, device) for source in unique]
+    jobs = [(source, options, classes, device, *((also,) if also is not None else ())) for source in unique]
     for _, outcome in (each or one_by_one)(measure_path, jobs):
         if isinstance(outcome, SpanfixError):
             found.errors.append(str(outcome))
+        elif also is not None:
+            found.measures.append(outcome[0])
+            found.also.append(outcome[1])
         else:
             found.measures.append(outcome)
     found.measures, copies = counted_once(found.measures)
@@ -173,11 +195,13 @@ class Runs:
         return runs
 
     def measure(self, sources: Iterable[str | os.PathLike[str]], classes: KernelClasses | None = None, *,
-                device: bool | None = None, each: Each | None = None) -> Runs:
-        """Every input measured once (measure_all): in parallel as `each` runs them."""
-        found = measure_all(sources, self.relabel_options, classes, each, device)
+                device: bool | None = None, each: Each | None = None, also: Also | None = None) -> Runs:
+        """Every input measured once (measure_all): in parallel as `each` runs them; also: work of the
+        caller's own on each read, beside the measuring (its results in self.measured.also)."""
+        found = measure_all(sources, self.relabel_options, classes, each, device, also)
         for error in found.errors:
             self._problem(TraceError(error))
+        self.measured.also += found.also
         return self.add(found.measures, repeated=found.repeated)
 
     def add(self, measures: Sequence[TraceMeasures], *, repeated: Sequence[str] = ()) -> Runs:
