@@ -17,20 +17,15 @@ from types import SimpleNamespace
 
 from .algorithms import (
     ALGORITHMS,
-    DRAFT_VERIFIES,
     OWN_EXTEND_SPAN,
-    SERVER_SETTINGS,
-    SPECULATIVE,
-    WITH_DRAFT_MODEL,
     AlgorithmGuess,
     algorithms_from_server_args,
-    having,
-    writing,
 )
+from .guess import guess_algorithm
 from .index import Enclosing, Span, StepSpan, TraceIndex, Track
 from .naming import NEW_STAGES, RUNNER_MODES, WORKER_MODES
 from .patterns import UserPattern
-from .sglang import DRAFT_CALLER, RUNNER_FRAME, TARGET_CALLER, workers_in
+from .sglang import DRAFT_CALLER, RUNNER_FRAME, TARGET_CALLER
 
 DRAFT, TARGET, WORKER, AMBIGUOUS, ALREADY_NEW, UNKNOWN_MODE = (
     "draft", "target", "worker", "ambiguous", "already new", "unknown mode")
@@ -52,7 +47,7 @@ _TARGET_WHEN_NEW = frozenset(RUNNER_MODES - _OLD_ONLY - {"DRAFT_EXTEND_V2"})
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class StepRole:
     role: str  # draft, target, worker, ambiguous, already new, unknown mode
     evidence: str = ""  # the strongest evidence that decided it
     detail: str = ""  # for ambiguous spans: what was missing or what disagreed
@@ -79,7 +74,7 @@ class DraftRules:
 
 @dataclass(slots=True)
 class Attribution:
-    verdicts: list[Verdict]  # aligned with index.steps
+    verdicts: list[StepRole]  # aligned with index.steps
     algorithm: AlgorithmGuess
     draft_tracks: set[Track]
     unmatched_rules: list[str] = field(default_factory=list)  # the user's rules that named no track
@@ -104,10 +99,10 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
     iterations = _steps_by_iteration(index.steps, iteration_of)
     if server_args and not trusted:
         named, _ = algorithms_from_server_args(server_args, server_args_from)
-        alone = _guess_algorithm(index, iterations, draft_tracks, algorithm, None, num_steps)
+        alone = guess_algorithm(index, iterations, draft_tracks, algorithm, None, num_steps)
         if named is not None and not named & alone.candidates:
             server_args = None  # another run's: the trace decides alone
-    guess = _guess_algorithm(index, iterations, draft_tracks, algorithm, server_args, num_steps, server_args_from)
+    guess = guess_algorithm(index, iterations, draft_tracks, algorithm, server_args, num_steps, server_args_from)
     draft_pids = {pid for pid, _ in draft_tracks}
     before, after = _neighbours(index.steps)
     newer = _named_by_newer_sglang(index.steps, before, after)
@@ -116,7 +111,7 @@ def attribute(index: TraceIndex, *, rules: DraftRules | None = None, algorithm: 
     verdicts = []
     # Where evidence speaks, a verdict follows from the mode and the opinions alone: the same few
     # combinations decide thousands of steps, so each is decided once.
-    decided: dict[tuple, Verdict] = {}
+    decided: dict[tuple, StepRole] = {}
     by_mode: dict[str, str | None] = {}
     for number, (step, (iteration, in_stage, stack)) in enumerate(zip(index.steps, contexts)):
         opinions = tuple(_opinions(step, stack, in_stage, iteration, guess, draft_tracks, user_tracks,
@@ -171,71 +166,6 @@ def _steps_by_iteration(steps: list[StepSpan], iteration_of: list[Span | None]) 
     for members in grouped.values():
         members.sort(key=lambda s: s.span.start)
     return grouped
-
-
-def _guess_algorithm(index: TraceIndex, iterations: dict[Span, list[StepSpan]], draft_tracks: set[Track],
-                     stated: str | None, server_args: dict | None, num_steps: int | None = None,
-                     server_from: str = "server_args.json") -> AlgorithmGuess:
-    guess = AlgorithmGuess()
-    if stated:
-        guess.narrow({stated}, f"--algorithm {stated}", stated=True)
-        guess.stated = True
-    if server_args:
-        named, problem = algorithms_from_server_args(server_args, server_from)
-        if problem:
-            guess.warnings.append(problem)
-        if named:
-            guess.stated = True
-            guess.narrow(named, f"{server_from}: speculative_algorithm={server_args.get('speculative_algorithm')}"
-                         + "".join(f" with {ALGORITHMS[name].label}" for name in sorted(named)
-                                   if ALGORITHMS[name].server_flag), stated=True)
-        guess.settings = {key: server_args[key] for key in SERVER_SETTINGS
-                          if isinstance(server_args.get(key), (int, float, str, bool))}
-        steps = server_args.get("speculative_num_steps")
-        guess.num_steps = steps if isinstance(steps, int) and not isinstance(steps, bool) else None
-    if num_steps is not None:
-        if guess.num_steps is not None and guess.num_steps != num_steps:
-            guess.warnings.append(f"--num-steps {num_steps} overrides {server_from}'s speculative_num_steps "
-                                  f"{guess.num_steps}")
-        guess.num_steps = num_steps
-
-    modes = Counter(step.step.mode for step in index.steps)
-    frames = {span.name for spans in index.spans.values() for span in spans if span.kind == "frame"}
-    stages = any(span.kind == "stage" for spans in index.spans.values() for span in spans)
-    for name in workers_in(frames):
-        guess.narrow({name}, f"python frames of the {name} worker")
-    if modes["DRAFT_LOOP"]:
-        guess.narrow(writing("DRAFT_LOOP"), "DRAFT_LOOP spans")
-    if modes["DRAFT_EXTEND"]:
-        guess.narrow(writing("DRAFT_EXTEND"), "DRAFT_EXTEND spans (EAGLE v1)")
-    if modes["DRAFT_EXTEND_V2"]:
-        guess.narrow(writing("DRAFT_EXTEND_V2"), "DRAFT_EXTEND_V2 spans")
-    if stages:
-        guess.narrow(having("stage_spans"), "draft/draft_extend stage spans")
-    if any(" g_sq=" in step.step.rest or " c_sq=" in step.step.rest for step in index.steps):
-        guess.narrow(having("detailed"), "detailed annotations (c_/g_ suffixes)")
-    if modes["TARGET_VERIFY"] or modes["VERIFY"] or modes["DRAFT"] or draft_tracks:
-        guess.narrow(SPECULATIVE, "verify or draft steps")
-        if modes["DECODE"] and modes["TARGET_VERIFY"]:
-            guess.narrow(having("draft_decodes"), "DECODE steps beside TARGET_VERIFY")
-        if modes["DECODE"] or modes["DRAFT"] or draft_tracks:
-            guess.narrow(WITH_DRAFT_MODEL, "draft steps or a draft worker (NGRAM runs no draft model)")
-    elif modes["DECODE"] and not stages and not modes["DRAFT_EXTEND_V2"] and not modes["DRAFT_LOOP"]:
-        guess.narrow({"none"}, "DECODE steps and no verify step")
-    verify_counts = Counter()
-    for members in iterations.values():
-        verifies = [s for s in members if s.step.mode == "TARGET_VERIFY"]
-        if len(verifies) == 2 and verifies[0].step.bs == verifies[1].step.bs:
-            verify_counts["pair"] += 1
-        elif len(verifies) == 1:
-            verify_counts["single"] += 1
-    if verify_counts["pair"] and not verify_counts["single"]:
-        guess.narrow(DRAFT_VERIFIES, "two TARGET_VERIFY of equal bs per iteration")
-    elif verify_counts["single"] and not verify_counts["pair"]:
-        guess.narrow(SPECULATIVE - DRAFT_VERIFIES, "one TARGET_VERIFY per iteration")
-    elif verify_counts["single"] and verify_counts["pair"]:
-        guess.conflicts.append("some iterations hold one TARGET_VERIFY, others two")
-    return guess
 
 
 def _opinions(step: StepSpan, stack: str | None, in_stage: bool, iteration: Span | None, guess: AlgorithmGuess,
@@ -451,28 +381,28 @@ def _iteration_order(step: StepSpan, iteration: Span | None, guess: AlgorithmGue
 
 def _decide(step: StepSpan, iteration: Span | None, opinions: list[tuple[str, str]], guess: AlgorithmGuess,
             iterations: dict[Span, list[StepSpan]] | None = None, orders: dict[Span, _IterationSteps] | None = None
-            ) -> Verdict:
+            ) -> StepRole:
     mode = step.step.mode
     if mode in NEW_STAGES:
-        return Verdict(ALREADY_NEW, "already new naming")
+        return StepRole(ALREADY_NEW, "already new naming")
     if mode not in RUNNER_MODES and mode not in WORKER_MODES:
-        return Verdict(UNKNOWN_MODE, detail=f"mode {mode} is not one SGLang writes")
+        return StepRole(UNKNOWN_MODE, detail=f"mode {mode} is not one SGLang writes")
     if not guess.stated and any(evidence in DIRECT for _, evidence in opinions):
         # Mode and order rest on an algorithm inferred from the trace's own modes, which relabelling
         # changes: they only speak where direct evidence is silent, so a second run decides alike.
         opinions = [(role, evidence) for role, evidence in opinions if evidence in DIRECT]
     if not opinions:
-        return Verdict(AMBIGUOUS, detail=_missing(step, iteration, guess, iterations or {}, orders or {}))
+        return StepRole(AMBIGUOUS, detail=_missing(step, iteration, guess, iterations or {}, orders or {}))
     roles = {role for role, _ in opinions}
     sides = {DRAFT if role == WORKER else role for role in roles}
     if len(sides) > 1:
         said = "; ".join(f"{evidence} says {role}" for role, evidence in opinions)
-        return Verdict(AMBIGUOUS, detail=f"evidence disagrees: {said}")
+        return StepRole(AMBIGUOUS, detail=f"evidence disagrees: {said}")
     role = WORKER if WORKER in roles else roles.pop()
     evidence = min((e for r, e in opinions if r == role), key=STRENGTH.index)
     if role == WORKER and mode not in WORKER_MODES and mode != "DRAFT_EXTEND_V2":
-        return Verdict(AMBIGUOUS, detail=f"a {mode} span outside ModelRunner.forward")
-    return Verdict(role, evidence)
+        return StepRole(AMBIGUOUS, detail=f"a {mode} span outside ModelRunner.forward")
+    return StepRole(role, evidence)
 
 
 def _missing(step: StepSpan, iteration: Span | None, guess: AlgorithmGuess,
@@ -528,4 +458,4 @@ def _mode_would_decide(mode: str, candidates: frozenset[str], num_steps: int | N
                for name in sorted(candidates))
 
 
-__all__ = ["ALGORITHMS", "Attribution", "DraftRules", "Verdict", "attribute"]
+__all__ = ["ALGORITHMS", "Attribution", "DraftRules", "StepRole", "attribute"]
