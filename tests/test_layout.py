@@ -23,7 +23,8 @@ RANKS = [
     ("checking", "capturing"),  # the CI gate; profiling a live server, then its verdict
     ("render",),  # what people and CI read
     ("report",),  # the HTML report
-    ("api",),  # the public API
+    ("trace",),  # one trace, read once: open() and Trace
+    ("api",),  # the public API: several traces at once, and the public names
     ("cli",),  # the commands
     ("console",),  # the console script
     ("__main__", ""),  # python -m spanfix, and the package's lazy public face
@@ -101,10 +102,29 @@ def test_no_import_cycle():
         seen.add(module)
         on_path.append(module)
         for target in sorted(GRAPH[module]):
-            if target:  # the package's public face imports its API lazily, by name
-                visit(target)
+            visit(target)
         on_path.pop()
 
     for module in sorted(MODULES):
         visit(module)
     assert cycles == []
+
+
+MAX_FILE_LINES, MAX_FUNCTION_LINES = 500, 80  # docs/design.md: a module reads in one sitting, a function on a screen
+
+
+def test_no_module_nor_function_is_too_long():
+    """Every module of the package at most 500 lines, every function (a method, a nested one) at most 80,
+    counted from its def (decorators aside) to its last line."""
+    long_files, long_functions = [], []
+    for module, path in sorted(MODULES.items()):
+        text = path.read_text()
+        if len(text.splitlines()) > MAX_FILE_LINES:
+            long_files.append(f"{path.relative_to(PACKAGE)}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.name}: {length} lines")
+    assert long_files == []
+    assert long_functions == []
