@@ -23,13 +23,15 @@ single_threaded_blas()
 # Public name -> the module that defines it.
 _PUBLIC = {
     **dict.fromkeys(("ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "Iteration",
-                     "Iterations", "Options", "Step", "Steps", "Table", "Trace", "capture", "check", "compare", "expand",
-                     "html_report", "inspect", "open", "relabel", "relabelled_path", "stats"), "api"),
+                     "Iterations", "Options", "Step", "Steps", "Table", "check", "compare", "expand", "html_report",
+                     "inspect", "relabel", "relabelled_path", "stats"), "api"),
+    **dict.fromkeys(("Trace", "open"), "trace"),
     **dict.fromkeys(("Budget", "CheckReport", "Outcome", "parse_budget"), "checking.rules"),
     **dict.fromkeys(("OutputError", "SpanfixError", "TraceError", "UsageError"), "errors"),
     "InspectReport": "attribution.inspection",
     "Comparison": "speculation.compare",
-    "CaptureResult": "capturing",
+    **dict.fromkeys(("CAPTURE_LIMITS", "CaptureOptions", "CaptureResult", "CaptureStatus", "CaptureWatcher",
+                     "ServerError", "capture", "capture_verdict", "sweep_verdicts"), "capturing"),
     "Report": "report",
     **dict.fromkeys(("AcceptFigure", "ModelTime", "SpecIteration", "SpeculationResult", "SpeedRow", "Verdict"),
                     "speculation"),
@@ -50,21 +52,28 @@ if TYPE_CHECKING:
         Step,
         Steps,
         Table,
-        Trace,
-        capture,
         check,
         compare,
         expand,
         html_report,
         inspect,
-        open,
         relabel,
         relabelled_path,
         stats,
     )
     from .attribution.ambiguity import AmbiguityGroup, AmbiguousSpan
     from .attribution.inspection import InspectReport
-    from .capturing import CaptureResult
+    from .capturing import (
+        CAPTURE_LIMITS,
+        CaptureOptions,
+        CaptureResult,
+        CaptureStatus,
+        CaptureWatcher,
+        ServerError,
+        capture,
+        capture_verdict,
+        sweep_verdicts,
+    )
     from .checking.rules import Budget, CheckReport, Outcome, parse_budget
     from .errors import OutputError, SpanfixError, TraceError, UsageError
     from .relabelling.plan import RelabelResult
@@ -72,6 +81,7 @@ if TYPE_CHECKING:
     from .speculation import AcceptFigure, ModelTime, SpecIteration, SpeculationResult, SpeedRow, Verdict
     from .speculation.compare import Comparison
     from .timing import IterationBreakdown, KernelGroup, StageRow, StatsResult, Summary
+    from .trace import Trace, open
 
 
 def __getattr__(name: str) -> Any:
@@ -88,10 +98,12 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "ALGORITHM_NAMES", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure", "AmbiguityGroup",
-    "AmbiguousSpan", "Budget", "CaptureResult", "CheckReport", "Comparison", "InspectReport", "Iteration",
-    "IterationBreakdown", "Iterations", "KernelGroup", "ModelTime", "Options", "Outcome", "OutputError", "RelabelResult",
-    "Report", "SpanfixError", "SpecIteration", "SpeculationResult", "SpeedRow", "StageRow", "StatsResult", "Step",
-    "Steps", "Summary", "Table", "Trace", "TraceError", "UsageError", "Verdict", "__version__", "capture", "check",
-    "compare", "expand", "html_report", "inspect", "open", "parse_budget", "relabel", "relabelled_path", "stats",
+    "ALGORITHM_NAMES", "CAPTURE_LIMITS", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "AcceptFigure",
+    "AmbiguityGroup", "AmbiguousSpan", "Budget", "CaptureOptions", "CaptureResult", "CaptureStatus", "CaptureWatcher",
+    "CheckReport", "Comparison", "InspectReport", "Iteration", "IterationBreakdown", "Iterations", "KernelGroup",
+    "ModelTime", "Options", "Outcome", "OutputError", "RelabelResult", "Report", "ServerError", "SpanfixError",
+    "SpecIteration", "SpeculationResult", "SpeedRow", "StageRow", "StatsResult", "Step", "Steps", "Summary", "Table",
+    "Trace", "TraceError", "UsageError", "Verdict", "__version__", "capture", "capture_verdict", "check", "compare",
+    "expand", "html_report", "inspect", "open", "parse_budget", "relabel", "relabelled_path", "stats",
+    "sweep_verdicts",
 ]

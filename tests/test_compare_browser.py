@@ -20,6 +20,7 @@ from test_compare import RUNS, folders, sweep  # noqa: F401 (the generated sweep
 from test_report_browser import HOSTILE, LINK, Opened, browser  # noqa: F401 (browser: a fixture)
 
 import spanfix
+from spanfix.report.compare_page import write_compare_page
 
 SCREENSHOT = ROOT / "build" / "compare.png"
 
@@ -122,7 +123,7 @@ def test_hostile_run_names_render_as_text(browser, sweep, tmp_path):  # noqa: F8
     names = {HOSTILE: root / "eagle-s3", LINK: root / "eagle-s5", "plain": root / "plain"}
     comparison = spanfix.compare(names)
     path = tmp_path / "compare.html"
-    spanfix.api.write_compare_page(comparison, path, command="spanfix compare " + HOSTILE)
+    write_compare_page(comparison, path, command="spanfix compare " + HOSTILE)
     page = Opened(browser, path)
     try:
         assert page.dialogs == [] and page.errors == [] and page.requests == [page.url]
@@ -156,7 +157,7 @@ def nine_rows(sweep, tmp_path_factory):  # noqa: F811
     comparison = spanfix.compare(runs, spec_metrics={"eagle-info": str(info)})
     assert sum(len(run.rows) for run in comparison.runs) == 10
     path = folder / "compare.html"
-    spanfix.api.write_compare_page(comparison, path, command="spanfix compare ...")
+    write_compare_page(comparison, path, command="spanfix compare ...")
     return comparison, path
 
 

@@ -19,6 +19,7 @@ from test_report_browser import browser  # noqa: F401 (a fixture)
 import spanfix
 from spanfix.cli import main
 from spanfix.render.speculation import verdict_line
+from spanfix.report.compare_page import write_compare_page
 
 SIZES = ((4, 1), (16, 2), (64, 3))  # batch size, seed
 # The draft model's kernels take this many times their usual time at each batch size: the speculative
@@ -295,7 +296,7 @@ def test_the_compare_page_rings_the_crossover_on_the_line_at_1(crossing, browser
     comparison = spanfix.compare([spec, plain])
     reach = comparison.run("spec").verdict.reach
     path = tmp_path / "compare.html"
-    spanfix.api.write_compare_page(comparison, path)
+    write_compare_page(comparison, path)
     page = Opened(browser, path)
     try:
         assert page.errors == [] and page.requests == [page.url]

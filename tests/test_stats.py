@@ -473,8 +473,9 @@ def test_stats_decodes_every_event_once(tmp_path, monkeypatch, kernels):
     from conftest import read_in_parts, trace_bytes
     from synth_helpers import eagle_events
 
-    from spanfix.api import Options, measure_path
+    from spanfix import Options
     from spanfix.read import parts
+    from spanfix.runs.measure import measure_path
     from spanfix.timing import KernelClasses
 
     events = [e for e in eagle_events() if not (e.get("cat") == "gpu_user_annotation"

@@ -28,21 +28,26 @@ a Watcher. Every failure is one line: ServerError (the server), UsageError (the 
 OutputError (the folder); Ctrl-C stops the profiler it started before it goes on (a second Ctrl-C
 does not wait for the server, and says what it left running).
 
-The rooms: session.py (one capture, start to end), server.py (the HTTP API, every answer within a
-deadline), profile.py (the profiler and its trace files), load.py (the traffic), folder.py (the
-folder shared with the server), results.py (what comes back, and its verdict), throughput.py (the
-unprofiled round's figure), sweep.py (each load's profiled and unprofiled speedups).
+The rooms: options.py (how to profile: CaptureOptions, checked when made), session.py (one capture,
+start to end), server.py (the HTTP API, every answer within a deadline), profile.py (the profiler and
+its trace files), load.py (the traffic), folder.py (the folder shared with the server), results.py
+(what comes back, and its verdict), throughput.py (the unprofiled round's figure), sweep.py (each
+load's profiled and unprofiled speedups).
 """
 
 from __future__ import annotations
 
+from .options import DEFAULT_MAX_NEW_TOKENS, DEFAULT_STEPS, DEFAULT_TIMEOUT, CaptureOptions
+from .options import LIMITS as CAPTURE_LIMITS
 from .results import Capture, CaptureResult, LoadRun, Status, Watcher, capture_verdict
 from .server import ServerError
-from .session import DEFAULT_MAX_NEW_TOKENS, DEFAULT_STEPS, DEFAULT_TIMEOUT, capture
-from .session import LIMITS as CAPTURE_LIMITS
+from .session import capture
 from .sweep import LoadVerdict, Sweep, sweep_verdicts
 from .throughput import Throughput
 
-__all__ = ["CAPTURE_LIMITS", "DEFAULT_MAX_NEW_TOKENS", "DEFAULT_STEPS", "DEFAULT_TIMEOUT", "Capture", "CaptureResult",
-           "LoadRun", "LoadVerdict", "ServerError", "Status", "Sweep", "Throughput", "Watcher", "capture",
-           "capture_verdict", "sweep_verdicts"]
+# Their public names (spanfix.CaptureWatcher, spanfix.CaptureStatus): outside this room, a watcher of what.
+CaptureWatcher, CaptureStatus = Watcher, Status
+
+__all__ = ["CAPTURE_LIMITS", "DEFAULT_MAX_NEW_TOKENS", "DEFAULT_STEPS", "DEFAULT_TIMEOUT", "Capture", "CaptureOptions",
+           "CaptureResult", "CaptureStatus", "CaptureWatcher", "LoadRun", "LoadVerdict", "ServerError", "Status", "Sweep",
+           "Throughput", "Watcher", "capture", "capture_verdict", "sweep_verdicts"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,8 @@ from ..runtime.redact import remember
 from ..runtime.stopping import ends_at_once
 from ..sources import is_url, local_path
 from .folder import CaptureFolder, Lines
-from .load import BUILT_IN_PROMPTS, Load, read_prompts
+from .load import Load
+from .options import FIELDS, CaptureOptions
 from .profile import (
     CANCELLED,
     DETAILED_SINCE,
@@ -51,19 +51,8 @@ from .throughput import throughput
 
 if TYPE_CHECKING:
     from ..options import Options
-    from ..runs.measure import Each
 
-DEFAULT_STEPS = 32  # forward steps the profiler records: a few dozen decode iterations
-DEFAULT_MAX_NEW_TOKENS = 64
-DEFAULT_TIMEOUT = 300  # seconds to wait for the traces
 WARM_UP_TOKENS = 16
-# What is meaningful, and no more: a larger value is a usage error (it used to end in a traceback from
-# the load's threads, or in a wait no clock can count).
-MAX_STEPS = 100_000  # forward steps of one profile: a trace of gigabytes already
-MAX_LOAD = 1024  # requests at once: a thread and a connection each, more than any server batches
-MAX_NEW_TOKENS = 10_000_000  # tokens a request generates: more than any model's context holds
-MAX_TIMEOUT = 7 * 24 * 3600.0  # seconds: a week
-LIMITS = {"steps": MAX_STEPS, "load": MAX_LOAD, "max_new_tokens": MAX_NEW_TOKENS, "timeout": MAX_TIMEOUT}
 
 
 @dataclass
@@ -75,41 +64,28 @@ class _Attempt:
     left: str | None = None  # what was left running on the server, when the profile could not be ended
 
 
-def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: int = DEFAULT_STEPS,
-            detailed: bool | None = None, stack: bool | None = None, record_shapes: bool = True,
-            load: int | Sequence[int] = 0,
-            prompts: str | os.PathLike[str] | Sequence[str] | None = None,
-            max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, server_dir: str | None = None,
-            read_from: str | None = None, twin: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+def capture(url: str, folder: str | os.PathLike[str] | None = None, config: CaptureOptions | None = None, *,
             verdict: bool = True, watcher: Watcher | None = None, options: Options | None = None,
-            by: Sequence[str] = (), kernels: bool = False, kernel_categories: Sequence[str] = (),
-            baseline: str | os.PathLike[str] | None = None, device: bool | None = None, each: Each | None = None,
-            spec_metrics: Sequence[str | os.PathLike[str]] = (), accept_length: float | None = None,
-            **option_fields: Any) -> CaptureResult:
+            **keywords: Any) -> CaptureResult:
     """Profile the SGLang server at url into folder (new, or empty; default capture-DATE-TIME here) and
     measure what it wrote. See the package's docstring; docs/commands.md#capture explains every choice.
 
-    steps: forward steps the profiler records (SGLang's num_steps). detailed: detailed annotations
-    (None: where the version has them, 0.5.19 and later; True on an older one is a ServerError). stack:
-    python stacks (None: where the server's SGLang writes the old step names, before 0.5.20, whose
-    attribution they decide; a twin is captured as its run is).
-    load: concurrent /generate requests sent while it profiles (0: the server's own traffic), of
-    prompts (a file, a list, or built-in ones), max_new_tokens each; several (a list) are a sweep,
-    each load profiled in turn on each server, its files named by it, and with a twin an unprofiled
-    round per load on both servers (result.sweep). server_dir: the folder as the
-    server sees it, where it writes (needed when the server is on another machine); read_from: where
-    this machine reads that folder (a path or an fsspec URL; default server_dir). twin: a server of
-    the same model without speculation, captured after the first with the same load. timeout:
-    seconds to wait for the traces. The rest is stats()'s, for the verdict. A capture that fails (or
-    is stopped) leaves nothing in folder: what it wrote is removed, and the folders it made."""
-    for name, value in (("url", url), ("twin", twin), ("server_dir", server_dir), ("read_from", read_from)):
-        if not isinstance(value, str) and (value is not None or name == "url"):
-            raise UsageError(f"{name} is a string (an address or a folder), not {type(value).__name__}")
-    remember(url, twin, server_dir, read_from)  # their secrets, hidden wherever spanfix shows text
-    loads = _loads(load)
-    folder = _checked_arguments(steps, loads, max_new_tokens, timeout, server_dir, read_from, twin, baseline, folder)
+    config: how to profile (CaptureOptions: steps, detailed, stack, record_shapes, load, prompts,
+    max_new_tokens, server_dir, read_from, twin, timeout), or its fields as keywords. A load of several
+    (a list) is a sweep, each load profiled in turn on each server, its files named by it, and with a
+    twin an unprofiled round per load on both servers (result.sweep). The other keywords are
+    capture_verdict()'s (stats()'s), for the verdict. A capture that fails (or is stopped) leaves
+    nothing in folder: what it wrote is removed, and the folders it made."""
+    if not isinstance(url, str):
+        raise UsageError(f"url is a string (an address or a folder), not {type(url).__name__}")
+    config, stats = _config(config, keywords)
+    twin, loads = config.twin, config.loads
+    remember(url, twin, config.server_dir, config.read_from)  # their secrets, hidden wherever spanfix shows text
+    if twin is not None and stats.get("baseline") is not None:
+        raise UsageError("twin (--twin) and baseline (--baseline) would both be the verdict's baseline: give one")
+    folder = _folder(folder)
     watcher = watcher or Watcher()
-    prompt_list = _prompts(prompts) if any(loads) else []
+    prompt_list = config.prompt_list()
     servers = [Server(url, read_timeout=30.0)]
     if twin is not None:
         servers.append(_as_twin(lambda: Server(twin, read_timeout=30.0)))
@@ -117,9 +93,11 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
     said = [Said(watcher, role, server.url) for role, server in zip(("spec", "plain") if twin else ("",), servers)]
     if twin is not None:
         _check_twin(servers, infos, said[1])
-    plan = [_asked(server, info, detailed, one) for server, info, one in zip(servers, infos, said)]
-    if stack is None:  # one choice for both servers: a twin with stacks and a run without are unlike
-        stack = stacks_by_default(infos[0])
+    plan = [_asked(server, info, config.detailed, one) for server, info, one in zip(servers, infos, said)]
+    # One choice for both servers: a twin with stacks and a run without are unlike.
+    stack = stacks_by_default(infos[0]) if config.stack is None else config.stack
+    steps, record_shapes, server_dir, read_from = config.steps, config.record_shapes, config.server_dir, config.read_from
+    max_new_tokens, timeout = config.max_new_tokens, config.timeout
     folders = [folder] if twin is None else [os.path.join(folder, "spec"), os.path.join(folder, "plain")]
     made = _prepare(folder, folders)
     attempts: list[_Attempt] = []
@@ -150,11 +128,29 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, *, steps: in
             attempt.folder.close()
     result = CaptureResult(captures[0], captures[1] if twin is not None else None)
     if verdict:
-        capture_verdict(result, options, by=by, kernels=kernels, kernel_categories=kernel_categories,
-                        baseline=baseline, device=device, each=each, spec_metrics=spec_metrics,
-                        accept_length=accept_length, **option_fields)
-        result.sweep = sweep_verdicts(result, options, **option_fields)
+        capture_verdict(result, options, **stats)
+        result.sweep = sweep_verdicts(result, options, **{key: value for key, value in stats.items()
+                                                          if key not in _VERDICT_ONLY})
     return result
+
+
+# capture_verdict()'s own keywords; the rest of what capture() passes it are the attribution options,
+# which the sweep's verdicts take too.
+_VERDICT_ONLY = frozenset(("by", "kernels", "kernel_categories", "baseline", "device", "each", "spec_metrics",
+                           "accept_length"))
+
+
+def _config(config: CaptureOptions | None, keywords: dict[str, Any]) -> tuple[CaptureOptions, dict[str, Any]]:
+    """The capture's options (given, or made of its fields among the keywords) and the verdict's keywords."""
+    given = {key: value for key, value in keywords.items() if key in FIELDS}
+    stats = {key: value for key, value in keywords.items() if key not in FIELDS}
+    if config is None:
+        return CaptureOptions(**given), stats
+    if not isinstance(config, CaptureOptions):
+        raise UsageError(f"config must be spanfix.CaptureOptions, not {type(config).__name__}")
+    if given:
+        raise UsageError("give CaptureOptions or its fields as keywords, not both")
+    return config, stats
 
 
 def _as_twin(call: Any) -> Any:
@@ -193,35 +189,7 @@ def _give_up(folder: str, attempts: list[_Attempt], made: list[str], watcher: Wa
     watcher.note("", text)
 
 
-def _loads(load: object) -> list[int]:
-    """One load (0: the server's own traffic) or several, a sweep: each from 1 to MAX_LOAD, sorted."""
-    values = [load] if isinstance(load, int) or not isinstance(load, Sequence) or isinstance(load, str) else list(load)
-    for value in values:
-        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_LOAD:
-            raise UsageError(f"load is a whole number from 0 to {MAX_LOAD}, or a list of them from 1 (a sweep)")
-    if not values:
-        raise UsageError("load: no load given (a whole number, or several for a sweep)")
-    if len(values) > 1 and 0 in values:
-        raise UsageError("load: a sweep sends its own traffic at each load, from 1 (0 waits for the server's own)")
-    if len(set(values)) < len(values):
-        raise UsageError(f"load: {', '.join(map(str, values))} names a load twice")
-    return sorted(values)
-
-
-def _checked_arguments(steps: int, loads: list[int], max_new_tokens: int, timeout: float, server_dir: str | None,
-                       read_from: str | None, twin: str | None, baseline: object,
-                       folder: str | os.PathLike[str] | None) -> str:
-    for name, value, least, most in (("steps", steps, 1, MAX_STEPS),
-                                     ("max_new_tokens", max_new_tokens, 1, MAX_NEW_TOKENS)):
-        if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= most:
-            raise UsageError(f"{name} is a whole number from {least} to {most}")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
-        raise UsageError(f"timeout is a number of seconds, more than 0 and at most {MAX_TIMEOUT:g} (a week)")
-    if read_from is not None and server_dir is None:
-        raise UsageError("read_from (--read-from) is where this machine reads the server's folder: give that "
-                         "folder too (server_dir, --server-dir)")
-    if twin is not None and baseline is not None:
-        raise UsageError("twin (--twin) and baseline (--baseline) would both be the verdict's baseline: give one")
+def _folder(folder: str | os.PathLike[str] | None) -> str:
     if folder is None:
         return f"capture-{time.strftime('%Y%m%d-%H%M%S')}"
     folder = os.fspath(folder)
@@ -229,17 +197,6 @@ def _checked_arguments(steps: int, loads: list[int], max_new_tokens: int, timeou
         raise UsageError(f"{folder}: the capture's folder is a local folder (the server's can be a URL: "
                          "--server-dir and --read-from)")
     return local_path(folder)
-
-
-def _prompts(prompts: str | os.PathLike[str] | Sequence[str] | None) -> list[str]:
-    if prompts is None:
-        return list(BUILT_IN_PROMPTS)
-    if isinstance(prompts, (str, os.PathLike)):
-        return read_prompts(os.fspath(prompts))
-    found = [p for p in prompts if isinstance(p, str) and p]
-    if not found:
-        raise UsageError("prompts: no prompt (a file, or a list of strings)")
-    return found
 
 
 def _check_twin(servers: list[Server], infos: list[ServerInfo], said: Said) -> None:
@@ -514,5 +471,4 @@ def _write_json(folder: CaptureFolder, name: str, document: object) -> None:
     folder.write(name, [data])
 
 
-__all__ = ["DEFAULT_MAX_NEW_TOKENS", "DEFAULT_STEPS", "DEFAULT_TIMEOUT", "LIMITS", "MAX_LOAD", "MAX_NEW_TOKENS",
-           "MAX_STEPS", "MAX_TIMEOUT", "capture"]
+__all__ = ["capture"]

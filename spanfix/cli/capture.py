@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shlex
 import sys
 import textwrap
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -20,12 +21,14 @@ from .stats import show
 from .stats import stats as stats_command
 from .streams import is_terminal, say_wrapped, terminal_width, write_out
 
+if TYPE_CHECKING:
+    from ..capturing import Sweep
+    from ..timing import StatsResult
+
 
 def _default(name: str) -> Any:
-    """capture()'s own default for an argument: the command states none of its own."""
-    import inspect
-
-    return inspect.signature(api.capture).parameters[name].default
+    """CaptureOptions' own default for a field: the command states none of its own."""
+    return next(field.default for field in dataclasses.fields(api.CaptureOptions) if field.name == name)
 
 
 LIMITS = api.CAPTURE_LIMITS  # what is meaningful, as capture() checks it too
@@ -142,10 +145,10 @@ def capture(url, folder, steps, detailed, stack, load, prompts, max_new_tokens, 
     """
     options = api_options(**attribution)
     with capture_watcher() as watcher:
-        result = api.capture(url, folder, steps=steps, detailed=detailed, stack=stack,
-                             load=load[0] if len(load) == 1 else load, prompts=prompts,
-                             max_new_tokens=max_new_tokens, server_dir=server_dir, read_from=read_from, twin=twin,
-                             timeout=timeout, verdict=False, watcher=watcher, baseline=baseline)
+        how = api.CaptureOptions(steps=steps, detailed=detailed, stack=stack, load=load[0] if len(load) == 1 else load,
+                                 prompts=prompts, max_new_tokens=max_new_tokens, server_dir=server_dir,
+                                 read_from=read_from, twin=twin, timeout=timeout)
+        result = api.capture(url, folder, how, verdict=False, watcher=watcher, baseline=baseline)
     for line in written(result):
         say_wrapped(line)
     machine = output_format != "table"
@@ -167,7 +170,7 @@ def capture(url, folder, steps, detailed, stack, load, prompts, max_new_tokens, 
         sys.exit(EXIT_BAD_INPUT)
 
 
-def _show_sweep(stats: api.StatsResult, sweep: api.Sweep, output_format: str, top: int) -> None:
+def _show_sweep(stats: StatsResult, sweep: Sweep, output_format: str, top: int) -> None:
     """The verdict as stats prints it, each load's profiled and unprofiled speedups beside it (in JSON,
     `loads`), and a warning where the two disagree."""
     from ..render.stats import stats_messages

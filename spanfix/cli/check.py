@@ -10,6 +10,7 @@ from .. import api
 from ..errors import BudgetError
 from ..render.check import github_annotations
 from ..render.formats import CHECK_FORMATS, Shown
+from ..sources.overwrite import STDOUT, reads, refuse_overwrite
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .inputs import expanded
 from .options import (
@@ -25,9 +26,11 @@ from .streams import say_command, terminal_width, write_out
 
 
 def _budgets(ctx, param, values):
+    from ..checking.rules import parse_budget
+
     try:  # at once, before any trace is read: a typo fails in a second, not after minutes of reading
         for value in values:
-            api.parse_budget(value)
+            parse_budget(value)
     except BudgetError as exc:
         raise click.BadParameter(str(exc)) from None
     return values
@@ -97,7 +100,7 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
     if max_regression is not None and not math.isfinite(max_regression):
         raise click.BadParameter(f"{max_regression} is not a finite number", param_hint="--max-regression")
     inputs, unmatched = expanded(inputs)
-    api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
+    refuse_overwrite(STDOUT, reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
     with file_progress(inputs, machine_output=not CHECK_FORMATS[output_format].for_people) as progress:
         report = api.check(inputs, api_options(**attribution), budgets=budgets, baseline=baseline,
                            max_regression=api.DEFAULT_MAX_REGRESSION if max_regression is None else max_regression,

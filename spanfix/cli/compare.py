@@ -10,6 +10,7 @@ from .. import api
 from ..errors import BudgetError, OutputError, ReaderGone
 from ..runtime.progress import human_size
 from ..sources import is_url
+from ..sources.overwrite import STDOUT, reads, refuse_overwrite
 from ..text import dumps, printable
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .options import api_options, attribution_options, jobs_option, scheduler_option
@@ -18,9 +19,11 @@ from .streams import render, say, say_wrapped, terminal_width, write_out
 
 
 def _budgets(ctx, param, values):
+    from ..checking.compare import compare_budget
+
     try:  # at once, before any trace is read
         for value in values:
-            api.compare_budget(value)
+            compare_budget(value)
     except BudgetError as exc:
         raise click.BadParameter(str(exc)) from None
     return values
@@ -106,21 +109,23 @@ def compare(runs, baseline, budgets, allow_skipped, sweep, spec_metrics, accept_
     Exit codes: 0 ok, 1 a budget broke (or was skipped, without --allow-skipped), 2 bad
     input or usage (no plain run among the RUNs and no --baseline, for one).
     """
+    from ..runs.compare import named_runs, resolve_run
+
     options = api_options(**attribution)
-    named = api.named_runs(runs)
+    named = named_runs(runs)
     sources = [source for run in named for source in run.sources]
     # The baseline's traces too (a folder's, a glob's; those on a store are listed when read).
-    plain = [source for value in baseline for source in (api.resolve_run(value).sources if not is_url(value)
+    plain = [source for value in baseline for source in (resolve_run(value).sources if not is_url(value)
                                                           else [value])]
-    read = api.reads(sources, plain, [path for paths in (spec_metrics or {}).values() for path in paths]
-                     + ([sweep] if sweep else []))
+    read = reads(sources, plain, [path for paths in (spec_metrics or {}).values() for path in paths]
+                 + ([sweep] if sweep else []))
     for run in named:  # the files its server wrote, read with a run's folder (sources/layout.py)
         for path in run.server_files:
             read.add(path, f"{os.path.basename(path)} read beside the run {run.name}'s traces")
-    api.refuse_overwrite(api.STDOUT, read)  # `> t.json` would write into a trace
+    refuse_overwrite(STDOUT, read)  # `> t.json` would write into a trace
     if html:
         html = _page_output(html)
-        api.refuse_overwrite(html, read)
+        refuse_overwrite(html, read)
     command = shlex.join(["spanfix", *sys.argv[1:]]) if sys.argv else "spanfix compare"
     with file_progress(sources, machine_output=output_format != "table") as progress:
         # Each run by the name given it here, from its argument (a folder brings its server's files too).
@@ -136,7 +141,9 @@ def compare(runs, baseline, budgets, allow_skipped, sweep, spec_metrics, accept_
         say_wrapped(line)
     if html:
         try:
-            size = api.write_compare_page(result, html, command=command, reads=read)
+            from ..report.compare_page import write_compare_page
+
+            size = write_compare_page(result, html, command=command, reads=read)
         except ReaderGone:
             raise
         except OutputError as exc:

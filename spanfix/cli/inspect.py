@@ -7,6 +7,7 @@ import click
 from .. import api
 from ..errors import SpanfixError, out_of_memory
 from ..render.inspect import inspect_report
+from ..sources.overwrite import STDOUT, reads, refuse_overwrite
 from ..text import dumps
 from . import EXIT_BAD_INPUT
 from .inputs import expanded
@@ -45,7 +46,7 @@ def inspect(inputs, show_all, as_json, jobs, scheduler, **attribution):
     """
     options = api_options(**attribution)
     inputs, unmatched = expanded(inputs)
-    api.refuse_overwrite(api.STDOUT, api.reads(inputs))  # `>> t.json` would write into the trace
+    refuse_overwrite(STDOUT, reads(inputs))  # `>> t.json` would write into the trace
     reports, failed = [], list(unmatched)
     with file_progress(inputs, machine_output=as_json) as progress:
         for _, problem in unmatched:

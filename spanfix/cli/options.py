@@ -10,7 +10,8 @@ from collections.abc import Callable
 
 import click
 
-from ..api import ALGORITHM_NAMES, Options, algorithm_name
+from ..api import ALGORITHM_NAMES, Options
+from ..attribution.algorithms import algorithm_name
 from ..errors import UsageError
 from ..sources import is_url, local_path
 from ..text import printable

@@ -20,10 +20,10 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from .. import api
 from ..errors import TraceError, out_of_memory
 from ..runtime.forking import fork_with_pipe
 from ..runtime.progress import Reporter, reporting
+from ..sources.overwrite import is_standard_input
 from .interrupt import exit_code
 
 STOP_SECONDS = 10.0  # how long stopped workers get to remove their temporary files
@@ -36,7 +36,7 @@ def run_each(function: Callable, jobs_of: list[tuple], jobs: int,
     memory, a bug) gives a TraceError for its input. started(input): a job begins in this process
     (whose progress the caller then sees)."""
     jobs = jobs_within_descriptors(jobs)
-    if jobs == 1 or len(jobs_of) <= 1 or any(api.is_standard_input(job[0]) for job in jobs_of) or not hasattr(os, "fork"):
+    if jobs == 1 or len(jobs_of) <= 1 or any(is_standard_input(job[0]) for job in jobs_of) or not hasattr(os, "fork"):
         for job in jobs_of:
             if started is not None:
                 started(job[0])

@@ -31,7 +31,7 @@ from .streams import is_terminal, say, say_rendered
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from ..api import Each
+    from ..runs.measure import Each
 
 LONG_WORK_BYTES = 100 * 2**20  # below this much to read, work ends before a bar is worth drawing
 THRESHOLD_ENV = "SPANFIX_PROGRESS_BYTES"  # another threshold (tests drive the bar with small files)

@@ -6,7 +6,9 @@ import click
 
 from .. import api
 from ..errors import OutputError, ReaderGone, SpanfixError, TraceError, UsageError, out_of_memory
+from ..relabelling.write import folder_for_outputs, output_in, without_clashing_outputs
 from ..render.relabel import relabel_heading, relabel_line, relabel_summary, relabel_total
+from ..sources.overwrite import STDOUT, is_standard_input, reads, refuse_overwrite
 from ..text import dumps
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
 from .inputs import expanded
@@ -57,28 +59,28 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
     if in_place and output:
         raise click.UsageError("--in-place and --output exclude each other")
     inputs, refused = expanded(inputs)
-    if in_place and any(map(api.is_standard_input, inputs)):
+    if in_place and any(map(is_standard_input, inputs)):
         raise click.UsageError("--in-place cannot replace standard input")
     if output == STDIN and len(inputs) > 1:
         raise click.UsageError("-o - takes one input: several traces on standard output would run together")
     if output == STDIN and as_json and not dry_run:
         raise click.UsageError("-o - and --json would both write to standard output; drop one, or add --dry-run")
     if as_json:  # standard output takes the summary: `--json >> t.json` would write into a trace
-        api.refuse_overwrite(api.STDOUT, api.reads(inputs))
+        refuse_overwrite(STDOUT, reads(inputs))
     try:  # a folder of outputs is made or refused now, before any input is read
-        folder = api.folder_for_outputs(output, len(inputs) + len(refused), dry_run)
+        folder = folder_for_outputs(output, len(inputs) + len(refused), dry_run)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
     options = api_options(**attribution)
     jobs_of = []
     for source in inputs:
         try:
-            target = api.output_in(folder, output, source)
+            target = output_in(folder, output, source)
             jobs_of.append((source, target, options, dry_run, in_place, verify_only, annotate))
         except TraceError as exc:  # no output can be named for it (".", "/")
             refused.append((source, str(exc)))
     if not (in_place or dry_run):
-        jobs_of, clashing = api.without_clashing_outputs(jobs_of)
+        jobs_of, clashing = without_clashing_outputs(jobs_of)
         refused += clashing
     results, failed = [], list(refused)
     several = len(inputs) > 1 and not verbose

@@ -10,6 +10,7 @@ from .. import api
 from ..errors import CategoryError, OutputError, ReaderGone
 from ..runtime.progress import human_size
 from ..sources import is_folder, is_url, join, local_path
+from ..sources.overwrite import reads, refuse_overwrite
 from ..text import printable
 from . import EXIT_BAD_INPUT
 from .inputs import expanded
@@ -60,7 +61,7 @@ def report(inputs, output, baseline, kernel_categories, spec_metrics, accept_len
     """
     options = api_options(**attribution)
     output = _output(output)
-    api.refuse_overwrite(output, api.reads(inputs, baseline, spec_metrics))  # before any work: the trace stays a trace
+    refuse_overwrite(output, reads(inputs, baseline, spec_metrics))  # before any work: the trace stays a trace
     command = shlex.join(["spanfix", *sys.argv[1:]]) if sys.argv else "spanfix report"
     inputs, unmatched = expanded(inputs)
     with file_progress(inputs, machine_output=False) as progress:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -8,6 +9,7 @@ from .. import api
 from ..errors import CategoryError
 from ..render.formats import STATS_FORMATS, Shown
 from ..render.stats import SECTIONS, stats_messages
+from ..sources.overwrite import STDOUT, reads, refuse_overwrite
 from . import EXIT_BAD_INPUT
 from .inputs import expanded
 from .options import (
@@ -22,6 +24,9 @@ from .options import (
 )
 from .progress import file_progress
 from .streams import render, say_wrapped, terminal_width, write_out
+
+if TYPE_CHECKING:
+    from ..timing import StatsResult
 
 
 @click.command()
@@ -91,7 +96,7 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, only, o
         raise click.UsageError(f"--only picks the tables people read (--format table or markdown); --format "
                                f"{output_format} holds every figure")
     inputs, unmatched = expanded(inputs)
-    api.refuse_overwrite(api.STDOUT, api.reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
+    refuse_overwrite(STDOUT, reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
     with file_progress(inputs, machine_output=not STATS_FORMATS[output_format].for_people) as progress:
         try:
             result = api.stats(inputs, options, by=keys(by), kernels=kernels, kernel_categories=kernel_categories,
@@ -108,7 +113,7 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, only, o
         sys.exit(EXIT_BAD_INPUT)
 
 
-def show(result: api.StatsResult, output_format: str, top: int, only: tuple[str, ...] = ()) -> None:
+def show(result: StatsResult, output_format: str, top: int, only: tuple[str, ...] = ()) -> None:
     """A result as stats prints it: the figures on standard output, then its warnings and notes
     (`capture` prints its verdict so too)."""
     if result.inputs:
