@@ -13,7 +13,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..read.clock import PRECISION_NS, SLACK_NS
+from ..read.clock import PRECISION_NS, SLACK_NS, Clock
 from ..read.reader import Event, ReadTrace
 from .naming import StepName, parse_step_name
 from .ranks import scope_of
@@ -238,14 +238,9 @@ def build_index(trace: ReadTrace) -> TraceIndex:
             if not open_begins[track]:
                 unmatched += 1
                 continue
-            begin_index, begin = open_begins[track].pop()
-            kind, step = _kind_of(begin)
+            kind, step, span = _closed(open_begins[track].pop(), index, event, track, clock)
             if kind is None:
                 continue
-            # The format closes the innermost open B whatever the E is called: an E carries the
-            # span's name only when it repeats it.
-            carriers = (begin_index, index) if event.name == begin.name else (begin_index,)
-            span = _make_span(kind, begin, track, clock.ns(begin_index, begin.ts), clock.ns(index, event.ts), carriers)
         else:
             continue
         tracks.add(track)
@@ -268,6 +263,19 @@ def build_index(trace: ReadTrace) -> TraceIndex:
     return TraceIndex(names, steps, orphans, dict(spans), overlaps, unmatched, skipped, tracks, shared_ids,
                       _iteration_copies(spans, iteration_gpu), graph_launches)
 
+
+
+def _closed(begun: tuple[int, Event], index: int, event: Event, track: Track, clock: Clock) -> tuple:
+    """(kind, step name, span) of the B that an E (at index) closes; (None, None, None) for a B not indexed."""
+    begin_index, begin = begun
+    kind, step = _kind_of(begin)
+    if kind is None:
+        return None, None, None
+    # The format closes the innermost open B whatever the E is called: an E carries the
+    # span's name only when it repeats it.
+    carriers = (begin_index, index) if event.name == begin.name else (begin_index,)
+    return kind, step, _make_span(kind, begin, track, clock.ns(begin_index, begin.ts), clock.ns(index, event.ts),
+                                  carriers)
 
 # Why a GPU step annotation was not joined (its span is then reported as ambiguous).
 NO_CPU_SPAN = "no CPU step span of the same rank and External id"

@@ -6,7 +6,7 @@ import click
 
 from .. import api
 from ..errors import OutputError, ReaderGone, SpanfixError, TraceError, UsageError, out_of_memory
-from ..relabelling.write import folder_for_outputs, output_in, without_clashing_outputs
+from ..relabelling.write import folder_for_outputs, relabel_jobs
 from ..render.relabel import relabel_heading, relabel_line, relabel_summary, relabel_total
 from ..sources.overwrite import STDOUT, is_standard_input, reads, refuse_overwrite
 from ..text import dumps
@@ -71,17 +71,8 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
         folder = folder_for_outputs(output, len(inputs) + len(refused), dry_run)
     except UsageError as exc:
         raise click.UsageError(str(exc)) from None
-    options = api_options(**attribution)
-    jobs_of = []
-    for source in inputs:
-        try:
-            target = output_in(folder, output, source)
-            jobs_of.append((source, target, options, dry_run, in_place, verify_only, annotate))
-        except TraceError as exc:  # no output can be named for it (".", "/")
-            refused.append((source, str(exc)))
-    if not (in_place or dry_run):
-        jobs_of, clashing = without_clashing_outputs(jobs_of)
-        refused += clashing
+    jobs_of, refused = relabel_jobs(inputs, folder, output, refused, api_options(**attribution), dry_run, in_place,
+                                    verify_only, annotate, dry_run=dry_run, in_place=in_place)
     results, failed = [], list(refused)
     several = len(inputs) > 1 and not verbose
     with file_progress([job[0] for job in jobs_of], machine_output=as_json) as progress:

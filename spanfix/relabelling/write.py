@@ -79,6 +79,25 @@ def output_in(folder: str | None, output: str | None, source: str) -> str | None
     return join(folder, basename(default_output(source))) if folder else output
 
 
+def relabel_jobs(inputs: list[str], folder: str | None, output: str | None, refused: list[tuple[str, str]],
+                 *rest: object, dry_run: bool, in_place: bool) -> tuple[list[tuple], list[tuple[str, str]]]:
+    """relabel's jobs for several inputs, before any is read: each input's output named in folder
+    (folder_for_outputs) or by output (output_in), and the clashes refused (without_clashing_outputs).
+    Each job is (input, its output or None, *rest); returned are the jobs and (input, why) for each
+    input refused, those given first."""
+    refused = list(refused)
+    jobs = []
+    for source in inputs:
+        try:
+            jobs.append((source, output_in(folder, output, source), *rest))
+        except TraceError as exc:  # no output can be named for it (".", "/")
+            refused.append((source, str(exc)))
+    if not (in_place or dry_run):
+        jobs, clashing = without_clashing_outputs(jobs)
+        refused += clashing
+    return jobs, refused
+
+
 def without_clashing_outputs(jobs: list[tuple]) -> tuple[list[tuple], list[tuple[str, str]]]:
     """Refuse, before anything runs, an input whose output would replace another input or an
     output written for an earlier input (`a/t.json b/t.json -o out/`): only --in-place replaces.

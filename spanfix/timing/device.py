@@ -170,31 +170,9 @@ class DeviceWork:
         stretches = [_near(np, stretch, origin_ns, problems) for stretch in stretches]
         names = bool(stretches) and all(stretch.names is not None for stretch in stretches)
         tracks: dict[Track, int] = {}
-        scopes: dict[Hashable, int] = {}
-        launch_scopes, launch_tracks, launch_times, launch_ids = [], [], [], []
-        item_scopes, item_ids, starts, ends, categories, name_ids = [], [], [], [], [], []
         numbered: dict[str, int] = {}  # every chunk's names, numbered once
-        for stretch in stretches:
-            problems.update(stretch.refused)
-            # Each chunk numbers its scopes, tracks and names itself: renumbered for the whole trace.
-            scope_numbers = np.array([scopes.setdefault(scope, len(scopes)) for scope in stretch.scopes] or [0])
-            track_numbers = np.array([tracks.setdefault(track, len(tracks)) for track in stretch.tracks] or [0])
-            launch_scopes.append(scope_numbers[stretch.launch_scopes])
-            launch_tracks.append(track_numbers[stretch.launch_tracks])
-            launch_ids.append(stretch.launch_ids)
-            launch_times.append(stretch.launch_ns)
-            item_scopes.append(scope_numbers[stretch.item_scopes])
-            item_ids.append(stretch.item_ids)
-            starts.append(stretch.starts)
-            ends.append(stretch.ends)
-            categories.append(stretch.categories)
-            if names:
-                renumber = np.array([numbered.setdefault(name, len(numbered)) for name in stretch.names] or [0])
-                name_ids.append(renumber[stretch.name_ids])
-            if consume:
-                stretch.launch_scopes = stretch.launch_tracks = stretch.item_scopes = stretch.name_ids = None
-                stretch.launch_ids = stretch.item_ids = stretch.launch_ns = stretch.starts = stretch.ends = None
-                stretch.categories = None
+        (launch_scopes, launch_tracks, launch_times, launch_ids, item_scopes, item_ids, starts, ends, categories,
+         name_ids) = _gathered(np, stretches, tracks, numbered if names else None, problems, consume)
 
         def joined_column(columns: list, dtype) -> Any:
             found = np.concatenate(columns) if columns else np.zeros(0, dtype)
@@ -268,6 +246,37 @@ class DeviceWork:
 FAR = ("device events and launches too far from the trace's start (more than 2**63 ns apart, as an event "
        "at an absurd time makes them): not used")
 _FAR_NS = 9_000_000_000_000_000_000
+
+
+def _gathered(np: Any, stretches: list[DeviceColumns], tracks: dict[Track, int], numbered: dict[str, int] | None,
+              problems: Counter, consume: bool) -> tuple[list, ...]:
+    """Every chunk's columns, as lists of arrays to join: each chunk numbers its scopes, tracks and names
+    itself, renumbered here for the whole trace (tracks and numbered filled; numbered None: no names)."""
+    scopes: dict[Hashable, int] = {}
+    launch_scopes, launch_tracks, launch_times, launch_ids = [], [], [], []
+    item_scopes, item_ids, starts, ends, categories, name_ids = [], [], [], [], [], []
+    for stretch in stretches:
+        problems.update(stretch.refused)
+        scope_numbers = np.array([scopes.setdefault(scope, len(scopes)) for scope in stretch.scopes] or [0])
+        track_numbers = np.array([tracks.setdefault(track, len(tracks)) for track in stretch.tracks] or [0])
+        launch_scopes.append(scope_numbers[stretch.launch_scopes])
+        launch_tracks.append(track_numbers[stretch.launch_tracks])
+        launch_ids.append(stretch.launch_ids)
+        launch_times.append(stretch.launch_ns)
+        item_scopes.append(scope_numbers[stretch.item_scopes])
+        item_ids.append(stretch.item_ids)
+        starts.append(stretch.starts)
+        ends.append(stretch.ends)
+        categories.append(stretch.categories)
+        if numbered is not None:
+            renumber = np.array([numbered.setdefault(name, len(numbered)) for name in stretch.names] or [0])
+            name_ids.append(renumber[stretch.name_ids])
+        if consume:
+            stretch.launch_scopes = stretch.launch_tracks = stretch.item_scopes = stretch.name_ids = None
+            stretch.launch_ids = stretch.item_ids = stretch.launch_ns = stretch.starts = stretch.ends = None
+            stretch.categories = None
+    return (launch_scopes, launch_tracks, launch_times, launch_ids, item_scopes, item_ids, starts, ends, categories,
+            name_ids)
 
 
 def _near(np, stretch: DeviceColumns, origin: int, problems: Counter) -> DeviceColumns:

@@ -35,14 +35,14 @@ from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..attribution.index import Enclosing, Span, TraceIndex, Track
 from ..attribution.ranks import scope_of
 from ..attribution.sglang import is_draft_frame
 from .device import SPLIT_SKIPPED, DeviceWork
+from .sharing import DEVICE_PARTS, PARTS, partition
 
-PARTS = ("draft", "verify", "draft_extend", "ambiguous", "other")
-DEVICE_PARTS = (*PARTS, "idle")
 # Step stages that are draft-side work: the draft runner's steps and the workers' own graph spans.
 DRAFT_WORK = frozenset({"DRAFT", "DRAFT_LOOP", "DRAFT_EXTEND_V2"})
 _STAGE_SPANS = ("draft", "draft_extend")
@@ -362,56 +362,7 @@ def _on_devices(pending: list[tuple[Iteration, list[_Member], list[Track]]], wor
     iteration's items answered as arrays (ranges.py)."""
     import numpy as np
 
-    # Which items each iteration's launches, and each of its parts' spans, queued: per track at once.
-    windows: dict[tuple[int, Track], range] = {}
-    mine: dict[tuple[int, int], range] = {}
-    queries: dict[Track, tuple[list, list, list]] = defaultdict(lambda: ([], [], []))
-    for number, (iteration, members, tracks) in enumerate(pending):
-        on = set(tracks)
-        for track in tracks:
-            keys, starts, ends = queries[track]
-            keys.append((number, track, None))
-            starts.append(iteration.start_ns)
-            ends.append(iteration.end_ns)
-        for position, member in enumerate(members):
-            if member.track in on:
-                keys, starts, ends = queries[member.track]
-                keys.append((number, member.track, position))
-                starts.append(member.start)
-                ends.append(member.end)
-    for track, (keys, starts, ends) in queries.items():
-        lo, hi = work.tracks[track].between_many(np.array(starts, np.int64), np.array(ends, np.int64))
-        for (number, on, position), a, b in zip(keys, lo.tolist(), hi.tolist()):
-            if position is None:
-                windows[number, on] = range(a, b)
-            else:
-                mine[number, position] = range(a, b)
-    # Each iteration's items: its windows, and the part each range of them belongs to.
-    layout = []
-    for number, (iteration, members, tracks) in enumerate(pending):
-        positions: dict[Track, list[int]] = defaultdict(list)
-        for position, member in enumerate(members):
-            positions[member.track].append(position)
-        claimed: list[tuple[range, str]] = []
-        found = []
-        for track in tracks:
-            window = windows[number, track]
-            if not window:
-                continue
-            found.append(window)
-            cursor = window.start
-            for position in positions.get(track, ()):  # in start order; members of a track do not nest
-                items = mine[number, position]
-                items = range(max(items.start, cursor), min(items.stop, window.stop))
-                if not items:
-                    continue
-                if items.start > cursor:
-                    claimed.append((range(cursor, items.start), "other"))
-                claimed.append((items, members[position].kind))
-                cursor = items.stop
-            if cursor < window.stop:
-                claimed.append((range(cursor, window.stop), "other"))
-        layout.append((found, claimed))
+    layout = _claimed(pending, *_launched(np, pending, work))
     every = [window for found, _ in layout for window in found]
     if not every:
         return
@@ -446,8 +397,8 @@ def _on_devices(pending: list[tuple[Iteration, list[_Member], list[Track]]], wor
                 iteration.device = None
                 piece += len(claimed)
                 continue
-            parts = _partition(work, {item: part for items, part in claimed for item in items}, items, earlier,
-                               first, last)
+            parts = partition(work, {item: part for items, part in claimed for item in items}, items, earlier,
+                              first, last)
         piece += len(claimed)
         iteration.device_parts = parts
         grouped: dict[str, list[range]] = defaultdict(list)
@@ -456,41 +407,63 @@ def _on_devices(pending: list[tuple[Iteration, list[_Member], list[Track]]], wor
         iteration.items = dict(grouped)
 
 
-def _partition(work: DeviceWork, owner: dict[int, str], items, earlier: int | None, first: int,
-               last: int) -> dict[str, float]:
-    """The extent from first to last split among the parts (owner: item -> part) of what runs then:
-    items, those of the rank that start in it; earlier, how far the rank's earlier work still runs.
-    Nanoseconds in, microseconds out."""
-    edges = []
-    if earlier is not None:  # work of the rank that started before the iteration's: another's, so other
-        edges += [(first, 1, "other"), (min(earlier, last), -1, "other")]
-    numbers = items.tolist() if hasattr(items, "tolist") else list(items)
-    starts = work.starts[numbers].tolist() if numbers else []
-    ends = work.ends[numbers].tolist() if numbers else []
-    for item, start, end in zip(numbers, starts, ends):
-        start, end = max(start, first), min(end, last)
-        if end > start:
-            part = owner.get(item, "other")
-            edges.append((start, 1, part))
-            edges.append((end, -1, part))
-    edges.sort()
-    parts = dict.fromkeys(DEVICE_PARTS, 0.0)
-    running: dict[str, int] = defaultdict(int)
-    previous = first
-    for time, change, part in edges:
-        if time > previous:
-            _credit(parts, running, time - previous)
-            previous = time
-        running[part] += change
-    if last > previous:
-        parts["idle"] += last - previous
-    return {part: ns / 1000 for part, ns in parts.items()}
+def _launched(np: Any, pending: list[tuple[Iteration, list[_Member], list[Track]]], work: DeviceWork
+              ) -> tuple[dict[tuple[int, Track], range], dict[tuple[int, int], range]]:
+    """Which items each iteration's launches on each of its tracks queued (by (iteration, track)), and
+    each of its parts' spans (by (iteration, member)): the launches of each track looked up at once."""
+    windows: dict[tuple[int, Track], range] = {}
+    mine: dict[tuple[int, int], range] = {}
+    queries: dict[Track, tuple[list, list, list]] = defaultdict(lambda: ([], [], []))
+    for number, (iteration, members, tracks) in enumerate(pending):
+        on = set(tracks)
+        for track in tracks:
+            keys, starts, ends = queries[track]
+            keys.append((number, track, None))
+            starts.append(iteration.start_ns)
+            ends.append(iteration.end_ns)
+        for position, member in enumerate(members):
+            if member.track in on:
+                keys, starts, ends = queries[member.track]
+                keys.append((number, member.track, position))
+                starts.append(member.start)
+                ends.append(member.end)
+    for track, (keys, starts, ends) in queries.items():
+        lo, hi = work.tracks[track].between_many(np.array(starts, np.int64), np.array(ends, np.int64))
+        for (number, on, position), a, b in zip(keys, lo.tolist(), hi.tolist()):
+            if position is None:
+                windows[number, on] = range(a, b)
+            else:
+                mine[number, position] = range(a, b)
+    return windows, mine
 
 
-def _credit(parts: dict[str, float], running: dict[str, int], length: int) -> None:
-    active = [part for part, count in running.items() if count > 0]
-    if not active:
-        parts["idle"] += length
-        return
-    for part in active:
-        parts[part] += length / len(active)
+def _claimed(pending: list[tuple[Iteration, list[_Member], list[Track]]], windows: dict[tuple[int, Track], range],
+             mine: dict[tuple[int, int], range]) -> list[tuple[list[range], list[tuple[range, str]]]]:
+    """Each iteration's items: its windows (one a track), and the part each range of them belongs to
+    (its members' in start order, "other" between them)."""
+    layout = []
+    for number, (iteration, members, tracks) in enumerate(pending):
+        positions: dict[Track, list[int]] = defaultdict(list)
+        for position, member in enumerate(members):
+            positions[member.track].append(position)
+        claimed: list[tuple[range, str]] = []
+        found = []
+        for track in tracks:
+            window = windows[number, track]
+            if not window:
+                continue
+            found.append(window)
+            cursor = window.start
+            for position in positions.get(track, ()):  # in start order; members of a track do not nest
+                items = mine[number, position]
+                items = range(max(items.start, cursor), min(items.stop, window.stop))
+                if not items:
+                    continue
+                if items.start > cursor:
+                    claimed.append((range(cursor, items.start), "other"))
+                claimed.append((items, members[position].kind))
+                cursor = items.stop
+            if cursor < window.stop:
+                claimed.append((range(cursor, window.stop), "other"))
+        layout.append((found, claimed))
+    return layout
