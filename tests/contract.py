@@ -219,3 +219,50 @@ def path_of(name: str, folder: Path) -> Path:
     if kind == "scenario":
         return write_scenario(rest, folder)
     return SHARED_TRACES / rest
+
+
+def table_span_records(table) -> list[SpanRecord]:
+    """A span table's spans (attribution/spans.py) as the same records as span_records."""
+    from spanfix.attribution.spans import KINDS
+
+    first = table.first_event.tolist()
+    second = table.second_event.tolist()
+    parents = table.parent.tolist()
+    found = [SpanRecord(first[n], KINDS[kind], table.name[n], table.track[n], int(table.start_ns[n]),
+                        int(table.end_ns[n]), (first[n],) if second[n] < 0 else (first[n], second[n]),
+                        table.external_id[n], first[parents[n]] if parents[n] >= 0 else -1, depth)
+             for n, (kind, depth) in enumerate(zip(table.kind.tolist(), table.depth.tolist()))]
+    return sorted(found, key=_ID)
+
+
+def table_facts(table) -> dict:
+    """What index_facts says that a span table holds before any join: the step spans in order, the
+    GPU step copies' events, the counts and the tracks' names."""
+    names = table.names
+    copies = table.gpu_copies
+    return plain({
+        "steps": [(table.first_event[n].item(), step.mode, step.bs, step.toks) for n, step in table.steps.items()],
+        "copy_events": sorted([*copies.first, *(second for second in copies.second if second >= 0)]),
+        "counts": (table.overlaps, table.unmatched, table.skipped, table.graph_launches),
+        "tracks": sorted(map(repr, table.tracks)),
+        "thread_names": sorted((repr(track), tuple(found)) for track, found in names.thread_names.items()),
+        "process_names": sorted((repr(pid), tuple(found)) for pid, found in names.process_names.items()),
+        "process_labels": sorted((repr(pid), tuple(found)) for pid, found in names.process_labels.items()),
+    })
+
+
+def index_as_table_facts(index: TraceIndex) -> dict:
+    """index_facts in table_facts' terms, before the joins: every GPU step copy's events, joined to a
+    step span or not."""
+    names = index.names
+    copies = [event for orphan in index.gpu_orphans for event in orphan.span.events]
+    copies += [event for step in index.steps for event in step.gpu_events]
+    return plain({
+        "steps": [(step.span.events[0], step.step.mode, step.step.bs, step.step.toks) for step in index.steps],
+        "copy_events": sorted(copies),
+        "counts": (index.overlaps, index.unmatched, index.skipped, index.graph_launches),
+        "tracks": sorted(map(repr, index.tracks)),
+        "thread_names": sorted((repr(track), tuple(found)) for track, found in names.thread_names.items()),
+        "process_names": sorted((repr(pid), tuple(found)) for pid, found in names.process_names.items()),
+        "process_labels": sorted((repr(pid), tuple(found)) for pid, found in names.process_labels.items()),
+    })

@@ -28,7 +28,7 @@ ITERATION_COPY = "iteration copy"  # a scheduler.run_batch span's gpu_user_annot
 # The launches that replay a whole captured graph: a capture with CUDA (or HIP) graphs shows them, an eager
 # one launches kernel by kernel. Only counted (graph mode is part of what makes a run).
 GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cudaGraphLaunch_v10000", "cuGraphLaunch", "hipGraphLaunch"})
-_GRAPH_LAUNCH = "graph launch"
+GRAPH_LAUNCH = "graph launch"
 
 
 @dataclass(eq=False, slots=True)
@@ -200,7 +200,7 @@ def build_index(trace: ReadTrace) -> TraceIndex:
     starts = clock.many([index for index, _ in selected], [event.ts for _, event in selected])
     lengths = clock.lengths([event.dur for _, event in selected])
     kinds: dict = {}
-    plain, limit = _PLAIN, _TIME_LIMIT
+    plain, limit = PLAIN, TIME_LIMIT
     for (index, event), start, length in zip(selected, starts, lengths):
         ph = event.ph
         if ph == "X":
@@ -215,7 +215,7 @@ def build_index(trace: ReadTrace) -> TraceIndex:
             kind, step = found
             if kind is None:
                 continue
-            if kind == _GRAPH_LAUNCH:
+            if kind == GRAPH_LAUNCH:
                 graph_launches += 1
                 continue
             pid, tid = event.pid, event.tid
@@ -331,7 +331,7 @@ def _iteration_copies(spans: dict[Track, list[Span]], copies: list[Span]) -> dic
 
 
 _MISSING = object()
-_PLAIN = frozenset({int, str, float, bool, type(None)})
+PLAIN = frozenset({int, str, float, bool, type(None)})
 
 
 _METADATA_NAMES = frozenset({"thread_name", "process_name", "process_labels"})
@@ -344,7 +344,7 @@ def indexed_name(name: str) -> bool:
 
 
 def hashable(value: Any) -> Hashable:
-    return value if value.__class__ in _PLAIN else repr(value)
+    return value if value.__class__ in PLAIN else repr(value)
 
 
 def track_of(event: Event) -> Track:
@@ -376,13 +376,17 @@ def _read_metadata(event: Event, track: Track, names: TrackNames) -> None:
 
 
 def _kind_of(event: Event) -> tuple[str | None, StepName | None]:
-    name = event.name
+    return kind_of(event.name, event.cat)
+
+
+def kind_of(name: Any, category: Any) -> tuple[str | None, StepName | None]:
+    """What an event of this name and category is to the index ("step", "stage", "iteration",
+    "frame", an iteration's GPU copy, a graph launch; None: nothing), and a step's parsed name."""
     if not isinstance(name, str):
         return None, None
     if name.startswith("step["):
         step = parse_step_name(name)
         return ("step", step) if step is not None else (None, None)
-    category = event.cat
     if category == GPU_CATEGORY:  # GPU copies of stage spans say nothing new; an iteration's is its device extent
         return (ITERATION_COPY, None) if name == ITERATION_SPAN else (None, None)
     return _kind_of_name(name, category == "python_function"), None
@@ -397,21 +401,21 @@ def _kind_of_name(name: str, is_frame: bool) -> str | None:
     if name == ITERATION_SPAN:
         return "iteration"
     if name in GRAPH_LAUNCHES:
-        return _GRAPH_LAUNCH
+        return GRAPH_LAUNCH
     return None
 
 
 def _make_span(kind: str, event: Event, track: Track, start: int | None, end: int | None,
                carriers: tuple[int, ...]) -> Span | None:
     """start, end: nanoseconds from the trace's start."""
-    if start is None or end is None or end < start or max(-start, end) >= _TIME_LIMIT:
+    if start is None or end is None or end < start or max(-start, end) >= TIME_LIMIT:
         return None
     external_id = event.args.external_id if event.args is not None else None
     return Span(kind, event.name, track, start / 1000, end / 1000, carriers, hashable(external_id),
                 start_ns=start, end_ns=end)
 
 
-_TIME_LIMIT = (2**63) * 1000  # nanoseconds: a span beyond 2**63 us is no time (see is_number)
+TIME_LIMIT = (2**63) * 1000  # nanoseconds: a span beyond 2**63 us is no time (see is_number)
 
 
 def _nest(track_spans: list[Span]) -> int:

@@ -167,7 +167,7 @@ def part_of(events: list[Event], select: Callable[[str], bool] | None, reduce: R
     part.every_exact = exact  # not fields: they stay where the part was read
     if reduce is not None:
         # not a field: it crosses from a child pickled, as Part.reduced
-        part.result = reduce(events, exact, Taken(names, times))
+        part.result = reduce(events, exact, Taken(names, times, chosen))
     return part
 
 
@@ -177,6 +177,7 @@ class Taken:
 
     names: list
     times: list
+    chosen: list[int] | None = None  # the indexes of the events the read keeps in full (Part.chosen)
 
 
 def first_time(events: list[Event], times: list | None = None, exact: list[int | None] | None = None) -> int | None:
