@@ -266,3 +266,50 @@ def index_as_table_facts(index: TraceIndex) -> dict:
         "process_names": sorted((repr(pid), tuple(found)) for pid, found in names.process_names.items()),
         "process_labels": sorted((repr(pid), tuple(found)) for pid, found in names.process_labels.items()),
     })
+
+
+NEAREST_KINDS = ("iteration", "stage", "frame")
+
+
+def nearest_records(index: TraceIndex) -> list[tuple]:
+    """Per span, by id: the id of the innermost enclosing span of each kind TraceIndex.nearest is asked for."""
+    return sorted((span.events[0], *(_id_of(index.nearest(span, kind)) for kind in NEAREST_KINDS))
+                  for spans in index.spans.values() for span in spans)
+
+
+def _id_of(span: Span | None) -> int:
+    return -1 if span is None else span.events[0]
+
+
+def table_nearest_records(table) -> list[tuple]:
+    from spanfix.attribution.spans import nearest
+
+    first = table.first_event.tolist()
+    columns = [nearest(table, kind).tolist() for kind in NEAREST_KINDS]
+    return sorted((first[n], *(first[found[n]] if found[n] >= 0 else -1 for found in columns))
+                  for n in range(len(table)))
+
+
+def join_records(index: TraceIndex) -> dict:
+    """The index's joins: each step span's GPU copies' events, the copies not joined and why, the
+    shared ids, each iteration's copies' extent."""
+    return plain({
+        "steps": [(step.span.events[0], tuple(step.gpu_events)) for step in index.steps],
+        "orphans": [(tuple(orphan.span.events), orphan.why) for orphan in index.gpu_orphans],
+        "shared_ids": index.shared_ids,
+        "iterations": sorted((span.events[0], extent) for span, extent in index.iteration_copies.items()),
+    })
+
+
+def table_join_records(table) -> dict:
+    from spanfix.attribution.spans import joined
+
+    found = joined(table)
+    first = table.first_event.tolist()
+    offsets, events = found.offsets.tolist(), found.events.tolist()
+    return plain({
+        "steps": [(first[row], tuple(events[offsets[k]:offsets[k + 1]])) for k, row in enumerate(table.steps)],
+        "orphans": [(events_of, why) for events_of, why in found.orphans],
+        "shared_ids": found.shared_ids,
+        "iterations": sorted((first[row], extent) for row, extent in found.iteration_extents.items()),
+    })

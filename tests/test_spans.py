@@ -1,13 +1,25 @@
 """The span table (attribution/spans.py), built in the reading processes, against the index's spans
 (attribution/index.py) on everything the contract runs over (tests/contract.py): the same spans, ids,
 parents and depths, the same step spans in the same order, the same GPU copies, counts and names,
+the same nearest enclosing iteration, stage and frame, the same joins of GPU copies,
 however the trace is read (in chunks by two processes, or carefully)."""
 
 from __future__ import annotations
 
 import pytest
 from conftest import read_in_parts, read_plain, span, write_trace
-from contract import index_as_table_facts, inputs, path_of, span_records, table_facts, table_span_records
+from contract import (
+    index_as_table_facts,
+    inputs,
+    join_records,
+    nearest_records,
+    path_of,
+    span_records,
+    table_facts,
+    table_join_records,
+    table_nearest_records,
+    table_span_records,
+)
 from test_contract import careful
 
 from spanfix.attribution.analyse import RelabelOptions, read
@@ -36,7 +48,8 @@ def both(path):
         assert str(again.value) == str(exc)
         return None
     table = table_of(path)
-    return (span_records(index), index_as_table_facts(index)), (table_span_records(table), table_facts(table))
+    return ((span_records(index), index_as_table_facts(index), nearest_records(index), join_records(index)),
+            (table_span_records(table), table_facts(table), table_nearest_records(table), table_join_records(table)))
 
 
 @pytest.mark.parametrize("reading", READINGS)
@@ -50,9 +63,11 @@ def test_the_span_table_is_the_index(name, reading, tmp_path, monkeypatch):
     found = both(path)
     if found is None:
         return
-    (old_spans, old_facts), (new_spans, new_facts) = found
-    assert new_spans == old_spans
-    assert new_facts == old_facts
+    old, new = found
+    assert new[0] == old[0]  # the spans, their ids, parents and depths
+    assert new[1] == old[1]  # the step spans in order, the GPU copies, the counts, the tracks' names
+    assert new[2] == old[2]  # the nearest enclosing iteration, stage and frame of every span
+    assert new[3] == old[3]  # the GPU copies joined to steps and iterations
 
 
 def test_pairs_straddle_the_cuts_and_odd_rules_hold(tmp_path, monkeypatch):
@@ -72,8 +87,8 @@ def test_pairs_straddle_the_cuts_and_odd_rules_hold(tmp_path, monkeypatch):
     events.append({"ph": "B", "name": "draft", "pid": 1, "tid": 1, "ts": 10**6})
     path = write_trace(tmp_path / "t.json", events)
     read_in_parts(monkeypatch, processes=2, chunk_bytes=4096)
-    (old_spans, old_facts), (new_spans, new_facts) = both(path)
-    assert new_spans == old_spans and new_facts == old_facts
+    old, new = both(path)
+    assert new == old
     table = table_of(path)
-    assert len(table) == len(old_spans) and table.overlaps and table.unmatched and table.skipped
+    assert len(table) == len(old[0]) and table.overlaps and table.unmatched and table.skipped
     assert (table.parent >= 0).any() and (table.second_event < 0).any()

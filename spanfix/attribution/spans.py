@@ -26,7 +26,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..read.clock import PRECISION_NS, ns_of
+from ..read.clock import PRECISION_NS, SLACK_NS, ns_of
 from .index import (
     GPU_CATEGORY,
     GRAPH_LAUNCH,
@@ -347,3 +347,96 @@ def _nest(starts: list[int], ends: list[int], tracks: list[Track]) -> tuple[list
             depth[number] = depth[stack[-1]] + 1
         stack.append(number)
     return parent, depth, overlaps
+
+
+def nearest(table: SpanTable, kind: str) -> Any:
+    """For every span, the id of the innermost span of this kind that encloses it (-1: none), as
+    TraceIndex.nearest answers: level by level down the parent column, a level at a time."""
+    import numpy as np
+
+    code = _CODE[kind]
+    found = np.full(len(table), -1, np.int64)
+    if not len(table):
+        return found
+    by_depth = np.argsort(table.depth, kind="stable")
+    levels = np.searchsorted(table.depth[by_depth], np.arange(int(table.depth.max()) + 2))
+    for level in range(1, len(levels) - 1):
+        rows = by_depth[levels[level]:levels[level + 1]]
+        parents = table.parent[rows]
+        found[rows] = np.where(table.kind[parents] == code, parents, found[parents])
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Joined:
+    """The GPU copies joined to their spans, as the index joins them (index._join_gpu_copies and
+    _iteration_copies): same rank, same External id, never before the span, a step copy of the same
+    name; an id several spans share joins nothing."""
+
+    offsets: Any  # numpy int64, one more than the step spans: step k's copies' events are events[offsets[k]:offsets[k + 1]]
+    events: Any  # numpy int64
+    orphans: list[tuple[tuple[int, ...], str]]  # a copy not joined: its events, and why
+    shared_ids: int  # External ids several step spans carry
+    iteration_extents: dict[int, tuple[int, int]]  # iteration span id -> its copies' extent (ns from the start)
+
+
+def joined(table: SpanTable) -> Joined:
+    import numpy as np
+
+    from .index import BEFORE_CPU, NO_CPU_SPAN, SHARED_ID
+    from .ranks import scope_of
+
+    starts = table.start_ns.tolist()
+    steps = list(table.steps)
+    owners = _owners(table, steps, scope_of)
+    joined_events: dict[int, list[int]] = {}
+    orphans = []
+    copies = table.gpu_copies
+    for name, track, start, first, second, external in zip(copies.name, copies.track, copies.start, copies.first,
+                                                           copies.second, copies.external):
+        events = (first,) if second < 0 else (first, second)
+        owner = owners.get((scope_of(track[0]), external), _NO_OWNER) if external is not None else _NO_OWNER
+        if owner is _NO_OWNER or (owner is not None and table.name[owner] != name):
+            orphans.append((events, NO_CPU_SPAN))
+        elif owner is None:
+            orphans.append((events, SHARED_ID))
+        elif start < starts[owner] - SLACK_NS:
+            orphans.append((events, BEFORE_CPU))
+        else:
+            joined_events.setdefault(owner, []).extend(events)
+    lists = [joined_events.get(step, []) for step in steps]
+    offsets = np.zeros(len(steps) + 1, np.int64)
+    np.cumsum([len(found) for found in lists], out=offsets[1:])
+    flat = np.array([event for found in lists for event in found], np.int64)
+    shared = sum(1 for owner in owners.values() if owner is None)
+    return Joined(offsets, flat, orphans, shared, _iteration_extents(table, starts, scope_of))
+
+
+_NO_OWNER = object()
+
+
+def _owners(table: SpanTable, rows: list[int], scope_of) -> dict[tuple, int | None]:
+    """(rank scope, External id) -> the one span of these rows that carries it (None: several do)."""
+    owners: dict[tuple, int | None] = {}
+    for row in rows:
+        external = table.external_id[row]
+        if external is not None:
+            key = scope_of(table.track[row][0]), external
+            owners[key] = None if key in owners else row
+    return owners
+
+
+def _iteration_extents(table: SpanTable, starts: list[int], scope_of) -> dict[int, tuple[int, int]]:
+    copies = table.iteration_copies
+    if not copies.first:
+        return {}
+    iterations = [row for row, kind in enumerate(table.kind.tolist()) if kind == _CODE["iteration"]]
+    owners = _owners(table, iterations, scope_of)
+    found: dict[int, tuple[int, int]] = {}
+    for track, start, end, external in zip(copies.track, copies.start, copies.end, copies.external):
+        owner = owners.get((scope_of(track[0]), external)) if external is not None else None
+        if owner is None or start < starts[owner] - SLACK_NS:
+            continue
+        low, high = found.get(owner, (start, end))
+        found[owner] = (min(low, start), max(high, end))
+    return found
