@@ -362,8 +362,7 @@ KNOWN_MISSES: dict[str, str] = {
 }
 _OBJECTS = "a known miss: the host side is Python objects (docs/performance.md, 2026-12-02, issue 41's before)"
 KNOWN_MISSES.update({what: _OBJECTS for what in ("stats, graph trace, peak RSS / size",
-                                                 "stats --kernels, graph trace, peak RSS / size",
-                                                 "relabel, graph trace, peak RSS / size")})
+                                                 "stats --kernels, graph trace, peak RSS / size")})
 
 
 def target_table(results: dict) -> tuple[list[str], list[str]]:
