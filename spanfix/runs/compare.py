@@ -96,6 +96,20 @@ def _measure(source: str, options: Options, device: bool | None, saved: bool) ->
         return out_of_memory(source)
 
 
+def _owners(named) -> dict[object, str]:
+    """Each trace's run, by place (a trace named in two runs is refused: it belongs to one)."""
+    from ..sources import place_key
+
+    owner: dict[object, str] = {}
+    for run in named:
+        for source in run.sources:
+            key = place_key(source)
+            if key in owner and owner[key] != run.name:
+                raise UsageError(f"{source} is in the runs {owner[key]} and {run.name}: a trace belongs to one run")
+            owner[key] = run.name
+    return owner
+
+
 def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
             baseline: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None, options: Options, *,
             sweep: str | os.PathLike[str] | None = None,
@@ -104,8 +118,6 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
             device: bool | None = True, each: Each | None = None) -> Comparison:
     """See spanfix.compare() (which parses the budgets before, and judges them after). What is wrong with
     the call (a sweep file, a run's accept length) is said before any trace is read."""
-    from ..sources import place_key
-
     read: Sweep | None = read_sweep(checked_path(sweep, "sweep"), options.max_bytes) if sweep is not None else None
     named = named_runs(runs)
     if not named:
@@ -120,13 +132,7 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
             raise TraceError(f"baseline {run.problem}")
     if problems and errors == "raise":
         raise TraceError(problems[0])
-    owner: dict[object, str] = {}
-    for run in named:
-        for source in run.sources:
-            key = place_key(source)
-            if key in owner and owner[key] != run.name:
-                raise UsageError(f"{source} is in the runs {owner[key]} and {run.name}: a trace belongs to one run")
-            owner[key] = run.name
+    owner = _owners(named)
     base_sources = [source for run in base for source in run.sources]
     among = _baseline_among(named, base_sources, owner)
     jobs = [(source, options, device, False) for run in named for source in run.sources]
