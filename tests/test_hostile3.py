@@ -537,6 +537,8 @@ WRONG = [
     ("capture", lambda: spanfix.capture(5)), ("capture", lambda: spanfix.capture("http://127.0.0.1:1", steps="a")),
     ("capture", lambda: spanfix.capture("http://127.0.0.1:1", twin=5)),
     ("capture", lambda: spanfix.capture("http://127.0.0.1:1", timeout=0)),
+    ("capture_verdict", lambda: spanfix.capture_verdict(5)), ("capture_verdict", lambda: spanfix.capture_verdict(None)),
+    ("sweep_verdicts", lambda: spanfix.sweep_verdicts("capture/")),
 ]
 
 

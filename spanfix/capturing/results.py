@@ -146,9 +146,11 @@ def capture_verdict(result: CaptureResult, options: Options | None = None, *, by
     from dataclasses import replace
 
     from ..options import Options as OptionsType
+    from ..options import need
     from ..runs.measure import Runs
     from ..timing import KernelClasses, group_keys
 
+    need(result, CaptureResult, "a CaptureResult (what spanfix.capture returns)", "result")
     try:
         options = replace(options or OptionsType(), **option_fields)
     except TypeError as exc:

@@ -81,9 +81,11 @@ def sweep_verdicts(result: CaptureResult, options: Options | None = None, **opti
     from dataclasses import replace
 
     from ..options import Options as OptionsType
+    from ..options import need
     from ..runs.measure import Runs
     from ..timing import group_keys
 
+    need(result, CaptureResult, "a CaptureResult (what spanfix.capture returns)", "result")
     spec, plain = result.capture, result.twin
     if plain is None or not any(run.load for run in spec.loads):
         return None
