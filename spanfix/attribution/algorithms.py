@@ -105,7 +105,6 @@ def writing(mode: str) -> frozenset[str]:
 
 
 SPECULATIVE = having("speculative")
-
 WITH_DRAFT_MODEL = having("has_draft")
 ORDERED = having("ordered")
 DRAFT_VERIFIES = having("draft_verifies")

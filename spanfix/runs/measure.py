@@ -28,7 +28,7 @@ from ..speculation import (
 )
 from ..speculation import stated as stated_accept_length
 from ..speculation.matching import figures_for
-from ..timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, measure, measure_file
+from ..timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, measure
 from ..timing.device import device_reducer
 from ..timing.once import counted_once
 from .baseline import Baselines, baseline_names, baseline_read, compared, plain_twin, swapped_baseline
@@ -97,14 +97,12 @@ def measure_path(source: str, options: Options | RelabelOptions, classes: Kernel
     also: the caller's own work on the same read, (measures, its result) then; the device view is not
     advised (the caller chose it)."""
     try:
-        if also is None:
-            return measure_file(source, _relabel(options), kernels=classes, device=device, then=measure_speculation)
         relabel = _relabel(options)
         trace, index, attribution, warnings = analysed(source, relabel,
                                                        device_reducer(device, kernel_names=classes is not None))
-        measured = measure(trace, index, attribution, warnings, kernels=classes, device=device, advise_device=False,
-                           then=measure_speculation)
-        return measured, also(trace, index, attribution, relabel, measured)
+        measured = measure(trace, index, attribution, warnings, kernels=classes, device=device,
+                           advise_device=also is None, then=measure_speculation)
+        return measured if also is None else (measured, also(trace, index, attribution, relabel, measured))
     except SpanfixError as exc:
         return exc
     except MemoryError:
@@ -129,7 +127,7 @@ def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options | Re
     is kept for each input read (a copy's too: it is an input of its own to that work)."""
     found = Measured()
     unique, found.repeated = same_files([os.fspath(source) for source in sources])
-    jobs = [(source, options, classes, device, *((also,) if also is not None else ())) for source in unique]
+    jobs = [(source, options, classes, device, also) for source in unique]
     for _, outcome in (each or one_by_one)(measure_path, jobs):
         if isinstance(outcome, SpanfixError):
             found.errors.append(str(outcome))

@@ -129,7 +129,6 @@ def _figure_json(figure: AcceptFigure) -> dict:
             "detail": figure.detail}
 
 
-
 MODEL_VIEW, SPEED = "model", "speed"  # the figures a clock is chosen for: the model view's, the speed's
 
 
@@ -145,6 +144,7 @@ def clock_for(figure: str, result: SpeculationResult | None) -> str:
     if figure == SPEED and result.verdict is not None and result.verdict.clock is not None:
         return result.verdict.clock
     return GPU if GPU in result.model else CPU
+
 
 def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[AcceptFigure] = (),
                        baseline: PlainDecode | None = None, *, errors: list[str] | None = None) -> SpeculationResult:
