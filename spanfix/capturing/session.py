@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import orjson
 
 from ..errors import OutputError, UsageError
+from ..options import Options
 from ..runtime.redact import remember
 from ..runtime.stopping import ends_at_once
 from ..sources import is_url, local_path
@@ -48,9 +49,6 @@ from .results import (
 from .server import Server, ServerError, ServerInfo
 from .sweep import sweep_verdicts
 from .throughput import throughput
-
-if TYPE_CHECKING:
-    from ..options import Options
 
 WARM_UP_TOKENS = 16
 
@@ -130,14 +128,14 @@ def capture(url: str, folder: str | os.PathLike[str] | None = None, config: Capt
     if verdict:
         capture_verdict(result, options, **stats)
         result.sweep = sweep_verdicts(result, options, **{key: value for key, value in stats.items()
-                                                          if key not in _VERDICT_ONLY})
+                                                          if key in ATTRIBUTION_FIELDS})
     return result
 
 
-# capture_verdict()'s own keywords; the rest of what capture() passes it are the attribution options,
-# which the sweep's verdicts take too.
-_VERDICT_ONLY = frozenset(("by", "kernels", "kernel_categories", "baseline", "device", "each", "spec_metrics",
-                           "accept_length"))
+# The sweep's verdicts take the attribution options among capture()'s keywords, and none of the verdict's
+# own (by, baseline, spec_metrics, ...): named by the Options dataclass itself, so that a new option
+# reaches both without a list here to keep in step with capture_verdict()'s signature.
+ATTRIBUTION_FIELDS = frozenset(field.name for field in fields(Options))
 
 
 def _config(config: CaptureOptions | None, keywords: dict[str, Any]) -> tuple[CaptureOptions, dict[str, Any]]:
