@@ -9,6 +9,8 @@ ways here, and must come out byte for byte the same.
 
 import json
 import os
+import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,33 @@ def test_generated_layouts_relabel_the_same_both_ways(tmp_path, monkeypatch, alg
     source = tmp_path / "t.trace.json"
     write(generate(spec), source, form=form)
     assert_same_ways(source, tmp_path, monkeypatch)
+
+
+# The walk without its one-match skips (a pattern that never matches, and one that takes nothing):
+# every byte token by token, as it was before them, the reference the skips must agree with.
+NO_SKIPS = (re.compile(rb"(?!)"), re.compile(rb""))
+ODD_EVENTS = [
+    b'{"traceEvents": [{"ph": "X", "n\\u0061me": "step[DECODE bs=1]", "args": {"name": "not mine"}}]}',
+    b'{"traceEvents": [{"name": "a", "x": 1, "name": "step[DECODE bs=2]"}, {"args": {"a": [[[[["]"]]]]]}, '
+    b'"name": "deep"}]}',
+    b'{"traceEvents": [{"args": {"k": "{[\\"name\\": \\"x\\"", "v": [1, {"name": "y"}]}, "name": "after"}, '
+    b'{"cat" : "c" , "name":"z","ts":1e3 ,"dur":-2,"args":{}}, {"names": "no", "name_x": 1, "name": "yes"}]}',
+    b'[{"ph": "X", "name": "s", "args": {"Input Dims": [[1, 2], []], "Input type": ["float", ""]}}, {"name": "t"}]',
+    b'{"traceEvents": [{"a": "b"}], "traceEvents": [{"x": [{"y": {"z": [1]}}], "name": "last list wins"}]}',
+]
+
+
+@pytest.mark.parametrize("data", [*ODD_EVENTS, *(p.read_bytes() for p in FIXTURES if p.suffix == ".json")],
+                         ids=lambda data: str(len(data)))
+def test_the_exact_walks_skips_find_what_a_walk_token_by_token_finds(data):
+    """Passing an event's other pairs and nested values over in one match (possessive on Python 3.11+,
+    a byte at a time on 3.10) must find every name at the offsets the plain walk finds."""
+    form = "array" if data.startswith(b"[") else "object"
+    wanted = set(range(len(data)))
+    plain = locate.locate_exactly(data, wanted, form, NO_SKIPS)
+    assert plain, "the case has names to find"
+    for possessive in (True, False) if sys.version_info >= (3, 11) else (False,):
+        assert locate.locate_exactly(data, wanted, form, locate.skips(possessive)) == plain
 
 
 def test_one_event_per_line_and_one_line_layouts_relabel_the_same(tmp_path, monkeypatch):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 from .events import NameSlot
 
@@ -106,8 +107,40 @@ _TOKEN = re.compile(rb'\s*(?:("(?:[^"\\]|\\.)*")|([\[\]{}:,])|([^\s\[\]{}:,"]+))
 _NOT_A_BRACKET = re.compile(rb'(?:"(?:[^"\\]|\\.)*"|[^\[\]{}"]){0,4096}', re.DOTALL)
 
 
-def locate_exactly(data: bytes | bytearray, wanted: set[int], form: str) -> list[NameSlot]:
+def _nested(depth: int, possessive: bool) -> bytes:
+    """A JSON object or array nested at most depth deep, as a pattern. Its alternatives start with
+    bytes no other can (a quote, a bracket, anything else) and hold what they take (possessive), so a
+    match never backtracks, and a value nested deeper fails after one pass over it (to be walked token
+    by token). Python 3.10 has no possessive quantifiers: there, one byte at a time, which cannot
+    backtrack either, at about half the speed."""
+    string, other, many = (rb'"[^"\\]*+(?:\\.[^"\\]*+)*+"', rb'[^\[\]{}"]++', rb'*+') if possessive else \
+        (rb'"(?:[^"\\]|\\.)*"', rb'[^\[\]{}"]', rb'*')
+    inner = rb'(?:' + string + rb'|' + other + rb')'
+    for _ in range(depth):
+        level = inner
+        inner = rb'(?:' + string + rb'|' + other + rb'|\[' + level + many + rb'\]|\{' + level + many + rb'\})'
+    return rb'(?:\[' + level + many + rb'\]|\{' + level + many + rb'\})'
+
+
+def skips(possessive: bool = sys.version_info >= (3, 11)) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """What the walk passes over in one match at an event's own level, where nothing can be an event's
+    name (a bracket a token was 90% of the tokens on a real capture recorded with record_shapes):
+    - a value that is an object or an array (its "args", Kineto's shapes nested three deep);
+    - where a key is awaited, whole `"key": value,` pairs whose key is plainly not "name" (no escape
+      in it), up to 64 at a time: they change nothing the walk keeps (the comma resets the key).
+    What is left (the name, a value nested deeper, the last pair before "}") goes token by token."""
+    value = _nested(3, possessive)
+    pairs = rb'(?:\s*(?!"name")"[^"\\]*"\s*:\s*(?:"(?:[^"\\]|\\.)*"|[^\s\[\]{}:,"]+|' + value + rb')\s*,){0,64}'
+    return re.compile(rb'\s*' + value, re.DOTALL), re.compile(pairs, re.DOTALL)
+
+
+_SKIPS = skips()
+
+
+def locate_exactly(data: bytes | bytearray, wanted: set[int], form: str,
+                   skip: tuple[re.Pattern[bytes], re.Pattern[bytes]] = _SKIPS) -> list[NameSlot]:
     """Walk the JSON token by token and take each event's own top-level "name" value (last wins)."""
+    nested_value, other_pairs = skip
     slots: dict[int, NameSlot] = {}
     # Each stack entry: [kind, key awaiting its value (objects), is this the events array].
     stack: list[list] = []
@@ -121,6 +154,14 @@ def locate_exactly(data: bytes | bytearray, wanted: set[int], form: str) -> list
             pos = _NOT_A_BRACKET.match(data, pos).end()
             if pos >= size:
                 break
+        elif len(stack) >= 2 and stack[-1][0] == "{":  # an event's own level
+            if pending_key is None and stack[-1][1] is None:
+                pos = other_pairs.match(data, pos).end()
+            elif pending_key is not None:
+                nested = nested_value.match(data, pos)
+                if nested is not None:
+                    pos, pending_key = nested.end(), None
+                    continue
         match = _TOKEN.match(data, pos)
         if match is None:
             break
