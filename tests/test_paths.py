@@ -84,10 +84,10 @@ def test_generated_layouts_relabel_the_same_both_ways(tmp_path, monkeypatch, alg
 NO_SKIPS = (re.compile(rb"(?!)"), re.compile(rb""))
 ODD_EVENTS = [
     b'{"traceEvents": [{"ph": "X", "n\\u0061me": "step[DECODE bs=1]", "args": {"name": "not mine"}}]}',
-    b'{"traceEvents": [{"name": "a", "x": 1, "name": "step[DECODE bs=2]"}, {"args": {"a": [[[[["]"]]]]]}, '
-    b'"name": "deep"}]}',
-    b'{"traceEvents": [{"args": {"k": "{[\\"name\\": \\"x\\"", "v": [1, {"name": "y"}]}, "name": "after"}, '
-    b'{"cat" : "c" , "name":"z","ts":1e3 ,"dur":-2,"args":{}}, {"names": "no", "name_x": 1, "name": "yes"}]}',
+    (b'{"traceEvents": [{"name": "a", "x": 1, "name": "step[DECODE bs=2]"}, {"args": {"a": [[[[["]"]]]]]}, '
+     b'"name": "deep"}]}'),
+    (b'{"traceEvents": [{"args": {"k": "{[\\"name\\": \\"x\\"", "v": [1, {"name": "y"}]}, "name": "after"}, '
+     b'{"cat" : "c" , "name":"z","ts":1e3 ,"dur":-2,"args":{}}, {"names": "no", "name_x": 1, "name": "yes"}]}'),
     b'[{"ph": "X", "name": "s", "args": {"Input Dims": [[1, 2], []], "Input type": ["float", ""]}}, {"name": "t"}]',
     b'{"traceEvents": [{"a": "b"}], "traceEvents": [{"x": [{"y": {"z": [1]}}], "name": "last list wins"}]}',
 ]
