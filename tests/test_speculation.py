@@ -447,6 +447,44 @@ def test_json_speculation_section(tmp_path):
     assert section["baseline"]["plain"] is True and section["speculative"] is True
 
 
+def test_one_configuration_per_capture_serves_the_baseline_profile_and_the_runs(tmp_path):
+    """Issue 40 item 2: what a capture says of itself is made once, right after attribution
+    (TraceMeasures.config): stats' profile (what a baseline is checked against) and speculation's run
+    read that one RunConfig, rather than each building a model of the run from copied fields."""
+    trace = synth.generate(_spec("standalone", False))
+    path = _write(tmp_path, trace)
+    measured = _measured(path)
+    config = measured.config
+    assert measured.speculation.config is config
+    [run] = speculation_result([measured]).runs
+    assert run.config == config and config.settings_from == "server_args.json"
+    assert (config.steps, config.topk, config.cuda_graph) == (
+        trace.server_args["speculative_num_steps"], trace.server_args["speculative_eagle_topk"], False)
+    document = json.loads(CliRunner().invoke(main, ["stats", str(path), "--format", "json"]).stdout)
+    assert document["profile"]["algorithms"] == [config.algorithm] == [measured.algorithm]
+    assert document["profile"]["candidates"] == sorted(config.candidates)
+    assert document["profile"]["settings"] == {key: [value] for key, value in config.settings}
+    assert document["profile"]["settings"]["speculative_num_steps"] == [config.steps]
+
+
+def test_a_servers_arguments_fill_in_what_the_capture_leaves_unsaid_its_own_first():
+    """A --spec-metrics file's server arguments (RunConfig.told) never override server_args.json beside
+    the capture, nor a graph mode its launches show; arguments attribution read from such a file are not
+    the capture's own."""
+    from spanfix.attribution.config import RunConfig
+
+    server = {"speculative_num_steps": 5, "speculative_algorithm": "EAGLE", "model_path": "m", "disable_cuda_graph": True}
+    own = RunConfig("standalone", frozenset({"standalone"}), settings_from="server_args.json",
+                    settings=(("speculative_num_steps", 3), ("speculative_algorithm", "STANDALONE")))
+    told = own.told(server)
+    assert (told.steps, told.server_algorithm, told.model) == (3, "STANDALONE", "m")
+    assert (told.cuda_graph, told.graph_from) == (False, "the server's arguments")
+    assert replace(own, settings_from="server.log").told(server).steps == 5
+    shown = replace(own, cuda_graph=True, graph_from="the trace (graph launches)").told(server)
+    assert (shown.cuda_graph, shown.graph_from) == (True, "the trace (graph launches)")
+    assert own.told({}) == replace(own, steps=3, server_algorithm="STANDALONE")
+
+
 def test_readme_budgets_fail_when_the_draft_gets_slower_in_a_graph_capture(tmp_path):
     from conftest import ROOT
     readme = (ROOT / "README.md").read_text()

@@ -127,3 +127,20 @@ def relabel_step_name(name: str, *, is_draft: bool) -> str:
     if stage == step.mode:
         return name
     return f"step[{stage}{step.rest}]"
+
+
+def suffix_values(name: str, keys: tuple[str, ...] = ("g_sk", "g_sq")) -> dict[str, int]:
+    """Those key=value integers of a step name (found by position, not a regular expression: names
+    are trace data)."""
+    values = {}
+    for key in keys:
+        at = name.find(f" {key}=")
+        if at < 0:
+            continue
+        start = at + len(key) + 2
+        end = start
+        while end < len(name) and name[end].isdigit():
+            end += 1
+        if end > start and (end == len(name) or name[end] in " ]"):
+            values[key] = int(name[start:end])
+    return values

@@ -77,13 +77,13 @@ def swapped_baseline(measures: list[TraceMeasures], read: BaselineRead | None) -
     """What to say when the inputs run without speculative decoding and their baseline with it: the run
     and its plain twin given the wrong way round (the speedup is the speculative capture's, over the
     plain one given as --baseline). None otherwise."""
-    if read is None or not measures or any(getattr(m.speculation, "speculative", False) for m in measures):
+    if read is None or not measures or any(m.speculation is not None and m.config.speculative for m in measures):
         return None
     if read.measures is not None:
-        speculative = [m for m in read.every if getattr(m.speculation, "speculative", False)]
+        speculative = [m for m in read.every if m.speculation is not None and m.config.speculative]
         if not speculative:
             return None
-        what = " / ".join(dict.fromkeys(m.speculation.algorithm for m in speculative))
+        what = " / ".join(dict.fromkeys(m.config.algorithm for m in speculative))
     else:
         section = (read.document or {}).get("speculation")
         if not isinstance(section, dict) or section.get("speculative") is not True:

@@ -70,7 +70,7 @@ def speculation_over(measures: list[TraceMeasures], figures: list[AcceptFigure],
     """The speculation figures of the inputs against the baseline read. A --spec-metrics file whose
     accept length no run can have, or that is of another run (matching.py), is raised (MetricsError), or
     with errors given, said there and left out."""
-    speculative = any(getattr(m.speculation, "speculative", False) for m in measures)
+    speculative = any(m.speculation is not None and m.config.speculative for m in measures)
     plain = plain_of(read) if read is not None and speculative else None
     matched = figures_for(figures, measures)
     if matched.refused and errors is None:

@@ -14,9 +14,10 @@ families are checking/speculation_budgets.py's.
 Definitions: docs/stats.md, "Speculation".
 """
 
+from ..attribution.config import RunConfig
 from .accept import Acceptance, acceptances, cpu_lengths_kept
 from .baseline import plain_from_json, plain_of
-from .configs import Run, RunConfig, group_runs
+from .configs import Run, group_runs
 from .measure import SpecIteration, SpeculationMeasures, measure_speculation
 from .metrics import (
     BENCH,

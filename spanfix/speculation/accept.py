@@ -24,6 +24,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from ..attribution.algorithms import ACCEPT_CPU_LENGTHS, ACCEPT_NEVER, ACCEPT_SPEC_V1, ALGORITHMS
+from ..attribution.naming import suffix_values
 from ..timing import IterationTiming, StepTiming
 
 PREFILL_STAGES = frozenset({"EXTEND", "MIXED", "SPLIT_PREFILL"})
@@ -51,23 +52,6 @@ class Acceptance:
     @property
     def accept_length(self) -> float | None:
         return self.tokens / self.bs if self.tokens is not None and self.bs else None
-
-
-def suffix_values(name: str, keys: tuple[str, ...] = ("g_sk", "g_sq")) -> dict[str, int]:
-    """Those key=value integers of a step name (found by position, not a regular expression: names
-    are trace data)."""
-    values = {}
-    for key in keys:
-        at = name.find(f" {key}=")
-        if at < 0:
-            continue
-        start = at + len(key) + 2
-        end = start
-        while end < len(name) and name[end].isdigit():
-            end += 1
-        if end > start and (end == len(name) or name[end] in " ]"):
-            values[key] = int(name[start:end])
-    return values
 
 
 def cpu_lengths_kept(server_args: dict | None) -> bool | None:

@@ -9,9 +9,10 @@ import math
 
 import orjson
 
+from ..attribution.config import RunConfig, config_from_json, graph_words
 from ..errors import TraceError
 from ..timing import CLOCKS, BaselineRead
-from .configs import RunConfig, config_from_json, graph_words, group_runs
+from .configs import group_runs
 from .measure import MODEL_WORK, RUN_BATCH, SpeculationMeasures, decode_durations, means_of
 from .plain import PlainDecode
 
@@ -25,7 +26,7 @@ def plain_of(read: BaselineRead) -> PlainDecode:
     if not all(isinstance(m, SpeculationMeasures) for m in found):
         raise TypeError("the baseline was measured without measure_speculation as its then")
     runs = group_runs(found)
-    algorithms = " / ".join(dict.fromkeys(m.algorithm for m in found))
+    algorithms = " / ".join(dict.fromkeys(m.config.algorithm for m in found))
     problem = None
     if len(runs) > 1:
         problem = (f"its {len(found)} captures are {len(runs)} runs, not one plain twin ("
@@ -33,9 +34,9 @@ def plain_of(read: BaselineRead) -> PlainDecode:
                                + ("" if run.config.cuda_graph is None else f", {graph_words(run.config.cuda_graph)}")
                                for run in runs) + ")")
     bases = {m.basis for m in found} - {None}
-    graphs = {m.cuda_graph for m in found} - {None}
+    graphs = {m.config.cuda_graph for m in found} - {None}
     steps, iterations = decode_durations(found), decode_durations(found, "plain_iterations")
-    return PlainDecode(read.source, means_of(steps), algorithms, not any(m.speculative for m in found),
+    return PlainDecode(read.source, means_of(steps), algorithms, not any(m.config.speculative for m in found),
                        graphs.pop() if len(graphs) == 1 else None, problem, means_of(iterations),
                        bases.pop() if len(bases) == 1 else None, runs[0].config if runs else None, iterations, steps)
 

@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ..attribution.config import graph_words
 from ..errors import UsageError
 from ..timing import CPU, GPU, BaselineRead, TraceMeasures
 from ..timing.table import CLOCK_WORDS
@@ -35,7 +36,6 @@ from .comparison import (
     PlainRun,
     RunInput,
 )
-from .configs import graph_words
 from .plain import PlainDecode, no_plain_iteration, plain_means
 from .result import NEEDS_ACCEPT as STATS_NEEDS_ACCEPT
 from .result import SPEED, _iteration_model, _twin, clock_for, speculation_result
@@ -87,7 +87,7 @@ def compare_runs(runs: Sequence[RunInput], baseline: PlainRun | None = None, *, 
 
 
 def _speculative(run: RunInput) -> bool:
-    return any(getattr(m.speculation, "speculative", False) for m in run.measures)
+    return any(m.speculation is not None and m.config.speculative for m in run.measures)
 
 
 def _plain_among(runs: Sequence[RunInput]) -> PlainRun:

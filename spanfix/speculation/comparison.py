@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..attribution.config import ALGORITHM, DRAFT_TOKENS, MODEL, STEPS, TOPK, RunConfig, graph_words
 from ..timing import TraceMeasures
-from .configs import ALGORITHM, DRAFT_TOKENS, MODEL, STEPS, TOPK, RunConfig, graph_words
 from .metrics import AcceptFigure
 from .model import ModelTime
 from .plain import PlainDecode

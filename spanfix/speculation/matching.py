@@ -17,8 +17,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..attribution.algorithms import algorithms_from_server_args
+from ..attribution.config import ALGORITHM, DRAFT_TOKENS, MODEL, STEPS, TOPK, RunConfig
 from ..timing import TraceMeasures
-from .configs import ALGORITHM, DRAFT_TOKENS, MODEL, STEPS, TOPK, RunConfig, group_runs
+from .configs import group_runs
 from .measure import SpeculationMeasures
 from .metrics import AcceptFigure, for_traces
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .configs import RunConfig
+from ..attribution.config import RunConfig
 from .measure import MODEL_WORK
 from .speed import Means
 

@@ -11,11 +11,12 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..attribution.config import RunConfig, graph_words
 from ..errors import UsageError
 from ..timing import CLOCKS, CPU, GPU, TraceMeasures
 from ..timing.table import CLOCK_WORDS
 from .certainty import STEADY_FACTOR, steady
-from .configs import Run, RunConfig, graph_words, group_runs
+from .configs import Run, group_runs
 from .measure import RUN_BATCH, SpecIteration, SpeculationMeasures, decode_durations, means_of
 from .metrics import BENCH, LOG, REQUESTS, SERVER_INFO, STATED, TRACE, AcceptFigure, MetricsError
 from .model import DEVICE_MODEL_PARTS, MODEL_PARTS, ModelTime
@@ -161,7 +162,7 @@ def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[Acce
             return speculation_result(measures, [f for f in figures if f.file is None], baseline)
     found = [m.speculation for m in measures if isinstance(m.speculation, SpeculationMeasures)]
     iterations = [it for m in found for it in m.iterations]
-    speculative = any(m.speculative for m in found)
+    speculative = any(m.config.speculative for m in found)
     model = {clock: added for clock in CLOCKS
              if (added := ModelTime.added(clock, [m.model[clock] for m in found if clock in m.model])) is not None}
     iteration_model, counts = _iteration_model(iterations)
@@ -172,7 +173,7 @@ def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[Acce
     used = next((figure for source in PRIORITY for figure in every if figure.source == source
                  and figure.value is not None), None)
     notes[:0] = _disagreements(every, used)
-    graphs = {m.cuda_graph for m in found} - {None}
+    graphs = {m.config.cuda_graph for m in found} - {None}
     cuda_graph = graphs.pop() if len(graphs) == 1 else None
     rows: list[SpeedRow] = []
     overall = verdict = None
@@ -200,7 +201,7 @@ def speculation_result(measures: Sequence[TraceMeasures], figures: Sequence[Acce
         notes += _steady_notes(rows, verdict.clock)
     plain_durations, step_durations = decode_durations(found, "plain_iterations"), decode_durations(found)
     bases = {m.basis for m in found} - {None}
-    return SpeculationResult(speculative, list(dict.fromkeys(m.algorithm for m in found)), model, iteration_model,
+    return SpeculationResult(speculative, list(dict.fromkeys(m.config.algorithm for m in found)), model, iteration_model,
                              counts, every, used, rows, overall, baseline, means_of(step_durations), cuda_graph,
                              unknown, notes, iterations, runs, verdict, means_of(plain_durations),
                              bases.pop() if len(bases) == 1 else None, step_durations, plain_durations)

@@ -22,7 +22,7 @@ from .device import DeviceWork, device_reducer, device_work
 from .iterations import Iteration, decode_iterations, why_no_iterations, work_spans
 from .kernels import KernelClasses, KernelTable
 from .once import fingerprint
-from .profile import profile_of
+from .profile import config_of, shape_of
 from .rows import IterationTiming, StepTiming, TraceMeasures
 
 AMBIGUOUS_STAGE = "ambiguous"
@@ -92,11 +92,10 @@ def measure(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warni
         notes.append(no_step_spans(0))
     ambiguous = Counter(verdict.detail for verdict in attribution.verdicts if verdict.role == AMBIGUOUS)
     ambiguous.update(f"GPU annotation: {orphan.why}" for orphan in index.gpu_orphans)
-    measured = TraceMeasures(trace.source, steps, iterations, said, table, origin / 1000, guess.label,
-                             list(guess.reasons),
+    measured = TraceMeasures(trace.source, steps, iterations, said, table, origin / 1000,
+                             config_of(index, attribution, work, steps), list(guess.reasons),
                              dict(attribution.by_evidence().most_common()), dict(ambiguous.most_common()),
-                             fingerprint(index, len(trace.events)),
-                             profile_of(steps, iterations, guess.label, guess.candidates, guess.settings),
+                             fingerprint(index, len(trace.events)), shape_of(steps, iterations),
                              None if iterations else why_no_iterations(index, stages, guess.fact("speculative"), order,
                                                                        bool(guess.candidates & ORDERED)),
                              [f"{trace.source}: {note}" for note in notes])

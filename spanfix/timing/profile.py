@@ -1,11 +1,14 @@
 """What kind of run a capture is, so that a baseline unlike it is named rather than compared in silence.
 
 A mean against a baseline says something only when both ran alike: the same algorithm, the same
-batch sizes, the same draft settings, CUDA graphs or eager alike, the same ranks. A profile holds what
-the trace (and server_args.json beside it) says of each; `differences` words what two profiles do not
-share. Draft settings show in the trace as the draft step spans per decode iteration: eager EAGLE
-writes (steps - 1) draft decodes and a draft extend per iteration, a CUDA-graph capture none (its
-draft passes are graph replays), so a change of either shows there.
+batch sizes, the same draft settings, CUDA graphs or eager alike, the same ranks. What a capture says
+of itself (the algorithm, server_args.json's settings, graph launches) is its RunConfig
+(attribution/config.py), made here once from its attribution and what measuring found (config_of);
+what measuring shows is its shape (shape_of). A run's profile holds both for several inputs, as a saved
+result keeps it (combined); `differences` words what two profiles do not share. Draft settings show in
+the trace as the draft step spans per decode iteration: eager EAGLE writes (steps - 1) draft decodes and
+a draft extend per iteration, a CUDA-graph capture none (its draft passes are graph replays), so a
+change of either shows there.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 
 from ..attribution.algorithms import TWIN_SETTINGS
-from .rows import IterationTiming, RunProfile, StepTiming
-
-ALGORITHM = "speculative_algorithm"
+from ..attribution.attribute import Attribution
+from ..attribution.config import ALGORITHM, RunConfig, run_config
+from ..attribution.index import TraceIndex
+from ..attribution.naming import suffix_values
+from .device import DeviceWork
+from .rows import IterationTiming, RunProfile, RunShape, StepTiming, TraceMeasures
 
 DRAFT_WORK = frozenset({"DRAFT", "DRAFT_LOOP", "DRAFT_EXTEND_V2"})
 # Mean batch sizes further apart than this (relative) are unlike runs: a step's time grows with its batch.
@@ -26,9 +32,15 @@ BATCH_TOLERANCE = 0.10
 DRAFT_STEPS_TOLERANCE = 0.5
 
 
-def profile_of(steps: Sequence[StepTiming], iterations: Sequence[IterationTiming], algorithm: str,
-               candidates: Iterable[str], settings: dict[str, object]) -> RunProfile:
-    """One trace's profile from its measured steps and decode iterations."""
+def config_of(index: TraceIndex, attribution: Attribution, work: DeviceWork, steps: Sequence[StepTiming]) -> RunConfig:
+    """What one capture says of itself, made once where it is measured (its attribution, then what only
+    the measured steps and the launches read show: a VERIFY step, the verify spans' window, graph mode)."""
+    return run_config(attribution, index, verifies=any(step.stage == "VERIFY" for step in steps),
+                      window=_verify_window(steps), graph=_graph_mode(index, work))
+
+
+def shape_of(steps: Sequence[StepTiming], iterations: Sequence[IterationTiming]) -> RunShape:
+    """One trace's shape from its measured steps and decode iterations."""
     stages = Counter(step.stage for step in steps)
     decode = "VERIFY" if stages["VERIFY"] else "DECODE"
     sizes = Counter(step.bs for step in steps if step.stage == decode and isinstance(step.bs, int))
@@ -44,27 +56,27 @@ def profile_of(steps: Sequence[StepTiming], iterations: Sequence[IterationTiming
             at = bisect_right(starts[step.pid], step.start_us) - 1
             draft += at >= 0 and step.start_us <= windows[step.pid][at][1]
     ranks = sorted({step.rank for step in steps if step.rank is not None}, key=_natural)
-    return RunProfile([algorithm], sorted(candidates), dict(sizes), len(iterations), draft, ranks,
-                      {key: [value] for key, value in settings.items()})
+    return RunShape(dict(sizes), len(iterations), draft, ranks)
 
 
-def combined(profiles: Iterable[RunProfile]) -> RunProfile:
-    """Several inputs' profiles as one run's (the inputs of one stats table)."""
+def combined(measures: Iterable[TraceMeasures]) -> RunProfile:
+    """Several inputs' shapes and configurations as one run's profile (the inputs of one stats table)."""
     result = RunProfile()
     sizes: Counter = Counter()
     possible: set[str] | None = None
-    for profile in profiles:
-        result.algorithms += [a for a in profile.algorithms if a not in result.algorithms]
-        if profile.candidates:  # what every input leaves possible; inputs that disagree leave what any does
-            ours = set(profile.candidates)
+    for measured in measures:
+        shape, config = measured.shape, measured.config
+        result.algorithms += [config.algorithm] if config.algorithm not in result.algorithms else []
+        if config.candidates:  # what every input leaves possible; inputs that disagree leave what any does
+            ours = set(config.candidates)
             possible = ours if possible is None else (possible & ours or possible | ours)
-        sizes.update(profile.batch_sizes)
-        result.decode_iterations += profile.decode_iterations
-        result.draft_steps += profile.draft_steps
-        result.ranks += [r for r in profile.ranks if r not in result.ranks]
-        for key, values in profile.settings.items():
+        sizes.update(shape.batch_sizes)
+        result.decode_iterations += shape.decode_iterations
+        result.draft_steps += shape.draft_steps
+        result.ranks += [r for r in shape.ranks if r not in result.ranks]
+        for key, value in config.settings:
             seen = result.settings.setdefault(key, [])
-            seen += [v for v in values if v not in seen]
+            seen += [value] if value not in seen else []
     result.batch_sizes = dict(sizes)
     result.candidates = sorted(possible or ())
     result.ranks.sort(key=_natural)
@@ -120,6 +132,27 @@ def _values(values: list) -> str:
 
 def _ranks(ranks: list[str]) -> str:
     return ", ".join(ranks) if len(ranks) <= 4 else f"{ranks[0]}..{ranks[-1]} ({len(ranks)} ranks)"
+
+
+def _graph_mode(index: TraceIndex, work: DeviceWork) -> tuple[bool | None, str | None]:
+    """CUDA graphs or eager, as the launches show it: a graph replay is one launch of a whole captured
+    graph (cudaGraphLaunch); an eager capture launches kernel by kernel. None where the trace shows no
+    device work at all (a host-only capture)."""
+    if index.graph_launches:
+        return True, "the trace (graph launches)"
+    if not work.empty or any(step.gpu_events for step in index.steps):
+        return False, "the trace (device work, no graph launch)"
+    return None, None
+
+
+def _verify_window(steps: Sequence[StepTiming]) -> int | None:
+    """The draft tokens each request verifies, from a VERIFY span's g_sq / bs (detailed annotations)."""
+    for step in steps:
+        if step.stage == "VERIFY" and step.bs:
+            g_sq = suffix_values(step.name, ("g_sq",)).get("g_sq")
+            if g_sq and g_sq % step.bs == 0:
+                return g_sq // step.bs
+    return None
 
 
 def _natural(text: str) -> tuple:

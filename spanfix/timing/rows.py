@@ -11,19 +11,21 @@ import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from ..attribution.config import RunConfig
 from ..attribution.index import Track
 from .kernels import KernelTable
 
 
 @dataclass(slots=True)
-class RunProfile:
-    algorithms: list[str] = field(default_factory=list)  # as attribution understood each input
-    candidates: list[str] = field(default_factory=list)  # the algorithms the inputs leave possible
+class RunShape:
+    """What measuring shows of a run's kind (profile.py): its decode steps per batch size, its decode
+    iterations and the draft step spans inside them, its ranks. What the run says of itself is its
+    RunConfig (TraceMeasures.config)."""
+
     batch_sizes: dict[int, int] = field(default_factory=dict)  # decode steps (VERIFY, else DECODE) per bs
     decode_iterations: int = 0
     draft_steps: int = 0  # draft step spans inside decode iterations
     ranks: list[str] = field(default_factory=list)
-    settings: dict[str, list] = field(default_factory=dict)  # server_args.json's draft settings, values seen
 
     @property
     def draft_steps_per_iteration(self) -> float | None:
@@ -33,6 +35,17 @@ class RunProfile:
     def mean_batch(self) -> float | None:
         steps = sum(self.batch_sizes.values())
         return math.fsum(bs * n for bs, n in self.batch_sizes.items()) / steps if steps else None
+
+
+@dataclass(slots=True)
+class RunProfile(RunShape):
+    """Several inputs' shape as one run's (a stats table's, a baseline's), and what their RunConfigs say
+    in the form a saved result keeps and reads back: each input's algorithm, the candidates they leave,
+    the server arguments that make a run with every value seen (profile.py::combined)."""
+
+    algorithms: list[str] = field(default_factory=list)  # as attribution understood each input
+    candidates: list[str] = field(default_factory=list)  # the algorithms the inputs leave possible
+    settings: dict[str, list] = field(default_factory=dict)  # RunConfig.settings, the values seen
 
     def to_json(self) -> dict:
         per = self.draft_steps_per_iteration
@@ -50,11 +63,11 @@ class RunProfile:
         try:
             per = document.get("draft_steps_per_iteration")
             iterations = int(document.get("decode_iterations") or 0)
-            return cls([str(a) for a in document.get("algorithms") or []],
-                       [str(a) for a in document.get("candidates") or []],
-                       {int(bs): int(n) for bs, n in (document.get("batch_sizes") or {}).items()},
+            return cls({int(bs): int(n) for bs, n in (document.get("batch_sizes") or {}).items()},
                        iterations, round(float(per) * iterations) if per is not None else 0,
                        [str(r) for r in document.get("ranks") or []],
+                       [str(a) for a in document.get("algorithms") or []],
+                       [str(a) for a in document.get("candidates") or []],
                        {str(k): list(v) for k, v in (document.get("settings") or {}).items() if isinstance(v, list)})
         except (TypeError, ValueError, AttributeError):
             return None
@@ -120,14 +133,19 @@ class TraceMeasures:
     warnings: list[str]
     kernels: KernelTable | None = None  # with kernel names read: the kernels of each step and iteration part
     trace_start_us: float = 0.0  # the first event's timestamp
-    algorithm: str = "unknown"  # the speculative algorithm as attribution understood it
+    config: RunConfig = field(default_factory=lambda: RunConfig("unknown", speculative=False))  # what it says of itself
     algorithm_reasons: list[str] = field(default_factory=list)
     decided_by: dict[str, int] = field(default_factory=dict)  # evidence -> step spans it decided
     ambiguous_reasons: dict[str, int] = field(default_factory=dict)  # why -> step spans left ambiguous
     fingerprint: str | None = None  # the same capture read twice has the same one (once.py)
-    profile: RunProfile = field(default_factory=RunProfile)  # what kind of run it is (profile.py)
+    shape: RunShape = field(default_factory=RunShape)  # what measuring shows of its kind (profile.py)
     no_iterations: str | None = None  # why it has no decode iteration, when it has none (iterations.py)
     notes: list[str] = field(default_factory=list)  # information, not a problem (what was not computed, and how)
     # What a `then` of measure() made of the same read (spanfix.speculation's figures); timing does not
     # know what it is, and never imports it.
     speculation: object | None = None
+
+    @property
+    def algorithm(self) -> str:
+        """The speculative algorithm as attribution understood it."""
+        return self.config.algorithm

@@ -274,7 +274,7 @@ def aggregate(measures: list[TraceMeasures], by: Iterable[str] = (), *, kernel_c
     notes = [note for m in measures for note in m.notes]
     return StatsResult([m.source for m in measures], by, rows, iterations, warnings, kernels=groups,
                        kernel_categories=kernel_categories, notes=notes,
-                       profile=combined(m.profile for m in measures),
+                       profile=combined(measures),
                        no_iterations=None if iterations else _why_none(measures))
 
 
