@@ -365,9 +365,9 @@ def test_hostile_run_names_are_data(sweep, tmp_path):
 
 def test_each_trace_is_read_once_and_the_runs_in_parallel(sweep, monkeypatch):
     """Every trace of every run is one job of one batch (what -j runs in parallel); the baseline among
-    the runs is not read again."""
+    the runs is not read again, and one of its own is read once, in the same batch."""
     root, _, _ = sweep
-    from spanfix.runs import compare as comparing
+    from spanfix.runs import baseline
 
     batches = []
 
@@ -379,10 +379,14 @@ def test_each_trace_is_read_once_and_the_runs_in_parallel(sweep, monkeypatch):
     traces = sorted(str(p) for folder in folders(root) for p in folder.glob("*.trace.json"))
     assert len(batches) == 1 and sorted(batches[0]) == traces and comparison.best
     reads = []
-    real = comparing.read_baseline
-    monkeypatch.setattr(comparing, "read_baseline", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
+    real = baseline.read_baseline
+    monkeypatch.setattr(baseline, "read_baseline", lambda *a, **k: reads.append(a[0]) or real(*a, **k))
     spanfix.compare(folders(root), baseline=root / "plain", each=each)
     assert reads == [] and sorted(batches[-1]) == traces  # the baseline is a run: measured once, with the runs
+    others = [folder for folder in folders(root) if folder.name != "plain"]
+    spanfix.compare(others, baseline=root / "plain", each=each)
+    plain = sorted(str(p) for p in (root / "plain").glob("*.trace.json"))
+    assert sorted(reads) == plain and len(batches) == 3 and sorted(batches[-1]) == traces
 
 
 def test_the_page_is_self_contained_and_escaped(sweep, tmp_path):

@@ -12,13 +12,14 @@ from collections.abc import Iterable, Sequence
 import orjson
 
 from ..attribution.analyse import RelabelOptions, analysed
-from ..errors import TraceError
+from ..errors import SpanfixError, TraceError, out_of_memory
 from ..options import Options, checked_path, checked_paths
 from ..read.document import read_document_bytes
 from ..speculation import SpeculationResult, measure_speculation
 from ..timing import Baseline, BaselineRead, StatsResult, TraceMeasures, compare, measure, validate_saved
 from ..timing.device import device_reducer
 from ..timing.measure import Then
+from ..timing.once import counted_once
 
 Baselines = str | os.PathLike[str] | StatsResult | Sequence[str | os.PathLike[str]] | None
 
@@ -71,6 +72,34 @@ def read_baselines(names: Sequence[str], options: RelabelOptions) -> BaselineRea
     if not names:
         return None
     return BaselineRead.together([read_baseline(name, options, then=measure_speculation) for name in names])
+
+
+def measured_baseline(source: str, options: RelabelOptions, device: bool | None = None) -> BaselineRead | SpanfixError:
+    """One baseline read and measured as read_baselines reads each, as a job of a batch beside the
+    inputs (runs/measure.py::measure_batch); why not is returned, so that it crosses from a worker process."""
+    try:
+        return read_baseline(source, options, then=measure_speculation, device=device)
+    except SpanfixError as exc:
+        return exc
+    except MemoryError:
+        return out_of_memory(source)
+
+
+def taken_together(outcomes: Sequence[BaselineRead | SpanfixError]) -> BaselineRead:
+    """A batch's baseline reads (measured_baseline) as one (BaselineRead.together), its captures counted
+    once as a run's are. TraceError for one that could not be read (no comparison without it), or none."""
+    reads: list[BaselineRead] = []
+    for outcome in outcomes:
+        if isinstance(outcome, SpanfixError):
+            raise TraceError(f"baseline {outcome}")
+        reads.append(outcome)
+    if not reads:
+        raise TraceError("the baseline names no trace")
+    read = BaselineRead.together(reads)
+    if read.measures is None:
+        return read
+    kept, _ = counted_once(read.every)
+    return BaselineRead(read.source, measures=kept[0], others=tuple(kept[1:]))
 
 
 def swapped_baseline(measures: list[TraceMeasures], read: BaselineRead | None) -> str | None:

@@ -16,18 +16,16 @@ import os
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
-from ..errors import SpanfixError, TraceError, UsageError, out_of_memory
+from ..errors import TraceError, UsageError
 from ..options import Options, checked_path, checked_paths
 from ..sources.layout import NamedRun, named_path
 from ..sources.layout import resolve_run as run_folder
-from ..speculation import AcceptFigure, NoAcceptLength, PlainDecode, measure_speculation, plain_of
+from ..speculation import AcceptFigure, NoAcceptLength, plain_of
 from ..speculation.compare import Comparison, PlainRun, RunInput, as_baseline, compare_runs
 from ..speculation.matching import figures_for
 from ..speculation.sweep import Sweep, read_sweep
-from ..timing import BaselineRead, TraceMeasures
-from ..timing.once import counted_once
-from .baseline import read_baseline
-from .measure import Each, accept_figures, measure_path, one_by_one
+from .baseline import taken_together
+from .measure import Each, Runs, accept_figures, measure_batch
 
 
 def resolve_run(argument: str | os.PathLike[str]) -> NamedRun:
@@ -83,19 +81,6 @@ def _named_apart(runs: list[NamedRun]) -> None:
             run.name = name
 
 
-def _measure(source: str, options: Options, device: bool | None, saved: bool) -> object:
-    """One trace measured (a run's), or read as a baseline, which may be a saved stats result; or why
-    not (returned, so that it crosses from a worker process)."""
-    if not saved:
-        return measure_path(source, options, None, device)
-    try:
-        return read_baseline(source, options.relabel_options(), then=measure_speculation, device=device)
-    except SpanfixError as exc:
-        return exc
-    except MemoryError:
-        return out_of_memory(source)
-
-
 def _owners(named) -> dict[object, str]:
     """Each trace's run, by place (a trace named in two runs is refused: it belongs to one)."""
     from ..sources import place_key
@@ -125,42 +110,29 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
     by_name = {run.name: run for run in named}
     figures = _outside_figures(by_name, spec_metrics, accept_length, options.max_bytes)
     server_notes = _server_figures(named, figures, options.max_bytes)
-    problems = [run.problem for run in named if run.problem]
     base = _baseline_runs(baseline)
     for run in base:  # no comparison without it
         if run.problem:
             raise TraceError(f"baseline {run.problem}")
-    if problems and errors == "raise":
-        raise TraceError(problems[0])
+    traces = Runs.prepared(options, errors=errors)  # every run's traces, under one error policy
+    for run in named:
+        if run.problem:
+            traces.fail(TraceError(run.problem))
     owner = _owners(named)
     base_sources = [source for run in base for source in run.sources]
     among = _baseline_among(named, base_sources, owner)
-    jobs = [(source, options, device, False) for run in named for source in run.sources]
-    if among is None:
-        jobs += [(source, options, device, True) for source in base_sources]
-    outcomes: dict[str, object] = {}
-    for source, outcome in (each or one_by_one)(_measure, jobs):
-        outcomes[source] = outcome
-    found_errors = list(problems)
+    batch = measure_batch([run.sources for run in named], options, device=device, each=each,
+                          baseline=base_sources if among is None else ())
     inputs: list[RunInput] = []
-    warnings: list[str] = []
     said: list[str] = []  # what the side files' matching said (a log's window, another run's file)
-    for run in named:
-        measures: list[TraceMeasures] = []
-        for source in run.sources:
-            outcome = outcomes.get(source)
-            if isinstance(outcome, SpanfixError):
-                found_errors.append(str(outcome))
-            elif isinstance(outcome, TraceMeasures):
-                measures.append(outcome)
-        measures, copies = counted_once(measures)
-        warnings += copies
-        matched = figures_for(figures.get(run.name, ()), measures, names=[run.name])
+    for run, found in zip(named, batch.groups):
+        traces.take(found)
+        matched = figures_for(figures.get(run.name, ()), found.measures, names=[run.name])
         said += [f"{run.name}: {line}" for line in matched.notes]
-        found_errors += [f"{run.name}: {line}" for line in matched.refused]
-        inputs.append(RunInput(run.name, tuple(run.sources), tuple(measures), tuple(matched.figures)))
-    if found_errors and errors == "raise":
-        raise TraceError(found_errors[0])
+        for line in matched.refused:
+            traces.fail(TraceError(f"{run.name}: {line}"))
+        inputs.append(RunInput(run.name, tuple(run.sources), tuple(found.measures), tuple(matched.figures)))
+    found_errors = list(traces.problems)
     if found_errors and not any(run.measures for run in inputs):  # nothing to compare: say what was found
         raise TraceError("no run to compare: " + "; ".join(found_errors))
     plain = None
@@ -170,7 +142,8 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
             raise TraceError(f"the baseline {among}: none of its traces could be read")
         plain = as_baseline(run)
     elif base:
-        plain = _read_baseline(base, outcomes)
+        plain = PlainRun(" + ".join(run.name for run in base), plain_of(taken_together(batch.baseline)), None,
+                         tuple(base_sources))
     try:
         comparison = compare_runs(inputs, plain, sweep=read, allow_skipped=allow_skipped)
     except UsageError as exc:  # no plain run among those read: perhaps among those that were not
@@ -178,7 +151,7 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
             raise
         raise TraceError(f"{exc}; not read: {'; '.join(found_errors)}") from None
     comparison.errors[:0] = found_errors
-    comparison.warnings[:0] = warnings
+    comparison.warnings[:0] = traces.measured.repeated
     comparison.notes[:0] = [*server_notes, *said]
     if read is not None:
         comparison.notes[:0] = read.problems
@@ -230,6 +203,9 @@ def _server_figures(runs: list[NamedRun], figures: dict[str, list[AcceptFigure]]
 
 
 def _baseline_runs(baseline: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None) -> list[NamedRun]:
+    """The baseline resolved as a RUN is (not as baseline_names names stats' baseline): a baseline that
+    is one of the RUNs is told by its traces, and it is named as a run is (its missing file, a glob's
+    side files, as a RUN's)."""
     if baseline is None:
         return []
     return [resolve_run(value) for value in checked_paths(baseline, "baseline")]
@@ -251,23 +227,3 @@ def _baseline_among(runs: list[NamedRun], sources: list[str], owner: dict[object
         return named
     raise UsageError(f"--baseline names some of the run {named}'s traces: give the run itself as the baseline, or "
                      "a plain capture of its own")
-
-
-def _read_baseline(base: list[NamedRun], outcomes: dict[str, object]) -> PlainRun:
-    reads: list[BaselineRead] = []
-    for run in base:
-        for source in run.sources:
-            outcome = outcomes.get(source)
-            if isinstance(outcome, SpanfixError):
-                raise TraceError(f"baseline {outcome}")
-            if isinstance(outcome, BaselineRead):
-                reads.append(outcome)
-    if not reads:
-        raise TraceError("the baseline names no trace")
-    read = BaselineRead.together(reads)
-    if read.measures is not None:  # traces: counted once, as a run's are
-        kept, _ = counted_once(read.every)
-        read = BaselineRead(read.source, measures=kept[0], others=tuple(kept[1:]))
-    plain: PlainDecode = plain_of(read)
-    name = " + ".join(run.name for run in base)
-    return PlainRun(name, plain, None, tuple(source for run in base for source in run.sources))

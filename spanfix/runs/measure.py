@@ -31,7 +31,15 @@ from ..speculation.matching import figures_for
 from ..timing import BaselineRead, KernelClasses, StatsResult, TraceMeasures, measure
 from ..timing.device import device_reducer
 from ..timing.once import counted_once
-from .baseline import Baselines, baseline_names, baseline_read, compared, plain_twin, swapped_baseline
+from .baseline import (
+    Baselines,
+    baseline_names,
+    baseline_read,
+    compared,
+    measured_baseline,
+    plain_twin,
+    swapped_baseline,
+)
 
 # Runs function(*job) for every job and yields (input, result) in input order; the CLI passes one
 # that uses processes and reports progress. The default runs them one by one, here.
@@ -125,10 +133,45 @@ def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options | Re
     """Every input measured once: a file given twice (under any spelling) is read once, and a trace
     and its relabelled copy (or any copy) count once, the first given (timing/once.py); also's result
     is kept for each input read (a copy's too: it is an input of its own to that work)."""
+    unique, repeated = same_files([os.fspath(source) for source in sources])
+    found = measure_batch([unique], options, classes, each=each, device=device, also=also).groups[0]
+    found.repeated[:0] = repeated
+    return found
+
+
+@dataclass
+class Batch:
+    """Groups of inputs (compare's RUNs) and a baseline's traces, measured by one `each` call: each
+    group's measures counted once among themselves (a copy in two groups is each one's), and the
+    baseline's outcomes in order, a read or why not (runs/baseline.py::taken_together makes one of them)."""
+
+    groups: list[Measured]
+    baseline: list[BaselineRead | SpanfixError]
+
+
+def measure_batch(groups: Sequence[Sequence[str]], options: Options | RelabelOptions, classes: KernelClasses | None = None,
+                  *, each: Each | None = None, device: bool | None = None, also: Also | None = None,
+                  baseline: Sequence[str] = ()) -> Batch:
+    """Every input of every group, and every baseline trace, one job of one batch (what -j runs in
+    parallel): each read once, as given (measure_all finds a file given twice before)."""
+    jobs = [(source, options, classes, device, also, False) for group in groups for source in group]
+    jobs += [(source, options, None, device, None, True) for source in baseline]
+    outcomes = iter([outcome for _, outcome in (each or one_by_one)(_measure_or_read, jobs)])  # in input order
+    measured = [_measured([next(outcomes) for _ in group], also) for group in groups]
+    return Batch(measured, list(outcomes))
+
+
+def _measure_or_read(source: str, options: Options | RelabelOptions, classes: KernelClasses | None,
+                     device: bool | None, also: Also | None, baseline: bool) -> object:
+    """One job of a batch: an input measured, or a baseline read and measured as one."""
+    if baseline:
+        return measured_baseline(source, _relabel(options), device)
+    return measure_path(source, options, classes, device, also)
+
+
+def _measured(outcomes: Sequence[Any], also: Also | None) -> Measured:
     found = Measured()
-    unique, found.repeated = same_files([os.fspath(source) for source in sources])
-    jobs = [(source, options, classes, device, also) for source in unique]
-    for _, outcome in (each or one_by_one)(measure_path, jobs):
+    for outcome in outcomes:
         if isinstance(outcome, SpanfixError):
             found.errors.append(str(outcome))
         elif also is not None:
@@ -136,8 +179,7 @@ def measure_all(sources: Iterable[str | os.PathLike[str]], options: Options | Re
             found.also.append(outcome[1])
         else:
             found.measures.append(outcome)
-    found.measures, copies = counted_once(found.measures)
-    found.repeated += copies
+    found.measures, found.repeated = counted_once(found.measures)
     return found
 
 
@@ -155,6 +197,9 @@ class Runs:
         runs = Runs.prepared(options, baseline=..., spec_metrics=..., accept_length=...)  # files first
         runs.measure(sources, classes, device=None, each=each)  # or runs.add(measures) for work of one's own
         result = runs.stats(by)                                  # timing, the comparison, speculation
+
+    compare measures its RUNs as groups of one batch (measure_batch), and each group is taken (take)
+    under the one policy.
     """
 
     options: Options | RelabelOptions  # how spans are attributed (the API's, or already as relabel takes them)
@@ -179,7 +224,7 @@ class Runs:
             try:
                 runs.figures += accept_figures([path], max_bytes=runs.relabel_options.max_bytes)
             except TraceError as exc:
-                runs._problem(exc)
+                runs.fail(exc)
                 break  # one line for the files: the figures then come from the traces alone
         runs.figures += accept_figures((), accept_length)
         runs.server, _ = server_of(runs.figures)  # attribution takes them where no server_args.json is beside a trace
@@ -187,18 +232,22 @@ class Runs:
             # The files given name the inputs' server, not the baseline's: it is attributed on its own.
             runs.read = baseline_read(baseline, options)
         except TraceError as exc:
-            runs._problem(exc, baseline=True)
+            runs.fail(exc, baseline=True)
         except MemoryError:
-            runs._problem(out_of_memory(", ".join(baseline_names(baseline))), baseline=True)
+            runs.fail(out_of_memory(", ".join(baseline_names(baseline))), baseline=True)
         return runs
 
     def measure(self, sources: Iterable[str | os.PathLike[str]], classes: KernelClasses | None = None, *,
                 device: bool | None = None, each: Each | None = None, also: Also | None = None) -> Runs:
         """Every input measured once (measure_all): in parallel as `each` runs them; also: work of the
         caller's own on each read, beside the measuring (its results in self.measured.also)."""
-        found = measure_all(sources, self.relabel_options, classes, each, device, also)
+        return self.take(measure_all(sources, self.relabel_options, classes, each, device, also))
+
+    def take(self, found: Measured) -> Runs:
+        """Inputs measured (measure_all, or a group of measure_batch): each that could not be is a
+        problem of the error policy (fail), the rest are added."""
         for error in found.errors:
-            self._problem(TraceError(error))
+            self.fail(TraceError(error))
         self.measured.also += found.also
         return self.add(found.measures, repeated=found.repeated)
 
@@ -233,7 +282,7 @@ class Runs:
         try:
             result = compared(result, self.read, twin)
         except TraceError as exc:  # a saved result grouped by other keys
-            self._problem(exc, baseline=True)
+            self.fail(exc, baseline=True)
         result.speculation = speculation
         result.plain_twin = twin and bool(result.baseline)
         swapped = swapped_baseline(self.measures, self.read)
@@ -246,7 +295,8 @@ class Runs:
         return speculation_over(self.measures, self.figures, self.read,
                                 self.problems if self.errors == COLLECT else None)
 
-    def _problem(self, exc: Exception, *, baseline: bool = False) -> None:
+    def fail(self, exc: Exception, *, baseline: bool = False) -> None:
+        """The error policy: exc raised (errors="raise"), or its line kept (problems, baseline_problem)."""
         if self.errors == RAISE:
             raise exc
         if baseline:
