@@ -858,3 +858,22 @@ def test_a_decode_iteration_shorter_than_a_microsecond_is_no_iteration(tmp_path,
     found = json.loads(compared.stdout)
     assert found["best"] == [] or all(best["run"] != "seconds" for best in found["best"])
     assert all(outcome["status"] != "held" for outcome in found["budgets"])
+
+
+def test_a_baseline_given_again_as_a_copy_counts_once(tmp_path):
+    """The plain twin given twice (itself and a copy under another name) doubled its decode iterations:
+    the same speedup with an interval narrowed on no new evidence. Counted once, as an input's copy is,
+    with a warning, in stats and compare alike."""
+    copy = tmp_path / "copy-TP-0.trace.json.gz"
+    copy.write_bytes(PLAIN.read_bytes())
+    once = spanfix.stats(str(EAGLE), baseline=str(PLAIN)).to_json()
+    twice = spanfix.stats(str(EAGLE), baseline=[str(PLAIN), str(copy)]).to_json()
+    figures = lambda result: {key: value for key, value in result["speculation"].items() if key != "baseline"}
+    assert figures(twice) == figures(once) and twice["speculation"]["verdict"]["speedup"] is not None
+    assert [line for line in twice["warnings"] if line not in once["warnings"]] == \
+        [(f"baseline {copy}: the same capture as {PLAIN} (the same step spans at the same times: a copy, or its "
+          "relabelled copy): counted once")]
+    alone = spanfix.compare([str(EAGLE)], baseline=str(PLAIN))
+    both = spanfix.compare([str(EAGLE)], baseline=[str(PLAIN), str(copy)])
+    assert [run.rows for run in both.runs if not run.plain] == [run.rows for run in alone.runs if not run.plain]
+    assert any(line.startswith(f"baseline {copy}: the same capture as") for line in both.warnings)

@@ -19,7 +19,6 @@ from ..speculation import SpeculationResult, measure_speculation
 from ..timing import Baseline, BaselineRead, StatsResult, TraceMeasures, compare, measure, validate_saved
 from ..timing.device import device_reducer
 from ..timing.measure import Then
-from ..timing.once import counted_once
 
 Baselines = str | os.PathLike[str] | StatsResult | Sequence[str | os.PathLike[str]] | None
 
@@ -86,8 +85,8 @@ def measured_baseline(source: str, options: RelabelOptions, device: bool | None 
 
 
 def taken_together(outcomes: Sequence[BaselineRead | SpanfixError]) -> BaselineRead:
-    """A batch's baseline reads (measured_baseline) as one (BaselineRead.together), its captures counted
-    once as a run's are. TraceError for one that could not be read (no comparison without it), or none."""
+    """A batch's baseline reads (measured_baseline) as one (BaselineRead.together: its captures counted
+    once). TraceError for one that could not be read (no comparison without it), or none."""
     reads: list[BaselineRead] = []
     for outcome in outcomes:
         if isinstance(outcome, SpanfixError):
@@ -95,11 +94,7 @@ def taken_together(outcomes: Sequence[BaselineRead | SpanfixError]) -> BaselineR
         reads.append(outcome)
     if not reads:
         raise TraceError("the baseline names no trace")
-    read = BaselineRead.together(reads)
-    if read.measures is None:
-        return read
-    kept, _ = counted_once(read.every)
-    return BaselineRead(read.source, measures=kept[0], others=tuple(kept[1:]))
+    return BaselineRead.together(reads)
 
 
 def swapped_baseline(measures: list[TraceMeasures], read: BaselineRead | None) -> str | None:

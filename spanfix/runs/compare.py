@@ -135,15 +135,16 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
     found_errors = list(traces.problems)
     if found_errors and not any(run.measures for run in inputs):  # nothing to compare: say what was found
         raise TraceError("no run to compare: " + "; ".join(found_errors))
-    plain = None
+    plain, repeated = None, ()
     if among is not None:
         run = next(found for found in inputs if found.name == among)
         if not run.measures:
             raise TraceError(f"the baseline {among}: none of its traces could be read")
         plain = as_baseline(run)
     elif base:
-        plain = PlainRun(" + ".join(run.name for run in base), plain_of(taken_together(batch.baseline)), None,
-                         tuple(base_sources))
+        together = taken_together(batch.baseline)
+        plain, repeated = PlainRun(" + ".join(run.name for run in base), plain_of(together), None,
+                                   tuple(base_sources)), together.repeated
     try:
         comparison = compare_runs(inputs, plain, sweep=read, allow_skipped=allow_skipped)
     except UsageError as exc:  # no plain run among those read: perhaps among those that were not
@@ -151,7 +152,7 @@ def compare(runs: Sequence[str | os.PathLike[str]] | Mapping[str, object],
             raise
         raise TraceError(f"{exc}; not read: {'; '.join(found_errors)}") from None
     comparison.errors[:0] = found_errors
-    comparison.warnings[:0] = traces.measured.repeated
+    comparison.warnings[:0] = [*traces.measured.repeated, *repeated]
     comparison.notes[:0] = [*server_notes, *said]
     if read is not None:
         comparison.notes[:0] = read.problems

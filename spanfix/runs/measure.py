@@ -276,7 +276,7 @@ class Runs:
         from ..timing import aggregate
 
         result = aggregate(self.measures, tuple(by), kernel_categories=tuple(kernel_categories))
-        result.warnings[:0] = self.measured.repeated
+        result.warnings[:0] = [*self.measured.repeated, *(self.read.repeated if self.read is not None else ())]
         speculation = self.speculation()
         twin = plain_twin(speculation)
         try:

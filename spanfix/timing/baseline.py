@@ -56,6 +56,7 @@ class BaselineRead:
     measures: TraceMeasures | None = None
     document: dict | None = None
     others: tuple[TraceMeasures, ...] = ()  # the further traces of a baseline given as several (one twin)
+    repeated: tuple[str, ...] = ()  # a warning per trace counted once with another (a copy given again)
 
     @property
     def every(self) -> list[TraceMeasures]:
@@ -71,15 +72,20 @@ class BaselineRead:
     @classmethod
     def together(cls, reads: Sequence[BaselineRead]) -> BaselineRead:
         """Several baselines as one (`--baseline` given more than once, or a glob): their traces are one
-        twin, their means taken together. A saved result stands alone (UsageError beside others)."""
+        twin, their means taken together, each capture once as an input's is (a copy given again would
+        count its decode iterations twice, and narrow the speedup's interval on no new evidence). A
+        saved result stands alone (UsageError beside others)."""
+        from .once import counted_once
+
         if len(reads) == 1:
             return reads[0]
         saved = [read.source for read in reads if read.measures is None]
         if saved:
             raise UsageError(f"--baseline {saved[0]}: a saved stats result is a baseline of its own; several "
                              "baselines are traces (measured together as one plain twin)")
-        return cls(", ".join(read.source for read in reads), reads[0].measures,
-                   others=tuple(m for read in reads for m in read.every[1 if read is reads[0] else 0:]))
+        kept, repeated = counted_once([m for read in reads for m in read.every])
+        return cls(", ".join(read.source for read in reads), kept[0], others=tuple(kept[1:]),
+                   repeated=tuple(f"baseline {line}" for line in repeated))
 
 
 def validate_saved(document: dict, source: str) -> None:
