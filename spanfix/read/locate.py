@@ -4,6 +4,7 @@ by walking the JSON token by token."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -122,6 +123,7 @@ def _nested(depth: int, possessive: bool) -> bytes:
     return rb'(?:\[' + level + many + rb'\]|\{' + level + many + rb'\})'
 
 
+@functools.cache  # compiled at the first exact walk, not at every start of spanfix (4 ms)
 def skips(possessive: bool = sys.version_info >= (3, 11)) -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     """What the walk passes over in one match at an event's own level, where nothing can be an event's
     name (a bracket a token was 90% of the tokens on a real capture recorded with record_shapes):
@@ -134,13 +136,10 @@ def skips(possessive: bool = sys.version_info >= (3, 11)) -> tuple[re.Pattern[by
     return re.compile(rb'\s*' + value, re.DOTALL), re.compile(pairs, re.DOTALL)
 
 
-_SKIPS = skips()
-
-
 def locate_exactly(data: bytes | bytearray, wanted: set[int], form: str,
-                   skip: tuple[re.Pattern[bytes], re.Pattern[bytes]] = _SKIPS) -> list[NameSlot]:
+                   skip: tuple[re.Pattern[bytes], re.Pattern[bytes]] | None = None) -> list[NameSlot]:
     """Walk the JSON token by token and take each event's own top-level "name" value (last wins)."""
-    nested_value, other_pairs = skip
+    nested_value, other_pairs = skip or skips()
     slots: dict[int, NameSlot] = {}
     # Each stack entry: [kind, key awaiting its value (objects), is this the events array].
     stack: list[list] = []
