@@ -270,7 +270,7 @@ def compare(runs: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | Ma
                               each=_each(each, executor)), parsed)
 
 
-# Every name here is one of spanfix.__all__ (tests/test_api.py): the functions defined here, and the
+# Every name here is one of spanfix.__all__ (tests/api/test_api.py): the functions defined here, and the
 # public names they take and give, served from here too.
 __all__ = ["ALGORITHM_NAMES", "CAPTURE_LIMITS", "DEFAULT_MAX_REGRESSION", "DEFAULT_MIN_COUNT", "GROUPINGS", "CaptureOptions",
            "CaptureResult", "CaptureStatus", "CaptureWatcher", "Iteration", "Iterations", "Options", "Step", "Steps",

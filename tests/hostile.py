@@ -1,4 +1,4 @@
-"""Hostile but valid traces (issue 12), built as bytes: shared by tests/test_hostile.py and the fuzzer.
+"""Hostile but valid traces (issue 12), built as bytes: shared by issue 12's cases (tests/*/test_*_hostile.py) and the fuzzer.
 
 Each maker takes a size n and returns a trace whose cost, to a careless implementation, grows with
 the square of n (or worse): spans nested n deep, n identical spans, n partially overlapping spans,

@@ -1,4 +1,4 @@
-"""Real servers on 127.0.0.1 for the tests of URLs and --scheduler (tests/test_remote.py), no mocks:
+"""Real servers on 127.0.0.1 for the tests of URLs and --scheduler (tests/sources/test_remote.py), no mocks:
 
 - moto's standalone S3 server, in a process of its own, with buckets of traces, and IAM checks
   turned on after set-up, so that a bucket the test user has no permission for is denied by the

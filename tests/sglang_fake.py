@@ -1,4 +1,4 @@
-"""A fake SGLang server for capture's tests (tests/test_capture.py, tests/test_capture_folder.py): an
+"""A fake SGLang server for capture's tests (tests/capturing/test_capture.py, tests/capturing/test_capture_folder.py): an
 http.server on 127.0.0.1 in a thread, answering as the SGLang code named at each of its answers does."""
 
 from __future__ import annotations

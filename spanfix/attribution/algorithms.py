@@ -22,7 +22,7 @@ ACCEPT_CPU_LENGTHS = "cpu lengths"  # only where SGLang kept the CPU copy of the
 @dataclass(frozen=True, slots=True)
 class Family:
     """One row of the algorithm table: what its draft runs, what its trace holds, how SGLang names it.
-    Adding an algorithm is a row of ALGORITHMS (and its rows in tests/test_algorithms.py)."""
+    Adding an algorithm is a row of ALGORITHMS (and its rows in tests/attribution/test_algorithms.py)."""
 
     speculative: bool
     draft_verifies: bool  # the draft runs in TARGET_VERIFY mode, just before the target (DFLASH, DSpark)

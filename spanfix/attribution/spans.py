@@ -16,7 +16,7 @@ hostile trace holds times beyond 64 bits of nanoseconds, which the index takes t
 
 Every rule of the index is kept as it is, odd ones included (an E closes the innermost open B of its
 track whatever its name; a GPU copy is told by the E's category; a B/E graph launch is a span), so
-that the table equals the index on every input (tests/test_spans.py). Nothing reads the table yet.
+that the table equals the index on every input (tests/attribution/test_spans.py). Nothing reads the table yet.
 """
 
 from __future__ import annotations

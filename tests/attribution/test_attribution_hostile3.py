@@ -1,0 +1,43 @@
+"""attribution: the cases of test_hostile3.py (issue 22) that guard this room.
+
+Reliability, round three (issue 22): nothing overwritten, nothing injected, every number finite,
+every read bounded, on what arrived since issue 12: the report, the Python API, baselines, the
+device view, CSV and CI outputs.
+
+Each test fails on the code before issue 22. Time is never asserted (docs/performance.md is where
+speed is measured); a case that used to run for minutes is run in a process with a time limit far
+above what it needs now, and memory is bounded by the process's own address-space limit."""
+
+import pytest
+from hostile3_support import EAGLE, NAME, SPANFIX, one_line_error, pattern_trace, run, spawn
+
+BACKTRACKS = "(a+)+$"
+
+
+@pytest.mark.parametrize("option", [["--draft-thread", BACKTRACKS], ["--draft-process", BACKTRACKS],
+                                    ["--kernels", "--kernel-category", f"x={BACKTRACKS}"]])
+def test_a_backtracking_pattern_costs_the_name_not_minutes(tmp_path, option):
+    """Issue 22: reliability, round three."""
+    done = spawn([*SPANFIX, "stats", *option, str(pattern_trace(tmp_path))], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_without_re2_a_pattern_is_bounded_in_time(tmp_path, monkeypatch):
+    """Issue 22: reliability, round three."""
+    from spanfix.attribution import patterns
+
+    monkeypatch.setattr(patterns, "_re2", None)
+    path = pattern_trace(tmp_path)
+    short = tmp_path / "short.json"
+    short.write_bytes(path.read_bytes().replace(NAME.encode(), b"a" * 26 + b"!"))
+    for option in (["--draft-thread", BACKTRACKS], ["--kernels", "--kernel-category", f"x={BACKTRACKS}"]):
+        result = run("stats", *option, short)
+        one_line_error(result, str(short), "gave up after", "install google-re2")
+    assert run("stats", "--draft-thread", "draft", short).exit_code == 0
+
+
+def test_a_pattern_re2_cannot_run_is_a_usage_error_naming_it():
+    """Issue 22: reliability, round three."""
+    result = run("stats", "--draft-thread", "(?=draft)worker", EAGLE)
+    assert result.exit_code == 2 and "--draft-thread" in result.output and "RE2" in result.output
+

@@ -1,0 +1,27 @@
+"""checking: the cases of test_verdict.py (issue 28) that guard this room.
+
+One verdict a user can trust (issue 28): does speculation pay, on the clock that bounds the decode
+iteration, like for like, never pooled across unlike runs. Every figure is checked against the
+generator's truth (tests/synth): the decode iterations' windows and kernels of the speculative run
+and of its plain twin, and every request's accept length."""
+
+import pytest
+import synth
+from verdict_support import _spec, _write
+
+import spanfix
+
+
+def test_check_reads_the_verdicts_clock_and_says_it(tmp_path):
+    """Issue 28: one verdict a user can trust."""
+    spec = _spec("eagle")
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    verdict = spanfix.stats(str(path), baseline=str(plain)).speculation.verdict
+    report = spanfix.check(str(path), baseline=str(plain), budgets=[
+        f"speculation.speedup>={verdict.speedup - 0.01:.4f}", f"speculation.break_even<={verdict.break_even + 0.01:.4f}"])
+    budgets = [o for o in report.outcomes if o.kind == "budget"]
+    assert all(o.held for o in budgets), [(o.rule, o.figure, o.detail) for o in budgets]
+    assert all(o.figure.endswith(f"({verdict.clock})") for o in budgets)
+    assert budgets[0].value == pytest.approx(verdict.speedup)
+

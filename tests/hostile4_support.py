@@ -1,0 +1,92 @@
+"""What the cases of issue 31 (test_hostile4.py before it was filed by room) share across the
+rooms they now sit in."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from remote_servers import LOCAL
+
+from spanfix.cli import main
+from spanfix.runtime import redact as redaction
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+EAGLE = ROOT / "fixtures" / "eagle-stock.trace.json.gz"
+
+
+PLAIN = ROOT / "fixtures" / "eagle-plain.trace.json.gz"
+
+
+SPANFIX = [sys.executable, "-m", "spanfix"]
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(main, [str(a) for a in args], env=env)
+
+
+def cli(*args, timeout: float = 120, env: dict[str, str] | None = None, **kwargs) -> subprocess.CompletedProcess:
+    """spanfix in a process of its own (a server's threads are in this one), within a time limit far
+    above what it needs: a regression that waits for ever fails here rather than hanging the suite."""
+    return subprocess.run([*SPANFIX, *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, check=False, **kwargs)
+
+
+def one_line_error(code: int, stderr: str, *words: str) -> str:
+    assert code == 2, (code, stderr)
+    errors = [line for line in stderr.splitlines() if line.startswith("spanfix: error: ")]
+    assert errors and "Traceback" not in stderr and "internal error" not in stderr, stderr
+    assert all(word in errors[0] for word in words), errors
+    return errors[0]
+
+
+@pytest.fixture(autouse=True)
+def _no_secret_is_kept_between_tests():
+    yield
+    redaction.forget()
+
+
+PASSWORD, SIGNATURE, TOKEN = "PASSWORD-9f3k", "SIGNATURE-77aa01", "TOKEN-q8w7e6"
+
+
+class Silent:
+    """A listener on 127.0.0.1 that accepts and then, per `answer`, says nothing at all, or sends an
+    answer's headers and never its body."""
+
+    def __init__(self, answer: bytes = b""):
+        self.answer, self.held, self.stop = answer, [], threading.Event()
+        self.listener = socket.create_server((LOCAL, 0))
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stop.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            self.held.append(connection)
+            if self.answer:
+                with contextlib.suppress(OSError):
+                    connection.settimeout(5)
+                    connection.recv(65536)
+                    connection.sendall(self.answer)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(5)
+        for connection in self.held:
+            connection.close()
+        self.listener.close()
+

@@ -1,0 +1,35 @@
+"""render: the cases of test_verdict.py (issue 28) that guard this room.
+
+One verdict a user can trust (issue 28): does speculation pay, on the clock that bounds the decode
+iteration, like for like, never pooled across unlike runs. Every figure is checked against the
+generator's truth (tests/synth): the decode iterations' windows and kernels of the speculative run
+and of its plain twin, and every request's accept length."""
+
+import csv
+import io
+
+import pytest
+import synth
+from verdict_support import _spec, _write, run
+
+import spanfix
+
+
+def test_every_format_carries_the_verdict(tmp_path):
+    """Issue 28: one verdict a user can trust."""
+    spec = _spec("eagle")
+    path = _write(tmp_path, synth.generate(spec))
+    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    verdict = spanfix.stats(str(path), baseline=str(plain)).speculation.verdict
+    rows = list(csv.DictReader(io.StringIO(run("stats", path, "--baseline", plain, "--format", "csv").stdout)))
+    said = {(row["scope"], row["figure"]): row for row in rows if row["stage"] == "speculation"}
+    assert float(said["verdict", "speedup"]["value"]) == pytest.approx(verdict.speedup, abs=1e-4)
+    assert said["verdict", "speedup"]["clock"] == verdict.clock and said["verdict", "pays"]["value"] == "True"
+    assert float(said["bs=4", "plain_iteration_us"]["value"]) > 0 and ("overall", "tokens_per_s") in said
+    low, high = verdict.speedup_interval
+    assert said["verdict", "speedup_interval"]["value"] == f"{round(low, 4)} {round(high, 4)}"
+    assert [float(end) for end in said["bs=4", "speedup_interval"]["value"].split()] == pytest.approx([low, high], abs=1e-4)
+    assert said["bs=4", "pays"]["value"] == "pays" and said["verdict", "iterations_run"]["value"] == "6"
+    markdown = run("stats", path, "--baseline", plain, "--format", "markdown").stdout.replace("\\:", ":")
+    assert f"**speculation pays: {verdict.speedup:.2f}x ({low:.2f}\u2013{high:.2f}) plain decoding at bs 4" in markdown
+

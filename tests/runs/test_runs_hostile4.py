@@ -1,0 +1,45 @@
+"""runs: the cases of test_hostile4.py (issue 31) that guard this room.
+
+Reliability, round four (issue 31): no secret printed, nothing lost through a URL, nothing waits for
+ever, every inflate bounded, no internal error, one rule for accept lengths and means.
+
+Each test fails on the code before issue 31. Time is never asserted (docs/performance.md measures
+speed): a case that used to wait for ever runs in a process with a time limit far above what it needs
+now; memory is bounded by the process's own address-space limit. Servers listen on 127.0.0.1 only."""
+
+from __future__ import annotations
+
+from hostile4_support import (
+    EAGLE,
+    Silent,
+    _no_secret_is_kept_between_tests,  # noqa: F401 (fixtures)
+    cli,
+    one_line_error,
+)
+from remote_servers import LOCAL, start_cluster
+from test_remote import needs
+
+
+def test_a_scheduler_that_accepts_and_never_speaks_is_one_line():
+    """Issue 31: reliability, round four."""
+    needs("distributed")
+    server = Silent()
+    try:
+        done = cli("stats", EAGLE, "--scheduler", f"tcp://{LOCAL}:{server.port}", timeout=90,
+                   env={"SPANFIX_CONNECT_TIMEOUT": "2"})
+    finally:
+        server.close()
+    one_line_error(done.returncode, done.stderr, "within 2 s", "SPANFIX_CONNECT_TIMEOUT")
+
+
+def test_a_cluster_without_a_worker_is_one_line(tmp_path):
+    """Issue 31: reliability, round four."""
+    needs("distributed")
+    cluster = start_cluster(workers=0, log=tmp_path / "log")
+    try:
+        done = cli("stats", EAGLE, "--scheduler", cluster.scheduler_address, timeout=120,
+                   env={"SPANFIX_WORKERS_TIMEOUT": "2"})
+    finally:
+        cluster.stop()
+    one_line_error(done.returncode, done.stderr, "has no worker", "SPANFIX_WORKERS_TIMEOUT")
+
