@@ -44,8 +44,8 @@ def _nest_as_it_was(spans: list) -> tuple[list, int]:
 
 
 def test_partial_overlaps_nest_as_before():
-    # The linear nesting gives every span the parent, and counts the overlaps, the quadratic one did.
     """Issue 12: hostile but valid input."""
+    # The linear nesting gives every span the parent, and counts the overlaps, the quadratic one did.
     import random
     rng = random.Random(7)
     for _ in range(500):
@@ -58,9 +58,9 @@ def test_partial_overlaps_nest_as_before():
 
 
 def test_an_external_id_shared_by_two_step_spans_joins_nothing(tmp_path):
+    """Issue 12: hostile but valid input."""
     # A draft's step and a target's share External id 7: both GPU copies were renamed VERIFY, and
     # stats measured one GPU span from the first copy to the last (800 ms).
-    """Issue 12: hostile but valid input."""
     source = tmp_path / "t.json"
     source.write_bytes(document([
         x(VERIFY, 10, 5, tid=2, External_id=7), x(VERIFY, 20, 5, tid=1, External_id=7), DRAFT_THREAD,

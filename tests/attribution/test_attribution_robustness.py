@@ -12,9 +12,9 @@ from robustness_support import DRAFT_THREAD, TARGET, doc, run
 
 
 def test_an_e_that_names_another_span_keeps_its_name(tmp_path):
+    """Issue 7: bad input, odd input, faults and interruption."""
     # The format matches an E to the innermost open B of its thread, whatever the E's name says: this
     # E closes the verify span, but its name is a DECODE's, and must not be rewritten as a VERIFY.
-    """Issue 7: bad input, odd input, faults and interruption."""
     source = tmp_path / "t.json"
     source.write_bytes(doc('{"ph": "B", "name": "step[TARGET_VERIFY bs=2]", "pid": 1, "tid": 1, "ts": 0}',
                            '{"ph": "E", "name": "step[DECODE bs=2]", "pid": 1, "tid": 1, "ts": 5}', DRAFT_THREAD))

@@ -21,9 +21,9 @@ from hostile_support import (
 
 @pytest.mark.parametrize("command", ["relabel", "stats", "check", "inspect"])
 def test_running_out_of_memory_is_the_same_one_line_in_every_command(tmp_path, command):
+    """Issue 12: hostile but valid input."""
     # Many tiny events need far more memory than their bytes: under a low limit, every command
     # says so in one line and exits 2 (check's 1 would read as a verdict).
-    """Issue 12: hostile but valid input."""
     source = tmp_path / "t.json"
     source.write_bytes(b"[" + b"{}," * 10_000_000 + b"{}]")
     done = subprocess.run(check=False, args=[*SPANFIX, command, "--max-bytes", str(2**40), str(source)], capture_output=True,

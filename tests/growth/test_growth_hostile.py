@@ -96,8 +96,8 @@ def test_long_names_cost_their_length(tmp_path, make):
 
 
 def test_regexes_on_names_are_linear_functions_of_the_name():
-    # The same answers as the regular expressions they replace, on every short string of their pieces.
     """Issue 12: hostile but valid input."""
+    # The same answers as the regular expressions they replace, on every short string of their pieces.
     import itertools
     import re
     frame = re.compile(r"model_executor/model_runner\.py\(\d+\): forward$|"
@@ -116,8 +116,8 @@ def test_regexes_on_names_are_linear_functions_of_the_name():
 @pytest.mark.parametrize("make", [GROWING["nested X spans"], GROWING["identical spans"]])
 @pytest.mark.parametrize("command", [["relabel", "--dry-run", "--json"], ["inspect", "--json"], ["inspect"]])
 def test_reports_grow_with_the_input(tmp_path, make, command):
-    # 8,000 nested ambiguous spans made relabel --dry-run --json write 1.28 GB.
     """Issue 12: hostile but valid input."""
+    # 8,000 nested ambiguous spans made relabel --dry-run --json write 1.28 GB.
     sizes = []
     for n in (500, 2000):
         path = tmp_path / f"t{n}.json"

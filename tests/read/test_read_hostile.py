@@ -73,9 +73,9 @@ def spaces_bomb(size: int) -> bytes:
 
 @pytest.mark.parametrize("command", ["relabel", "stats", "check", "inspect"])
 def test_a_decompression_bomb_is_refused_by_the_default_limit(tmp_path, command):
+    """Issue 12: hostile but valid input."""
     # With 64 GiB as the default, the bomb inflated until memory ran out: MemoryError tracebacks,
     # and for check an exit 1, "a rule broke". Now the default is half the memory spanfix may use.
-    """Issue 12: hostile but valid input."""
     bomb = tmp_path / "bomb.json.gz"
     bomb.write_bytes(spaces_bomb(1536 * 2**20))  # 1.5 GiB of spaces in 1.5 MB
     done = subprocess.run(check=False, args=[*SPANFIX, command, str(bomb)], capture_output=True, timeout=120,

@@ -80,8 +80,8 @@ def test_bad_content_is_one_line_exit_2_and_nothing_written(tmp_path, content, m
 
 
 def test_every_reader_failure_names_the_file_in_one_line(tmp_path):
-    # The same table through the library: a TraceError, nothing else, and str() is the one line.
     """Issue 7: bad input, odd input, faults and interruption."""
+    # The same table through the library: a TraceError, nothing else, and str() is the one line.
     for name, content, message in BAD_CONTENT:
         source = tmp_path / "bad.json"
         source.write_bytes(content)
@@ -105,8 +105,8 @@ def test_max_bytes_refuses_plain_piped_and_endless_input(tmp_path):
 
 
 def test_gzip_bomb_is_refused_without_inflating_it():
-    # 256 MiB of zeros in a 256 KiB gzip: gunzip must stop just past the limit, not inflate it all.
     """Issue 7: bad input, odd input, faults and interruption."""
+    # 256 MiB of zeros in a 256 KiB gzip: gunzip must stop just past the limit, not inflate it all.
     deflater = zlib.compressobj(9, zlib.DEFLATED, 31)
     bomb = b"".join(deflater.compress(bytes(2**20)) for _ in range(256)) + deflater.flush()
     tracemalloc.start()
@@ -129,9 +129,9 @@ def test_gzip_content_over_max_bytes_through_the_cli(tmp_path):
 
 
 def test_odd_events_without_what_a_span_needs(tmp_path):
+    """Issue 7: bad input, odd input, faults and interruption."""
     # A step event with no ph is no span at all, one with no ts cannot be placed (reported as
     # skipped), one with no dur is a zero-length span; none stops the others being relabelled.
-    """Issue 7: bad input, odd input, faults and interruption."""
     no_ph = '{"name": "step[TARGET_VERIFY bs=3]", "pid": 1, "tid": 1, "ts": 1, "dur": 1}'
     no_ts = '{"ph": "X", "name": "step[TARGET_VERIFY bs=4]", "pid": 1, "tid": 1, "dur": 1}'
     no_dur = '{"ph": "X", "name": "step[TARGET_VERIFY bs=5]", "pid": 1, "tid": 1, "ts": 40}'
@@ -148,8 +148,8 @@ def test_odd_events_without_what_a_span_needs(tmp_path):
 
 
 def test_one_odd_event_does_not_cost_the_others_their_args(tmp_path):
-    # Only the odd event loses its args: the draft thread's name still decides the rest.
     """Issue 7: bad input, odd input, faults and interruption."""
+    # Only the odd event loses its args: the draft thread's name still decides the rest.
     source = tmp_path / "t.json"
     source.write_bytes(doc('{"ph": "X", "name": "k", "args": [1, 2]}', TARGET.replace('"tid": 1', '"tid": 2'),
                            DRAFT_THREAD))
@@ -159,8 +159,8 @@ def test_one_odd_event_does_not_cost_the_others_their_args(tmp_path):
 
 
 def test_a_key_written_with_escapes_still_finds_the_name(tmp_path):
-    # "n\u0061me" is "name" to a JSON reader; the byte search must agree or relabel would fail.
     """Issue 7: bad input, odd input, faults and interruption."""
+    # "n\u0061me" is "name" to a JSON reader; the byte search must agree or relabel would fail.
     source = tmp_path / "t.json"
     source.write_bytes(doc(TARGET.replace('"name"', '"n\\u0061me"'), DRAFT_THREAD))
     assert run("relabel", source, "-o", tmp_path / "o.json").exit_code == 0

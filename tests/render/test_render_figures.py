@@ -73,9 +73,9 @@ def test_a_warning_naming_long_file_names_keeps_its_hint(tmp_path):
 
 
 def test_check_markdown_and_annotations_keep_the_whole_hint(tmp_path):
+    """Issue 21: figures a user can stand behind."""
     # A path of 260 characters whatever the temporary folder's length (each pytest-xdist worker's is
     # longer): long, yet with its rule's name ("no ambiguous step spans [...]") under the 300 shown.
-    """Issue 21: figures a user can stand behind."""
     path = write_trace(tmp_path / ("y" * (260 - len(f"{tmp_path}/.json")) + ".json"),
                        [span("step[EXTEND bs=4 toks=9]", 0, 10)])
     assert len(str(path)) == 260

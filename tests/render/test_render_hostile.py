@@ -83,8 +83,8 @@ def test_trace_text_is_never_markup(tmp_path, text, command):
 
 
 def test_a_markup_name_fails_no_input_after_it(tmp_path):
-    # relabel had written the first output, then ended in a traceback: the second input was never read.
     """Issue 12: hostile but valid input."""
+    # relabel had written the first output, then ended in a traceback: the second input was never read.
     first = hostile_trace(tmp_path, "[/]")
     second = tmp_path / "second.json"
     second.write_bytes(document([x(VERIFY, 1, 1), DRAFT_THREAD]))

@@ -65,8 +65,8 @@ def pipes_opened_by_readers(pipes: list[Path]) -> list[Path]:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
 def test_a_signal_to_the_parent_alone_stops_every_worker(tmp_path, signum):
-    # -j 2 over four named pipes that never end: two workers read the first two, two inputs wait.
     """Issue 12: hostile but valid input."""
+    # -j 2 over four named pipes that never end: two workers read the first two, two inputs wait.
     pipes = [tmp_path / f"p{i}.json" for i in range(4)]
     for pipe in pipes:
         os.mkfifo(pipe)

@@ -37,8 +37,8 @@ def test_running_out_of_memory_is_one_line(tmp_path, trace_file, monkeypatch):  
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_ctrl_c_while_reading_exits_130_in_one_line(tmp_path, jobs):
-    # Named pipes hold spanfix mid-read for as long as the test likes: Ctrl-C then lands at a known point.
     """Issue 7: bad input, odd input, faults and interruption."""
+    # Named pipes hold spanfix mid-read for as long as the test likes: Ctrl-C then lands at a known point.
     pipes = [tmp_path / f"p{i}.json" for i in range(jobs)]
     for pipe in pipes:
         os.mkfifo(pipe)

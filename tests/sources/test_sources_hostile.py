@@ -91,9 +91,9 @@ def test_a_named_pipe_output_is_written_to(tmp_path, trace):  # noqa: F811 (a fi
 
 
 def test_standard_output_by_any_name(tmp_path, trace):  # noqa: F811 (a fixture)
+    """Issue 12: hostile but valid input."""
     # A symlink of the test's own, like /dev/stdout: the real one, given to code that replaces its
     # output (as spanfix did), would be replaced for the whole machine.
-    """Issue 12: hostile but valid input."""
     (tmp_path / "stdout").symlink_to("/proc/self/fd/1")
     for name in (str(tmp_path / "stdout"), "/proc/self/fd/1"):
         done = subprocess.run(check=False, args=[*SPANFIX, "relabel", str(trace), "-o", name], capture_output=True, timeout=60)
@@ -174,10 +174,10 @@ def test_in_place_needs_a_regular_file(tmp_path):
 
 
 def test_a_swapped_temporary_file_changes_no_other_file(tmp_path, trace, monkeypatch):  # noqa: F811 (a fixture)
+    """Issue 12: hostile but valid input."""
     # Another user, in a world-writable folder without the sticky bit, swaps spanfix's temporary
     # file for a symlink to a root-only file between its creation and the end of the write: the
     # mode was then set by path, through the link (0600 -> 0644).
-    """Issue 12: hostile but valid input."""
     secret = tmp_path / "secret"
     secret.write_bytes(b"secret")
     secret.chmod(0o600)
@@ -289,8 +289,8 @@ def test_a_folder_as_input_is_one_line(folder):
                                      ["check"], ["check", "--format", "json"], ["inspect"], ["inspect", "--json"],
                                      ["relabel", "-o", "-"]])
 def test_closed_or_full_standard_output_is_one_line(tmp_path, trace, command):  # noqa: F811 (a fixture)
-    # `>&-` made every command end in AttributeError; a full device in an OSError traceback.
     """Issue 12: hostile but valid input."""
+    # `>&-` made every command end in AttributeError; a full device in an OSError traceback.
     closed = subprocess.run(check=False, args=[*SPANFIX, *command, str(trace)], capture_output=False, stderr=subprocess.PIPE,
                             timeout=60, preexec_fn=lambda: os.close(1))
     assert closed.returncode == 2 and closed.stderr.decode().splitlines()[-1].startswith(

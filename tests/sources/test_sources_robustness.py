@@ -38,8 +38,8 @@ def test_missing_file_and_directory(tmp_path):
     (OSError(errno.EIO, "Input/output error"), "cannot read: Input/output error"),
 ])
 def test_unreadable_file(tmp_path, monkeypatch, error, message):
-    # Tests run as root, which chmod cannot lock out: the refusal is simulated at open().
     """Issue 7: bad input, odd input, faults and interruption."""
+    # Tests run as root, which chmod cannot lock out: the refusal is simulated at open().
     source = tmp_path / "locked.json"
     source.write_bytes(doc(TARGET))
 
@@ -107,8 +107,8 @@ def test_output_folder_missing_or_not_a_folder(tmp_path, trace_file):  # noqa: F
 
 
 def test_output_folder_unwritable(tmp_path, trace_file, monkeypatch):  # noqa: F811 (a fixture)
-    # As root no folder is unwritable: refuse the temporary file the way the kernel would.
     """Issue 7: bad input, odd input, faults and interruption."""
+    # As root no folder is unwritable: refuse the temporary file the way the kernel would.
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
     monkeypatch.setattr(output, "create_temporary", refuse)
@@ -184,8 +184,8 @@ def test_a_failed_write_leaves_no_partial_file_and_the_input_whole(tmp_path, tra
 
 
 def test_standard_output_closed_early(tmp_path, trace_file):  # noqa: F811 (a fixture)
-    # Like `| head -c 10`, made deterministic: the reading end is gone before spanfix writes.
     """Issue 7: bad input, odd input, faults and interruption."""
+    # Like `| head -c 10`, made deterministic: the reading end is gone before spanfix writes.
     reader, writer = os.pipe()
     os.close(reader)
     try:
