@@ -36,7 +36,7 @@ demo: $(RUNTIME)
 	@echo "Next: spanfix stats YOUR-TRACE.json.gz, spanfix relabel YOUR-TRACE.json.gz (README.md: Quick start)"
 
 ## Install the test dependencies and run the whole suite (-rs: why a test was skipped, e.g. no Chromium)
-## on every core (JOBS=0: all in this one process; docs/testing.md says what keeps it under 3 minutes).
+## on every core (JOBS=0: all in this one process; docs/testing.md says what it costs: not yet under 3 minutes here).
 JOBS ?= auto
 # PYTHONDONTWRITEBYTECODE (set on this machine, and installs here use --no-compile) made every one of the
 # ~600 spanfix processes the tests start compile spanfix, click and rich again: 0.35 s of its 0.65 s. Unset
