@@ -1,5 +1,11 @@
 """What the cases of issue 21 (test_figures.py before it was filed by room) share across the
-rooms they now sit in."""
+rooms they now sit in.
+
+The cases' common ground, as the old file said it:
+
+Figures a user can stand behind (issue 21, and the device clock of budgets, issue 20 item 5): no input
+counted twice, budgets that can fail, rules not judged said to be skipped, unlike baselines named,
+missing parts said, messages whole and on standard error, hints that decide, a README that runs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,14 @@
 """What the cases of issue 31 (test_hostile4.py before it was filed by room) share across the
-rooms they now sit in."""
+rooms they now sit in.
+
+The cases' common ground, as the old file said it:
+
+Reliability, round four (issue 31): no secret printed, nothing lost through a URL, nothing waits for
+ever, every inflate bounded, no internal error, one rule for accept lengths and means.
+
+Each test fails on the code before issue 31. Time is never asserted (docs/performance.md measures
+speed): a case that used to wait for ever runs in a process with a time limit far above what it needs
+now; memory is bounded by the process's own address-space limit. Servers listen on 127.0.0.1 only."""
 
 from __future__ import annotations
 

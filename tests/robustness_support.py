@@ -1,5 +1,13 @@
 """What the cases of issue 7 (test_robustness.py before it was filed by room) share across the
-rooms they now sit in."""
+rooms they now sit in.
+
+The cases' common ground, as the old file said it:
+
+Bad input, odd input, faults and interruption (issue 7): what spanfix does in each case, exactly.
+
+Bad input fails with one line naming the file, exit 2, no traceback, no output and the input
+untouched. Odd input that a trace viewer would still read is relabelled, and what was odd is
+reported as a warning. Faults while writing never leave a partial file or a damaged input."""
 
 import pytest
 from click.testing import CliRunner

@@ -1,5 +1,12 @@
 """What the cases of issue 28 (test_verdict.py before it was filed by room) share across the
-rooms they now sit in."""
+rooms they now sit in.
+
+The cases' common ground, as the old file said it:
+
+One verdict a user can trust (issue 28): does speculation pay, on the clock that bounds the decode
+iteration, like for like, never pooled across unlike runs. Every figure is checked against the
+generator's truth (tests/synth): the decode iterations' windows and kernels of the speculative run
+and of its plain twin, and every request's accept length."""
 
 import json
 

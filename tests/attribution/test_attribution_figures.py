@@ -1,8 +1,6 @@
 """attribution: the cases of test_figures.py (issue 21) that guard this room.
 
-Figures a user can stand behind (issue 21, and the device clock of budgets, issue 20 item 5): no input
-counted twice, budgets that can fail, rules not judged said to be skipped, unlike baselines named,
-missing parts said, messages whole and on standard error, hints that decide, a README that runs."""
+What the cases share, and why (the old file's docstring): tests/figures_support.py."""
 
 from __future__ import annotations
 

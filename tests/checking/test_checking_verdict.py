@@ -1,9 +1,6 @@
 """checking: the cases of test_verdict.py (issue 28) that guard this room.
 
-One verdict a user can trust (issue 28): does speculation pay, on the clock that bounds the decode
-iteration, like for like, never pooled across unlike runs. Every figure is checked against the
-generator's truth (tests/synth): the decode iterations' windows and kernels of the speculative run
-and of its plain twin, and every request's accept length."""
+What the cases share, and why (the old file's docstring): tests/verdict_support.py."""
 
 import pytest
 import synth

@@ -1,12 +1,6 @@
 """runs: the cases of test_hostile3.py (issue 22) that guard this room.
 
-Reliability, round three (issue 22): nothing overwritten, nothing injected, every number finite,
-every read bounded, on what arrived since issue 12: the report, the Python API, baselines, the
-device view, CSV and CI outputs.
-
-Each test fails on the code before issue 22. Time is never asserted (docs/performance.md is where
-speed is measured); a case that used to run for minutes is run in a process with a time limit far
-above what it needs now, and memory is bounded by the process's own address-space limit."""
+What the cases share, and why (the old file's docstring): tests/hostile3_support.py."""
 
 import gzip
 import resource

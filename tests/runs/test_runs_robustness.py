@@ -1,10 +1,6 @@
 """runs: the cases of test_robustness.py (issue 7) that guard this room.
 
-Bad input, odd input, faults and interruption (issue 7): what spanfix does in each case, exactly.
-
-Bad input fails with one line naming the file, exit 2, no traceback, no output and the input
-untouched. Odd input that a trace viewer would still read is relabelled, and what was odd is
-reported as a warning. Faults while writing never leave a partial file or a damaged input."""
+What the cases share, and why (the old file's docstring): tests/robustness_support.py."""
 
 from robustness_support import (
     run,

@@ -1,13 +1,6 @@
 """runtime: the cases of test_hostile.py (issue 12) that guard this room.
 
-Hostile but valid traces, trace text as data, signals, and outputs that are not files (issue 12).
-
-Every case ends in exit 0, 1 or 2 (or a signal's own 128+N) with at most a few lines and no
-traceback, in time and memory that grow with the input, leaving no temporary file, no partial
-output and no replaced device, and never writing through a swapped path. Growth is measured by
-counting what the interpreter executes (lines) or by comparing output sizes at n and 4n, never by
-a time limit; only work done inside the regular expression engine, which no Python counter sees,
-is compared by CPU time, as a ratio."""
+What the cases share, and why (the old file's docstring): tests/hostile_support.py."""
 
 import contextlib
 import errno
