@@ -31,6 +31,12 @@ def _write(tmp_path, trace, name="t-TP-0.trace.json", server_args=True):
     return path
 
 
+def _written_pair(tmp_path, spec):
+    """A speculative capture of spec and its plain twin, each in its own folder with server_args.json."""
+    return _write(tmp_path, synth.generate(spec)), _write(tmp_path, synth.generate(synth.plain_twin(spec)),
+                                                        "plain-TP-0.trace.json")
+
+
 def run(*args, **kwargs):
     return CliRunner().invoke(main, [str(a) for a in args], **kwargs)
 

@@ -3,8 +3,7 @@
 What the cases share, and why (the old file's docstring): tests/verdict_support.py."""
 
 import pytest
-import synth
-from verdict_support import _spec, _write
+from verdict_support import _spec, _written_pair
 
 import spanfix
 
@@ -12,8 +11,7 @@ import spanfix
 def test_check_reads_the_verdicts_clock_and_says_it(tmp_path):
     """Issue 28: one verdict a user can trust."""
     spec = _spec("eagle")
-    path = _write(tmp_path, synth.generate(spec))
-    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    path, plain = _written_pair(tmp_path, spec)
     verdict = spanfix.stats(str(path), baseline=str(plain)).speculation.verdict
     report = spanfix.check(str(path), baseline=str(plain), budgets=[
         f"speculation.speedup>={verdict.speedup - 0.01:.4f}", f"speculation.break_even<={verdict.break_even + 0.01:.4f}"])

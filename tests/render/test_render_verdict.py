@@ -6,8 +6,7 @@ import csv
 import io
 
 import pytest
-import synth
-from verdict_support import _spec, _write, run
+from verdict_support import _spec, _written_pair, run
 
 import spanfix
 
@@ -15,8 +14,7 @@ import spanfix
 def test_every_format_carries_the_verdict(tmp_path):
     """Issue 28: one verdict a user can trust."""
     spec = _spec("eagle")
-    path = _write(tmp_path, synth.generate(spec))
-    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    path, plain = _written_pair(tmp_path, spec)
     verdict = spanfix.stats(str(path), baseline=str(plain)).speculation.verdict
     rows = list(csv.DictReader(io.StringIO(run("stats", path, "--baseline", plain, "--format", "csv").stdout)))
     said = {(row["scope"], row["figure"]): row for row in rows if row["stage"] == "speculation"}

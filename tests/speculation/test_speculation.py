@@ -19,6 +19,7 @@ import pytest
 import synth
 from click.testing import CliRunner
 from synth_helpers import decode_truth
+from verdict_support import _write, _written_pair
 
 import spanfix
 from spanfix.attribution.analyse import RelabelOptions
@@ -35,15 +36,6 @@ EAGLE, PLAIN = FIXTURES / "eagle-stock.trace.json.gz", FIXTURES / "eagle-plain.t
 RATIO = 2e-4
 ALGORITHMS = ("eagle", "eagle3", "mtp", "standalone", "ngram", "dflash", "frozen-kv", "nextn")
 MODES = {"graph": True, "eager": False}
-
-
-def _write(tmp_path, trace, name="t-TP-0.trace.json"):
-    folder = tmp_path / name.replace(".", "_")
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    synth.write(trace, path)
-    (folder / "server_args.json").write_text(json.dumps(trace.server_args))  # as sglang.profiler writes it
-    return path
 
 
 def _measured(path, **options):
@@ -317,8 +309,7 @@ def test_a_saved_twin_keeps_its_durations_and_one_saved_before_has_no_interval(t
     the verdict against it has the steady state and interval the trace gives; one saved by an older
     spanfix (means alone) gives the same figures without an interval, and says why."""
     spec = _spec("eagle", True)
-    path = _write(tmp_path, synth.generate(spec))
-    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    path, plain = _written_pair(tmp_path, spec)
     saved = spanfix.stats(str(plain)).to_json()
     rows = saved["speculation"]["plain_iterations"]
     assert rows and all(len(row["durations_us"]) == row["count"] for row in rows)
@@ -433,8 +424,7 @@ def test_mtp_iteration_table_says_its_draft_runs_after_the_verify(tmp_path):
 
 def test_json_speculation_section(tmp_path):
     spec = _spec("eagle", True)
-    path = _write(tmp_path, synth.generate(spec))
-    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    path, plain = _written_pair(tmp_path, spec)
     document = json.loads(CliRunner().invoke(main, ["stats", str(path), "--baseline", str(plain), "--format",
                                                     "json"]).stdout)
     section = document["speculation"]
@@ -512,8 +502,7 @@ def test_readme_budgets_fail_when_the_draft_gets_slower_in_a_graph_capture(tmp_p
 
 def test_speculation_budgets(tmp_path):
     spec = _spec("eagle", True)
-    path = _write(tmp_path, synth.generate(spec))
-    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    path, plain = _written_pair(tmp_path, spec)
     result = spanfix.stats(str(path), baseline=str(plain)).speculation
     report = spanfix.check(str(path), baseline=str(plain), budgets=[
         "speculation.accept_length>=1", f"speculation.speedup<={result.overall.speedup['gpu'] + 0.01}",
@@ -570,8 +559,7 @@ def test_speculation_budgets_that_cannot_mean_what_they_say_are_usage_errors(bad
 
 def test_a_plain_decode_baseline_serves_the_speedup_not_regressions(tmp_path):
     spec = _spec("eagle", True)
-    path = _write(tmp_path, synth.generate(spec))
-    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    path, plain = _written_pair(tmp_path, spec)
     report = spanfix.check(str(path), baseline=str(plain), budgets=["speculation.break_even<=100"])
     assert report.passed, [(o.rule, o.status, o.detail) for o in report.outcomes]
     assert not [o for o in report.outcomes if o.kind == "regression"]
@@ -595,8 +583,7 @@ def test_a_baseline_is_read_and_measured_once(tmp_path, monkeypatch):
     from spanfix.attribution import analyse
 
     spec = _spec("eagle", True)
-    path = _write(tmp_path, synth.generate(spec))
-    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    path, plain = _written_pair(tmp_path, spec)
     saved = tmp_path / "plain.json"
     saved.write_text(json.dumps(spanfix.stats(str(plain), device=True).to_json()))
     reads: list[str] = []
@@ -666,8 +653,7 @@ def test_the_json_reference_documents_the_speculation_section_as_written():
 
 def test_the_reports_cards_are_figures_of_its_speculation_table(tmp_path):
     spec = _spec("eagle", True, gpu_annotations=False)
-    path = _write(tmp_path, synth.generate(spec))
-    plain = _write(tmp_path, synth.generate(synth.plain_twin(spec)), "plain-TP-0.trace.json")
+    path, plain = _written_pair(tmp_path, spec)
     report = spanfix.html_report(str(path), baseline=str(plain))
     section = report.payload["speculation"]
     cells = {cell["t"] for table in section["tables"] for row in table["rows"] for cell in row}
