@@ -11,10 +11,15 @@ STAMP := $(VENV)/.installed
 # --no-compile: Python compiles what is imported when it is first imported; compiling every module of
 # every package at install time (most never imported) took a good part of the install.
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile
+# uv resolves and installs the same packages as pip in about a quarter of the time (a fresh clone's test
+# install: 34 s with pip, 9 s with uv, docs/testing.md). It comes from PyPI into .venv itself; where it
+# cannot be had (no network to PyPI, only the machine's own pip index), pip installs as before.
+WITH_TESTS := '.[test,test-remote]'
+INSTALL = { $(PIP) uv >/dev/null 2>&1 && $(BIN)/uv pip install --quiet --python $(BIN)/python $(1); } || $(PIP) $(1)
 
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) -e .
+	$(call INSTALL,-e .)
 	touch $(RUNTIME)
 
 # The test tools, and the extras the URL and --scheduler tests need (moto's S3 server, fsspec, Dask):
@@ -23,7 +28,7 @@ $(RUNTIME): pyproject.toml
 # on a fresh clone, a second run's resolving and building cost as much again.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) -e '.[test,test-remote]'
+	$(call INSTALL,-e $(WITH_TESTS))
 	touch $(RUNTIME) $(STAMP)
 
 ## Relabel a bundled speculative-decoding fixture and print the summary (installs spanfix alone).
