@@ -23,6 +23,9 @@ import spanfix
 from spanfix.report.compare_page import write_compare_page
 
 SCREENSHOT = ROOT / "build" / "compare.png"
+# One worker runs every test of this file (`--dist loadgroup`): its module-scoped Chromium and report
+# are made once, not once in each worker that a split of the file would send tests to.
+pytestmark = pytest.mark.xdist_group("browser")
 
 
 @pytest.fixture(scope="module")

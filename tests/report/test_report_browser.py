@@ -26,6 +26,9 @@ from spanfix.timing import format_us
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "build" / "report.png"
+# One worker runs every test of this file (`--dist loadgroup`): its module-scoped Chromium and report
+# are made once, not once in each worker that a split of the file would send tests to.
+pytestmark = pytest.mark.xdist_group("browser")
 HOSTILE = "</script><script>alert(1)</script>"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
