@@ -11,6 +11,7 @@ one xdist group (a file's pytestmark), so that one worker computes it once.
 from __future__ import annotations
 
 import functools
+import gc
 import gzip
 import json
 import subprocess
@@ -31,7 +32,22 @@ class Annotation(NamedTuple):
 def events_document(path: Path) -> dict:
     """A trace (gzipped or plain), decoded here, independently of spanfix: a fresh document."""
     data = Path(path).read_bytes()
-    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+    enabled = gc.isenabled()
+    gc.disable()  # decoding makes a trace's many objects and no cycles: a collection would only walk them
+    try:
+        return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@functools.cache
+def plain_size(path: Path) -> int:
+    """The length of a trace's document, gunzipped where it is gzipped (len(conftest.read_plain(path))),
+    once per process: tests cut their reads into chunks by it."""
+    from conftest import read_plain  # here: the children this module starts import no more than they need
+
+    return len(read_plain(Path(path)))
 
 
 def events(path: Path) -> list[dict]:
@@ -44,8 +60,7 @@ def events(path: Path) -> list[dict]:
 # that in copied page tables: a child decodes it and hands back only what the tests look at.
 def _in_child(call: str) -> bytes:
     """Run call, one of this module's functions as Python source, in a new Python process: its output."""
-    code = ("import gc, sys\n"
-            "gc.disable()  # millions of new objects and no cycles: collections would walk them again and again\n"
+    code = ("import sys\n"
             f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
             f"import real_traces_support\nreal_traces_support.{call}\n")
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True)
