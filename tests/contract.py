@@ -19,6 +19,7 @@ from a span table), never against a stored result: the comparison is of two comp
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 from collections.abc import Hashable
@@ -184,18 +185,26 @@ def scenarios() -> dict[str, tuple]:
     return found
 
 
-def write_scenario(name: str, folder: Path) -> Path:
-    """The scenario's trace (and its server_args.json) in a folder of its own; the path of the trace."""
-    from synth import generate, generate_ranks, merge, shuffle, write
+@functools.cache
+def _scenario_files(name: str) -> tuple[bytes, str]:
+    """The scenario's trace bytes (as synth.write writes them to trace.json) and its server_args.json:
+    generated once per process, the same bytes every time (the generator is seeded)."""
+    from synth import dumps, generate, generate_ranks, merge, shuffle
 
     spec, form, how = scenarios()[name]
     trace = (merge(generate_ranks(spec, 2)) if how == "merged" else shuffle(generate(spec), seed=1)
              if how == "shuffled" else generate(spec))
+    return dumps(trace, form), json.dumps(trace.server_args)
+
+
+def write_scenario(name: str, folder: Path) -> Path:
+    """The scenario's trace (and its server_args.json) in a folder of its own; the path of the trace."""
+    data, server_args = _scenario_files(name)
     folder = folder / name
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "trace.json"
-    write(trace, path, form)
-    (folder / "server_args.json").write_text(json.dumps(trace.server_args))
+    path.write_bytes(data)
+    (folder / "server_args.json").write_text(server_args)
     return path
 
 

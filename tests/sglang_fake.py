@@ -151,10 +151,17 @@ def write_trace(body, content=b'{"traceEvents": []}'):
     return path
 
 
-def generating(text="x", completion_tokens=8, verifies=4):
-    """A /generate answer (tokenizer_manager's meta_info with the speculative counters)."""
-    return lambda body: (200, "application/json", json.dumps(
-        {"text": text, "meta_info": {"completion_tokens": completion_tokens, "spec_verify_ct": verifies}}).encode())
+def generating(text="x", completion_tokens=8, verifies=4, seconds=0.0):
+    """A /generate answer (tokenizer_manager's meta_info with the speculative counters), given after
+    `seconds` (a real server takes time to generate; a load answered at once sends request after request)."""
+    data = json.dumps({"text": text, "meta_info": {"completion_tokens": completion_tokens,
+                                                   "spec_verify_ct": verifies}}).encode()
+
+    def answer(body):
+        if seconds:
+            time.sleep(seconds)
+        return (200, "application/json", data)
+    return answer
 
 
 # A start that a scheduler refused: profiler_manager.py SchedulerProfilerManager._init_profile returns

@@ -6,7 +6,6 @@ naming itself decide, and spanfix must name every step span as the runner that r
 ambiguous. A by-stage capture (profile_by_stage: one trace per stage, -EXTEND and -DECODE) is checked
 file by file and both together (issue 43, 12)."""
 
-import gzip
 import json
 from collections import defaultdict
 from itertools import pairwise
@@ -15,9 +14,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
+from real_traces_support import events
 
 import spanfix
 from spanfix.cli import main
+
+# One worker runs them all: a capture's events and their truth, paired once, serve every test of it.
+pytestmark = pytest.mark.xdist_group("sglang-truth")
 
 CAPTURES = sorted(path for path in (FIXTURES / "sglang-cpu").iterdir() if path.is_dir())
 BY_STAGE = [folder for folder in CAPTURES if folder.name.endswith("-by-stage")]
@@ -33,8 +36,7 @@ def _trace(folder: Path) -> Path:
 
 
 def _events(path: Path) -> list[dict]:
-    data = path.read_bytes()
-    return json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)["traceEvents"]
+    return events(path)  # decoded here, independently of spanfix (tests/real_traces_support.py)
 
 
 def _word(mode: str, is_draft: bool) -> str:
@@ -54,8 +56,8 @@ def _paired(files: list[list[dict]], truth: Path) -> list[list[tuple[int, dict]]
     time order over every file (a by-stage capture's files are one process's, on one clock), is the
     k-th line of that (pid, tid); its mode word (old naming) or stage word (newer) and bs checked."""
     steps = defaultdict(list)
-    for number, events in enumerate(files):
-        for index, event in enumerate(events):
+    for number, found_events in enumerate(files):
+        for index, event in enumerate(found_events):
             if event.get("ph") == "X" and event.get("cat") == "user_annotation" and event["name"].startswith("step["):
                 steps[event["pid"], event["tid"]].append((event["ts"], number, index))
     lines = defaultdict(list)
@@ -72,6 +74,17 @@ def _paired(files: list[list[dict]], truth: Path) -> list[list[tuple[int, dict]]
             assert f" bs={record['bs']}" in name
             paired[number].append((index, record))
     return paired
+
+
+_PAIRED: dict[Path, list[list[tuple[int, dict]]]] = {}  # a capture's steps paired with its truth, once a process
+
+
+def _paired_once(folder: Path, befores: list[list[dict]] | None = None) -> list[list[tuple[int, dict]]]:
+    """_paired of the capture's files (decoded here unless given), shared by its tests: they only read it."""
+    if folder not in _PAIRED:
+        befores = befores if befores is not None else [_events(source) for source in _traces(folder)]
+        _PAIRED[folder] = _paired(befores, folder / "truth.jsonl")
+    return _PAIRED[folder]
 
 
 def _relabelled_right(tmp_path: Path, source: Path, before: list[dict], paired: list[tuple[int, dict]]) -> None:
@@ -93,7 +106,7 @@ def _relabelled_right(tmp_path: Path, source: Path, before: list[dict], paired: 
 def test_every_step_is_named_as_the_runner_that_ran_it(tmp_path, folder):
     sources = _traces(folder)
     befores = [_events(source) for source in sources]
-    paired = _paired(befores, folder / "truth.jsonl")
+    paired = _paired_once(folder, befores)
     assert all(paired) and any(record["is_draft"] for found in paired for _, record in found) \
         == ("ngram" not in folder.name)
     for source, before, found in zip(sources, befores, paired):  # a by-stage capture's files apart
@@ -116,7 +129,7 @@ def test_a_by_stage_capture_is_measured_alike_apart_and_together(folder):
     reads DRAFT), or, in the old naming, the mode and order of what is there."""
     sources = _traces(folder)
     assert [source.name.rsplit("-", 1)[1] for source in sources] == ["DECODE.trace.json.gz", "EXTEND.trace.json.gz"]
-    paired = _paired([_events(source) for source in sources], folder / "truth.jsonl")
+    paired = _paired_once(folder)
     for chosen in ([0], [1], [0, 1]):
         result = spanfix.stats([str(sources[k]) for k in chosen])
         counts = {row.keys[0]: row.summary.count for row in result.rows if row.clock == "cpu"}

@@ -7,7 +7,7 @@ however the trace is read (in chunks by two processes, or carefully)."""
 from __future__ import annotations
 
 import pytest
-from conftest import read_in_parts, read_plain, span, write_trace
+from conftest import read_in_parts, span, write_trace
 from contract import (
     index_as_table_facts,
     inputs,
@@ -20,6 +20,7 @@ from contract import (
     table_nearest_records,
     table_span_records,
 )
+from real_traces_support import plain_size
 from test_contract import careful
 
 from spanfix.attribution.analyse import RelabelOptions, read
@@ -57,7 +58,7 @@ def both(path):
 def test_the_span_table_is_the_index(name, reading, tmp_path, monkeypatch):
     path = path_of(name, tmp_path)
     if reading == "parts":
-        read_in_parts(monkeypatch, processes=2, chunk_bytes=max(4096, len(read_plain(path)) // 8))
+        read_in_parts(monkeypatch, processes=2, chunk_bytes=max(4096, plain_size(path) // 8))
     else:
         careful(monkeypatch)
     found = both(path)

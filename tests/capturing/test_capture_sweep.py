@@ -8,8 +8,11 @@ each server is then known. The real servers' sweep is in tests/capturing/test_ca
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
+import time
 
 import pytest
 import synth
@@ -20,6 +23,10 @@ import spanfix
 
 LOADS = (1, 2, 4)
 MAX_NEW = 8  # tokens each load request asks for
+# How long the fake takes to answer a /generate, by the test's clock (its meta_info's e2e_latency is the
+# server's own, of the test's choosing): a load's slots send their next request as soon as one is answered,
+# and answered at once they sent thousands a profile, each a connection and a thread in this process.
+ANSWER_SECONDS = 0.02
 
 
 def _spec(load: int, plain: bool = False):
@@ -27,12 +34,33 @@ def _spec(load: int, plain: bool = False):
     return synth.plain_twin(spec) if plain else spec
 
 
+@functools.cache
+def _trace_file(load: int, plain: bool, folder: str) -> str:
+    """The generated trace of a load, written once per test process (gzip with mtime 0: the same bytes
+    every time), for each profile to copy."""
+    path = os.path.join(folder, f"{'plain' if plain else 'spec'}{load}-TP-0.trace.json.gz")
+    synth.write(synth.generate(_spec(load, plain)), path, gzip=True)
+    return path
+
+
+@functools.cache
+def _server_args(plain: bool) -> dict:
+    return synth.generate(_spec(1, plain)).server_args
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory):
+    folder = str(tmp_path_factory.mktemp("sweep-traces"))
+    return lambda load, plain: _trace_file(load, plain, folder)
+
+
 class Server:
     """A fake SGLang server: a generated trace at the load's batch size for each profile, and answers
     that took seconds_per_token each (per load: a dict) by the server's own clock."""
 
-    def __init__(self, plain: bool, seconds_per_token, fail_at: int | None = None, hang_at: int | None = None):
+    def __init__(self, plain: bool, seconds_per_token, traces, fail_at: int | None = None, hang_at: int | None = None):
         self.plain, self.seconds_per_token, self.fail_at, self.hang_at = plain, seconds_per_token, fail_at, hang_at
+        self.traces = traces
         self.running = False  # a profile that records and never ends by itself (hang_at)
         self.fake = Fake()
         self.url = self.fake.url
@@ -40,7 +68,7 @@ class Server:
         # The load of the next unprofiled round: the sweep's order is each load's warm-up, its unprofiled
         # round, then its profile, so once a load's profile starts the rounds that count are the next load's.
         self.load = LOADS[0]
-        args = synth.generate(_spec(1, plain)).server_args
+        args = _server_args(plain)
         self.fake.answers[("GET", "/server_info")] = (200, "application/json",
                                                       json.dumps(server_info(**args)).encode())
         self.fake.answers[("POST", "/start_profile")] = self._start
@@ -59,10 +87,9 @@ class Server:
         if self.hang_at == load:
             self.running = True
             return (200, "text/plain", b"Start profiling.\n")
-        trace = synth.generate(_spec(load, self.plain))
         name = f"{body['profile_id']}-TP-0.trace.json.gz"
         temporary = os.path.join(body["output_dir"], f".{name}.part")
-        synth.write(trace, temporary, gzip=True)
+        shutil.copyfile(self.traces(load, self.plain), temporary)
         os.rename(temporary, os.path.join(body["output_dir"], name))
         return (200, "text/plain", b"Start profiling.\n")
 
@@ -75,6 +102,7 @@ class Server:
         return (200, "text/plain", b"Stop profiling. This will take some time.\n")
 
     def _generate(self, body):
+        time.sleep(ANSWER_SECONDS)
         tokens = body["sampling_params"]["max_new_tokens"]
         per = self.seconds_per_token
         per = per[self.load] if isinstance(per, dict) else per
@@ -88,11 +116,11 @@ class Server:
 
 
 @pytest.fixture
-def servers():
+def servers(traces):
     made = []
 
     def make(plain, seconds_per_token, **kwargs):
-        made.append(Server(plain, seconds_per_token, **kwargs))
+        made.append(Server(plain, seconds_per_token, traces, **kwargs))
         return made[-1]
 
     yield make
@@ -100,15 +128,13 @@ def servers():
         server.close()
 
 
-def _profiled(tmp_path) -> dict[int, dict]:
-    """Each load's verdict of stats on the generated pair, as a sweep's should be."""
+@pytest.fixture(scope="module")
+def truth(traces) -> dict[int, dict]:
+    """Each load's verdict of stats on the generated pair, as a sweep's should be (the same traces the
+    servers write; once for the tests that compare with it)."""
     verdicts = {}
     for load in LOADS:
-        folder = tmp_path / f"truth{load}"
-        folder.mkdir()
-        synth.write(synth.generate(_spec(load)), folder / "s-TP-0.trace.json.gz", gzip=True)
-        synth.write(synth.generate(_spec(load, True)), folder / "p-TP-0.trace.json.gz", gzip=True)
-        result = spanfix.stats([folder / "s-TP-0.trace.json.gz"], baseline=[folder / "p-TP-0.trace.json.gz"])
+        result = spanfix.stats([traces(load, False)], baseline=[traces(load, True)])
         verdicts[load] = result.speculation.to_json()["verdict"]
     return verdicts
 
@@ -122,8 +148,7 @@ def _sweep(servers, tmp_path, plain_per_token, *extra):
     return done, folder, spec, plain
 
 
-def test_a_sweep_writes_each_load_by_name_and_its_unprofiled_ratio(servers, tmp_path):
-    truth = _profiled(tmp_path)
+def test_a_sweep_writes_each_load_by_name_and_its_unprofiled_ratio(servers, tmp_path, truth):
     # The plain twin's answers take the profiled speedup times the spec's: the ratios agree at every load.
     done, folder, spec, plain = _sweep(servers, tmp_path, {load: 0.01 * truth[load]["speedup"] for load in LOADS},
                                        "--format", "json")
@@ -160,8 +185,7 @@ def test_a_sweep_writes_each_load_by_name_and_its_unprofiled_ratio(servers, tmp_
     assert "verdict: spanfix stats " in done.stderr
 
 
-def test_the_sweep_warns_where_profiled_and_unprofiled_disagree(servers, tmp_path):
-    truth = _profiled(tmp_path)
+def test_the_sweep_warns_where_profiled_and_unprofiled_disagree(servers, tmp_path, truth):
     per_token = {load: 0.01 * truth[load]["speedup"] for load in LOADS}
     per_token[2] = 0.01 * 3 * truth[2]["speedup"]  # load 2 unprofiled: three times the profiled speedup
     done, _, _, _ = _sweep(servers, tmp_path, per_token)

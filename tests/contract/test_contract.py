@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from conftest import read_in_parts, read_plain, read_whole
+from conftest import read_in_parts, read_whole
 from contract import Seams, inputs, path_of, span_records
+from real_traces_support import plain_size
 
 from spanfix.attribution.analyse import RelabelOptions, analysed
 from spanfix.read import reader
@@ -30,7 +31,7 @@ def test_every_seam_is_the_same_however_the_trace_is_read(name, tmp_path, monkey
     path = path_of(name, tmp_path)
     # About eight chunks, as a large trace is cut (at least 4 kB): thousands of tiny chunks of a
     # real capture would test the same cuts for many times the time.
-    chunk_bytes = max(4096, len(read_plain(path)) // 8)
+    chunk_bytes = max(4096, plain_size(path) // 8)
     with monkeypatch.context() as patched:
         read_whole(patched)
         whole = Seams.of(path)

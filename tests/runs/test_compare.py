@@ -96,8 +96,15 @@ def sweep(tmp_path_factory):
     return root, truth, clocks
 
 
-def run(*args, **kwargs):
-    return CliRunner().invoke(main, [str(a) for a in args], **kwargs)
+def run(*args, forked=False, **kwargs):
+    """The command in this process. compare reads its files here one after the other (-j 1) unless `forked`:
+    by default it forks a worker per file from this process, pytest's, and each fork copies its size (in a
+    suite's worker, most of this file's CPU went to that). The workers' path is kept by the tests that pass
+    forked=True, the 80-column terminal test (-j 2) and the suite's -j tests (tests/runtime, tests/cli)."""
+    args = [str(a) for a in args]
+    if args[:1] == ["compare"] and not forked:
+        args[1:1] = ["-j", "1"]
+    return CliRunner().invoke(main, args, **kwargs)
 
 
 def folders(root):
@@ -128,7 +135,7 @@ def test_every_speedup_is_the_truth_and_the_best_is_the_true_best(sweep):
     assert eagle["settings"] == {"speculative_algorithm": "EAGLE", "speculative_num_steps": 5,
                                  "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 6,
                                  "disable_cuda_graph": False, "model_path": "Qwen/Qwen3-8B"}
-    out = run("compare", *folders(root), terminal_width=200).stdout
+    out = run("compare", *folders(root), terminal_width=200, forked=True).stdout
     for label in ("EAGLE 3/1/4", "EAGLE 5/1/6", "NEXTN 3/1/4"):
         assert label in out
     assert "best: bs 4 eagle-s3 (" in out and "bs 16 eagle-s5 (" in out
@@ -137,7 +144,7 @@ def test_every_speedup_is_the_truth_and_the_best_is_the_true_best(sweep):
 
 def test_the_json_is_the_issues(sweep):
     root, truth, _ = sweep
-    result = run("compare", *folders(root), "--format", "json")
+    result = run("compare", *folders(root), "--format", "json", forked=True)
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert document["baseline"] == "plain" and [{**best, "speedup_interval": None} for best in document["best"]] == [

@@ -15,6 +15,7 @@ from hostile4_support import (
     Silent,
     _no_secret_is_kept_between_tests,  # noqa: F401 (fixtures)
     cli,
+    cli_commands,
     one_line_error,
     run,
 )
@@ -55,18 +56,20 @@ def test_a_urls_secrets_are_in_no_output_of_any_command_or_format(web, tmp_path,
                                                                                             "junit")]
     commands += [["inspect", url, "--json"], ["inspect", url], ["relabel", url, "--dry-run", "--json"],
                  ["stats", url, "--baseline", url, "--format", "json"]]
-    for command in commands:
-        done = cli(*command, env={"GITHUB_ACTIONS": "true", "COLUMNS": "200"})
+    page, out = tmp_path / "r.html", tmp_path / "out.json.gz"
+    # The first command as a process of its own, the others (each as that process would run it) in one more.
+    env = {"GITHUB_ACTIONS": "true", "COLUMNS": "200"}
+    *results, reported, relabelled = [cli(*commands[0], env=env), *cli_commands(
+        *commands[1:], (["report", url, "-o", page], {}), (["relabel", url, "-o", out, "--json"], {}), env=env)]
+    for command, done in zip(commands, results, strict=True):
         assert done.returncode in (0, 1), (command, done.stderr)
         assert "run/t.json.gz" in done.stdout + done.stderr, command  # the name is shown, its secrets are not
         assert_no_secret(done.stdout, done.stderr)
-    page = tmp_path / "r.html"
-    done = cli("report", url, "-o", page)
+    done = reported
     assert done.returncode == 0, done.stderr
     assert_no_secret(page.read_bytes(), done.stdout, done.stderr)
     assert "<title>" in page.read_text() and "***" in page.read_text()
-    out = tmp_path / "out.json.gz"
-    done = cli("relabel", url, "-o", out, "--json")
+    done = relabelled
     assert done.returncode == 0 and out.exists(), done.stderr
     assert_no_secret(done.stdout, done.stderr)
 
@@ -75,9 +78,9 @@ def test_a_failing_urls_message_hides_its_secrets_a_stores_own_message_too(web):
     """A 404 and an unreachable server: spanfix's line, and what it quotes of aiohttp's message.
     (issue 31: reliability, round four)"""
     port = web.server_address[1]
-    for url in (f"http://user:{PASSWORD}@{LOCAL}:{port}/missing.json?sig={SIGNATURE}",
-                f"http://user:{PASSWORD}@{LOCAL}:1/t.json?X-Amz-Credential={TOKEN}"):
-        done = cli("stats", url)
+    urls = (f"http://user:{PASSWORD}@{LOCAL}:{port}/missing.json?sig={SIGNATURE}",
+            f"http://user:{PASSWORD}@{LOCAL}:1/t.json?X-Amz-Credential={TOKEN}")
+    for done in cli_commands(*(["stats", url] for url in urls)):
         line = one_line_error(done.returncode, done.stderr, "***")
         assert_no_secret(done.stdout, done.stderr)
         assert line.count("***") >= 2, line
@@ -93,20 +96,37 @@ def test_an_s3_url_with_credentials_is_one_line_without_them(tmp_path):
     assert_no_secret(done.stdout, done.stderr)
 
 
-@pytest.mark.parametrize("scheme", ["local", "memory", "github", "webhdfs", "ftp", "sftp", "zip", "simplecache"])
-def test_an_undocumented_scheme_is_one_line_before_any_connection(tmp_path, scheme):
-    """Issue 31: reliability, round four."""
-    listener = socket.create_server((LOCAL, 0))
-    listener.settimeout(0.1)
-    port = listener.getsockname()[1]
+SCHEMES = ["local", "memory", "github", "webhdfs", "ftp", "sftp", "zip", "simplecache"]
+
+
+@pytest.fixture(scope="module")
+def undocumented(tmp_path_factory):
+    """Each scheme's `stats` and the listener its URL names (one each, that no other URL names): the
+    commands in one process, each as a process of its own would run it."""
+    folder = tmp_path_factory.mktemp("undocumented")
+    listeners = {}
     try:
-        url = f"{scheme}://{LOCAL}:{port}/t.json" if scheme not in ("local", "memory") else f"{scheme}://{tmp_path}/t.json"
-        done = cli("stats", url)
-        one_line_error(done.returncode, done.stderr, f"{scheme}:// is not a kind of URL spanfix reads or writes")
-        with pytest.raises(TimeoutError):
-            listener.accept()  # nothing connected
+        urls = []
+        for scheme in SCHEMES:
+            listeners[scheme] = listener = socket.create_server((LOCAL, 0))
+            listener.settimeout(0.1)
+            port = listener.getsockname()[1]
+            urls.append(f"{scheme}://{LOCAL}:{port}/t.json" if scheme not in ("local", "memory") else
+                        f"{scheme}://{folder}/t.json")
+        done = cli_commands(*(["stats", url] for url in urls))
+        yield {scheme: (one, listeners[scheme]) for scheme, one in zip(SCHEMES, done, strict=True)}
     finally:
-        listener.close()
+        for listener in listeners.values():
+            listener.close()
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+def test_an_undocumented_scheme_is_one_line_before_any_connection(undocumented, scheme):
+    """Issue 31: reliability, round four."""
+    done, listener = undocumented[scheme]
+    one_line_error(done.returncode, done.stderr, f"{scheme}:// is not a kind of URL spanfix reads or writes")
+    with pytest.raises(TimeoutError):
+        listener.accept()  # nothing connected
 
 
 @pytest.mark.parametrize("command", [["report"], ["relabel"]])
@@ -130,21 +150,37 @@ def test_an_output_that_dies_with_the_process_is_refused(tmp_path):
         assert "memory:// is not a kind of URL" in result.stderr and "wrote" not in result.output
 
 
+# The bound the silent servers are given: each test waits it out twice (spanfix asks twice: the size, the bytes).
+READ_SECONDS = "1"
+
+
 @pytest.mark.parametrize("answer", [b"", b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\nAccept-Ranges: none\r\n\r\n"])
 def test_a_web_server_that_says_nothing_is_one_line_after_the_read_timeout(answer):
     """Issue 31: reliability, round four."""
     needs("fsspec", "aiohttp")
     server = Silent(answer)
     try:
-        done = cli("stats", f"http://{LOCAL}:{server.port}/t.json", timeout=90, env={"SPANFIX_READ_TIMEOUT": "2"})
+        done = cli("stats", f"http://{LOCAL}:{server.port}/t.json", timeout=90,
+                   env={"SPANFIX_READ_TIMEOUT": READ_SECONDS})
     finally:
         server.close()
-    one_line_error(done.returncode, done.stderr, "within 2 s (SPANFIX_READ_TIMEOUT)")
+    one_line_error(done.returncode, done.stderr, f"within {READ_SECONDS} s (SPANFIX_READ_TIMEOUT)")
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan"])
-def test_a_timeout_setting_that_is_no_duration_is_one_line(value):
+NO_DURATIONS = ["0", "-1", "soon", "nan"]
+
+
+@pytest.fixture(scope="module")
+def no_duration():
+    """`stats` under each setting, in one process, each as a process of its own would run it."""
+    done = cli_commands(*((["stats", f"http://{LOCAL}:1/t.json"], {"SPANFIX_READ_TIMEOUT": value})
+                          for value in NO_DURATIONS))
+    return dict(zip(NO_DURATIONS, done, strict=True))
+
+
+@pytest.mark.parametrize("value", NO_DURATIONS)
+def test_a_timeout_setting_that_is_no_duration_is_one_line(no_duration, value):
     """Issue 31: reliability, round four."""
-    done = cli("stats", f"http://{LOCAL}:1/t.json", env={"SPANFIX_READ_TIMEOUT": value})
+    done = no_duration[value]
     one_line_error(done.returncode, done.stderr, "SPANFIX_READ_TIMEOUT")
 

@@ -13,13 +13,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from conftest import SHARED_TRACES
+from real_traces_support import annotations, stats, stretched
 
 import spanfix
 from spanfix.cli import main
 
 CPU_RUNS = SHARED_TRACES / "sglang-cpu"
-pytestmark = pytest.mark.skipif(not (CPU_RUNS / "standalone").is_dir(),
-                                reason=f"real SGLang CPU captures ({CPU_RUNS}) are absent")
+pytestmark = [pytest.mark.skipif(not (CPU_RUNS / "standalone").is_dir(),
+                                 reason=f"real SGLang CPU captures ({CPU_RUNS}) are absent"),
+              # One worker runs them all: the two captures' events and spanfix's figures on them are
+              # worked out once there and shared (tests/real_traces_support.py).
+              pytest.mark.xdist_group("sglang-cpu")]
 
 
 def _run(name: str) -> Path:
@@ -29,10 +33,6 @@ def _run(name: str) -> Path:
 def _trace(name: str) -> Path:
     [path] = sorted((_run(name) / "traces").glob("*.trace.json.gz"))
     return path
-
-
-def _events(path: Path) -> list[dict]:
-    return json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
 
 
 def run(*args, **kwargs):
@@ -52,12 +52,11 @@ def test_a_capture_in_the_newer_naming_relabels_to_a_copy_in_the_outputs_own_com
 
 @pytest.mark.parametrize("name", ["plain", "standalone"])
 def test_stage_counts_are_the_traces_own_spans(name):
-    events = _events(_trace(name))
     counted = defaultdict(int)
-    for event in events:
-        if event.get("cat") == "user_annotation" and event.get("name", "").startswith("step["):
-            counted[event["name"][5:].split(" ")[0].rstrip("]")] += 1
-    result = spanfix.stats(str(_trace(name)))
+    for event in annotations(_trace(name)):  # the trace's user_annotation events
+        if event.name.startswith("step["):
+            counted[event.name[5:].split(" ")[0].rstrip("]")] += 1
+    result = stats(_trace(name))
     assert {stage: row.summary.count for stage in counted if (row := result.row(stage)) is not None} == counted
 
 
@@ -83,16 +82,16 @@ def _log_accept(log: Path) -> tuple[float, dict[int, float]]:
 def test_the_accept_length_is_sglangs_own_from_each_file():
     run_dir = _run("standalone")
     weighted, _ = _log_accept(run_dir / "server.log")
-    log = spanfix.stats(str(_trace("standalone")), spec_metrics=[str(run_dir / "server.log")]).speculation
+    log = stats(_trace("standalone"), spec_metrics=[str(run_dir / "server.log")]).speculation
     assert log.used.source == "log" and log.accept_length == pytest.approx(weighted, rel=1e-9)
     states = json.loads((run_dir / "server_info.json").read_text())["internal_states"]
     lifetime = sum(s["avg_spec_accept_length"] for s in states) / len(states)
-    info = spanfix.stats(str(_trace("standalone")), spec_metrics=[str(run_dir / "server_info.json")]).speculation
+    info = stats(_trace("standalone"), spec_metrics=[str(run_dir / "server_info.json")]).speculation
     assert info.used.source == "server_info" and info.accept_length == pytest.approx(lifetime, rel=1e-9)
     responses = json.loads((run_dir / "generate_outputs.json").read_text())
     exact = (sum(r["meta_info"]["completion_tokens"] for r in responses)
              / sum(r["meta_info"]["spec_verify_ct"] for r in responses))
-    requests = spanfix.stats(str(_trace("standalone")),
+    requests = stats(_trace("standalone"),
                              spec_metrics=[str(run_dir / "generate_outputs.json")]).speculation
     assert requests.used.source == "requests" and requests.accept_length == pytest.approx(exact, rel=1e-12)
 
@@ -100,7 +99,7 @@ def test_the_accept_length_is_sglangs_own_from_each_file():
 def test_the_servers_arguments_come_from_its_log_and_server_info():
     run_dir = _run("standalone")
     for side in ("server.log", "server_info.json"):
-        result = spanfix.stats(str(_trace("standalone")), spec_metrics=[str(run_dir / side)]).speculation
+        result = stats(_trace("standalone"), spec_metrics=[str(run_dir / side)]).speculation
         config = result.config
         assert (config.server_algorithm, config.steps, config.topk, config.draft_tokens) == ("STANDALONE", 3, 1, 4)
         assert config.cuda_graph is False and config.model.endswith("/models/target")
@@ -111,9 +110,9 @@ def test_the_servers_arguments_come_from_its_log_and_server_info():
 
 def _iterations(path: Path, stage: str) -> dict[int, list[float]]:
     """scheduler.run_batch spans (us) holding `stage` steps (and no prefill step), by the steps' bs."""
-    events = [e for e in _events(path) if e.get("ph") == "X" and e.get("cat") == "user_annotation"]
-    runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e["name"] == "scheduler.run_batch")
-    steps = sorted((e["ts"], e["name"]) for e in events if e["name"].startswith("step["))
+    events = [e for e in annotations(path) if e.ph == "X"]  # the trace's user_annotation events
+    runs = sorted((e.ts, e.ts + e.dur) for e in events if e.name == "scheduler.run_batch")
+    steps = sorted((e.ts, e.name) for e in events if e.name.startswith("step["))
     found = defaultdict(list)
     for start, end in runs:
         inside = [name for ts, name in steps if start <= ts <= end]
@@ -127,7 +126,7 @@ def _iterations(path: Path, stage: str) -> dict[int, list[float]]:
 
 def test_the_verdict_agrees_with_the_decode_iterations_and_with_the_requests_latency():
     spec_run = _run("standalone")
-    result = spanfix.stats(str(_trace("standalone")), baseline=str(_trace("plain")),
+    result = stats(_trace("standalone"), baseline=_trace("plain"),
                            spec_metrics=[str(spec_run / "server.log")]).speculation
     verdict = result.verdict
     assert verdict.clock == "cpu" and "no device time" in verdict.why  # a CPU run: the host clock alone
@@ -158,27 +157,11 @@ def test_a_cpu_capture_says_once_that_it_has_no_device_activity():
     assert "device" not in run("stats", _trace("plain"), terminal_width=200).stdout
 
 
-def _stretched(path: Path, out: Path, factor: float) -> Path:
-    """The real capture with every time stretched factor-fold from its first event: what a machine busy
-    elsewhere (or python stacks) makes of the same run."""
-    document = json.loads(gzip.decompress(path.read_bytes()))
-    events = document["traceEvents"]
-    start = min(e["ts"] for e in events if e.get("ph") != "M" and isinstance(e.get("ts"), (int, float)))
-    for event in events:
-        if event.get("ph") != "M" and isinstance(event.get("ts"), (int, float)):
-            event["ts"] = round(start + (event["ts"] - start) * factor, 3)
-            if isinstance(event.get("dur"), (int, float)):
-                event["dur"] = round(event["dur"] * factor, 3)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_bytes(gzip.compress(json.dumps(document).encode()))
-    return out
-
-
 def test_the_real_standalone_capture_does_not_pay_beyond_doubt():
     """On this CPU machine STANDALONE loses to plain decoding, and its whole 95% interval says so, with
     every accept length SGLang wrote; check judges the interval's ends."""
     for side in ("server.log", "server_info.json", "generate_outputs.json"):
-        verdict = spanfix.stats(str(_trace("standalone")), baseline=str(_trace("plain")),
+        verdict = stats(_trace("standalone"), baseline=_trace("plain"),
                                 spec_metrics=[str(_run("standalone") / side)]).speculation.verdict
         low, high = verdict.speedup_interval
         assert verdict.pays is False and high < 1 and low <= verdict.speedup <= high, (side, verdict)
@@ -194,7 +177,7 @@ def test_a_real_twin_captured_on_a_busy_machine_gives_no_verdict_and_no_held_bud
     """The real plain twin as a busy machine (or python stacks) makes it, every time 30 times longer:
     a speculative iteration then takes a fraction of a plain one, which does less work: not comparable.
     No verdict, every speculation budget skipped with why, compare marks no run best."""
-    busy = _stretched(_trace("plain"), tmp_path / "busy" / "busy-TP-0.trace.json.gz", 30)
+    busy = stretched(_trace("plain"), tmp_path / "busy" / "busy-TP-0.trace.json.gz", 30)
     log = _run("standalone") / "server.log"
     result = spanfix.stats(str(_trace("standalone")), baseline=str(busy), spec_metrics=[str(log)]).speculation
     verdict = result.verdict
@@ -237,7 +220,7 @@ def test_a_pooled_accept_length_is_marked_assumed_at_every_batch_size_and_a_meas
     bs 1, 2 and 4 alike (accept*); the log's bs 4 figure, measured, is not said to be assumed on the bs 4
     verdict, while its bs 1 (no line of that #running-req) is."""
     for side in ("generate_outputs.json", "server_info.json"):
-        spec = spanfix.stats(str(_trace("standalone")), baseline=str(_trace("plain")),
+        spec = stats(_trace("standalone"), baseline=_trace("plain"),
                              spec_metrics=[str(_run("standalone") / side)]).speculation
         assert [row.bs for row in spec.rows] == [1, 2, 4] and all(row.accept_assumed for row in spec.rows), side
         out = run("stats", _trace("standalone"), "--baseline", _trace("plain"), "--spec-metrics",
@@ -245,7 +228,7 @@ def test_a_pooled_accept_length_is_marked_assumed_at_every_batch_size_and_a_meas
         assert out.count("*   ") >= 3 and "accept* : not measured at that batch size" in out
         assert f"accepted {spec.verdict.accept_length:.2f} ({spec.used.source}, assumed at bs 4)" in out
         assert "bs 1, 2, 4: " in out and "is assumed there" in out
-    log = spanfix.stats(str(_trace("standalone")), baseline=str(_trace("plain")),
+    log = stats(_trace("standalone"), baseline=_trace("plain"),
                         spec_metrics=[str(_run("standalone") / "server.log")]).speculation
     assumed = {row.bs: row.accept_assumed for row in log.rows}
     assert assumed == {1: True, 2: False, 4: False} and log.verdict.batch_sizes == (4,)
