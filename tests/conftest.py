@@ -1,6 +1,9 @@
 import gzip
 import json
 import os
+import pickle
+import threading
+import traceback
 from pathlib import Path
 
 import pytest
@@ -24,6 +27,43 @@ def real_traces() -> list[Path]:
 
 needs_real_traces = pytest.mark.skipif(not SHARED_TRACES.is_dir(),
                                        reason=f"real traces folder {SHARED_TRACES} is absent")
+
+
+def in_a_child(function, *args):
+    """function(*args) in a forked child of this test process: its result (pickled back), or its failure
+    raised here with the child's traceback in the message.
+
+    For the parts of a test that decode a whole capture into Python objects: freed, their memory stays
+    the process's (the allocator keeps the arenas that other objects still pin), and every process a
+    later test forks (spanfix's readers and -j workers, from this worker) would copy the page tables of
+    it. A pytest worker grew to 1.1 GB so, and forks from it cost a tenth of a second each. The child
+    is forked where no other thread runs (as spanfix forks), so a test with a server's threads calls
+    function itself."""
+    assert threading.active_count() == 1, "forked only where no other thread runs"
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child, which leaves by os._exit
+        try:
+            os.close(reader)
+            try:
+                payload = pickle.dumps((True, function(*args)))
+            except BaseException as exc:  # noqa: BLE001 - every failure is the parent's to raise
+                told = "".join(traceback.format_exception(exc))
+                payload = pickle.dumps((False, (isinstance(exc, AssertionError), told)))
+            with os.fdopen(writer, "wb") as out:
+                out.write(payload)
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as source:
+        data = source.read()
+    _, status = os.waitpid(pid, 0)
+    assert data, f"the child of in_a_child({function.__name__}) ended without a word (status {status})"
+    ok, value = pickle.loads(data)
+    if ok:
+        return value
+    is_assertion, told = value
+    raise (AssertionError if is_assertion else RuntimeError)(f"in a child of this test:\n{told}")
 
 
 def trace_bytes(events: list[dict], form: str = "object", separators=(", ", ": ")) -> bytes:

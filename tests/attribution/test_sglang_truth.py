@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from conftest import FIXTURES, in_a_child
 from real_traces_support import events
 
 import spanfix
@@ -79,11 +79,15 @@ def _paired(files: list[list[dict]], truth: Path) -> list[list[tuple[int, dict]]
 _PAIRED: dict[Path, list[list[tuple[int, dict]]]] = {}  # a capture's steps paired with its truth, once a process
 
 
-def _paired_once(folder: Path, befores: list[list[dict]] | None = None) -> list[list[tuple[int, dict]]]:
-    """_paired of the capture's files (decoded here unless given), shared by its tests: they only read it."""
+def _decoded_and_paired(folder: Path) -> list[list[tuple[int, dict]]]:
+    return _paired([_events(source) for source in _traces(folder)], folder / "truth.jsonl")
+
+
+def _paired_once(folder: Path) -> list[list[tuple[int, dict]]]:
+    """_paired of the capture's files, shared by its tests (they only read it); its decoding done in a
+    child (conftest.in_a_child: the decoded events would stay in this process's memory)."""
     if folder not in _PAIRED:
-        befores = befores if befores is not None else [_events(source) for source in _traces(folder)]
-        _PAIRED[folder] = _paired(befores, folder / "truth.jsonl")
+        _PAIRED[folder] = in_a_child(_decoded_and_paired, folder)
     return _PAIRED[folder]
 
 
@@ -104,13 +108,18 @@ def _relabelled_right(tmp_path: Path, source: Path, before: list[dict], paired: 
 
 @pytest.mark.parametrize("folder", CAPTURES, ids=lambda p: p.name)
 def test_every_step_is_named_as_the_runner_that_ran_it(tmp_path, folder):
+    _PAIRED[folder] = in_a_child(_named_as_their_runners, tmp_path, folder)  # the events decoded in a child
+
+
+def _named_as_their_runners(tmp_path: Path, folder: Path) -> list[list[tuple[int, dict]]]:
     sources = _traces(folder)
     befores = [_events(source) for source in sources]
-    paired = _paired_once(folder, befores)
+    paired = _paired(befores, folder / "truth.jsonl")
     assert all(paired) and any(record["is_draft"] for found in paired for _, record in found) \
         == ("ngram" not in folder.name)
     for source, before, found in zip(sources, befores, paired):  # a by-stage capture's files apart
         _relabelled_right(tmp_path, source, before, found)
+    return paired
 
 
 def _stage_counts(paired: list[list[tuple[int, dict]]]) -> dict[str, int]:
@@ -154,15 +163,18 @@ def _g_sk_accept(events: list[dict], window: int) -> float:
     return tokens / sizes
 
 
+def _g_sk_accept_of(path: Path, window: int) -> float:
+    return _g_sk_accept(_events(path), window)  # decoded in a child (conftest.in_a_child)
+
+
 def test_detailed_annotations_give_the_accept_length_without_stacks_or_server_args():
     """0.5.19's verify spans carry g_sk: their deltas are the accept length (spec v1, which EAGLE's and
     STANDALONE's server names still allow, never wrote suffixes); the log's server_args= line names
     the run; the log's lines while the profiler ran, and the requests' responses, say about the same."""
     folder = FIXTURES / "sglang-cpu" / "0.5.19-standalone"
-    events = _events(_trace(folder))
     trace_only = spanfix.stats(str(_trace(folder))).speculation
     assert trace_only.used.source == "trace annotations"
-    assert trace_only.accept_length == pytest.approx(_g_sk_accept(events, 4), rel=1e-12)
+    assert trace_only.accept_length == pytest.approx(in_a_child(_g_sk_accept_of, _trace(folder), 4), rel=1e-12)
     result = spanfix.stats(str(_trace(folder)), spec_metrics=[str(folder / "server.log"),
                                                              str(folder / "generate_outputs.json")]).speculation
     assert result.config.title == "STANDALONE, 3 steps, topk 1, 4 draft tokens"
