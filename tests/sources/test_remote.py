@@ -454,34 +454,80 @@ def cluster(s3, tmp_path_factory):
         started.stop()
 
 
+# What test_scheduler_gives_the_bytes_of_a_local_run has run on the cluster, in one process of its own
+# (a Dask client's threads must not stay in the test process): first the API with a process pool for
+# executor (before any thread of Dask's is in that process), then each command as the console script
+# runs it (spanfix.cli.main, one after the other, the secrets it remembers forgotten after each),
+# then the API with a Client for executor. The answers go to a file, not to standard output, which
+# the commands' own output could share.
+ON_THE_CLUSTER = """\
+import json, sys
+from concurrent.futures import ProcessPoolExecutor
+
+from click.testing import CliRunner
+
+import spanfix
+from spanfix.cli import main
+from spanfix.runtime import redact
+
+jobs, address, names, answers = json.loads(sys.argv[1])
+here = spanfix.stats(names).to_json()
+with ProcessPoolExecutor(2) as pool:
+    pooled = spanfix.stats(names, executor=pool).to_json() == here
+commands = []
+for argv, env in jobs:
+    result = CliRunner().invoke(main, argv, env=env)
+    redact.forget()
+    commands.append([result.exit_code, result.stdout, result.stderr, repr(result.exception)])
+from distributed import Client
+
+with Client(address) as client:
+    with_client = (spanfix.html_report(names, command='c', executor=client).html
+                   == spanfix.html_report(names, command='c').html)
+with open(answers, "w") as out:
+    json.dump({"pool": pooled, "commands": commands, "client": with_client}, out)
+"""
+
+
+def on_the_cluster(address: str, jobs: list[tuple[list[str], dict[str, str] | None]], names: list[str],
+                   folder: Path) -> dict:
+    """ON_THE_CLUSTER's answers: each job's (exit code, stdout, stderr), each exit code checked as cli checks it."""
+    answers = folder / "answers.json"
+    subprocess.run([sys.executable, "-c", ON_THE_CLUSTER, json.dumps([jobs, address, names, str(answers)])],
+                   check=True, timeout=300, env=os.environ.copy())
+    told = json.loads(answers.read_text())
+    for (argv, _), (code, stdout, stderr, exception) in zip(jobs, told["commands"], strict=True):
+        assert code == 0, (argv, code, stdout[-2000:], stderr[-2000:], exception)
+    return told
+
+
 @pytest.mark.xdist_group("dask")  # one worker starts the cluster (a module's fixture)
-def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3):
+def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3, tmp_path):
     address = cluster.scheduler_address
     pattern = "s3://traces/run/*-TP-*"
-    for command in (["stats", "--by", "rank", "--device", "--format", "json"], ["check", "--format", "json"],
-                    ["inspect", "--json"], ["relabel", "--dry-run", "--json"]):
-        on_cluster = cli(*command, pattern, "--scheduler", address).stdout
+    names = s3_names()
+    commands = (["stats", "--by", "rank", "--device", "--format", "json"], ["check", "--format", "json"],
+                ["inspect", "--json"], ["relabel", "--dry-run", "--json"])
+    jobs = [([*command, pattern, "--scheduler", address], None) for command in commands]
+    jobs.append((["stats", pattern, "--format", "json"], {"SPANFIX_SCHEDULER": address}))
+    jobs.append((["relabel", pattern, "-o", "s3://out/on-cluster/", "--scheduler", address], None))
+    told = on_the_cluster(address, jobs, names, tmp_path)
+    outputs = [stdout for _, stdout, _, _ in told["commands"]]
+    for command, on_cluster in zip(commands, outputs):
         # the local run in this process (its own process is not what is checked here): the same bytes
         assert on_cluster == run(*command, pattern, "-j", "2").stdout, command
     # SPANFIX_SCHEDULER does what --scheduler does
-    assert cli("stats", pattern, "--format", "json", env={"SPANFIX_SCHEDULER": address}).stdout == \
+    assert outputs[4] == \
         run("stats", pattern, "--format", "json", "-j", "1").stdout
     # the workers write the objects; the same bytes as a local run's
-    cli("relabel", pattern, "-o", "s3://out/on-cluster/", "--scheduler", address)
     run("relabel", pattern, "-o", "s3://out/here/", "-j", "2")
     fs = store()
     for name in sorted(NAMES):
         relabelled = spanfix.relabelled_path(name)
         assert fs.cat(f"out/on-cluster/{relabelled}") == fs.cat(f"out/here/{relabelled}")
     # the API takes a client, or any executor
-    names = s3_names()
-    assert cluster.client(f"import spanfix\nnames = {names!r}\nprint(spanfix.html_report(names, command='c', "
-                          "executor=client).html == spanfix.html_report(names, command='c').html)") == "True\n"
-    pool = ("import spanfix\nfrom concurrent.futures import ProcessPoolExecutor\n"
-            f"names = {names!r}\nhere = spanfix.stats(names).to_json()\n"
-            "with ProcessPoolExecutor(2) as pool:\n    print(spanfix.stats(names, executor=pool).to_json() == here)")
-    assert subprocess.run([sys.executable, "-c", pool], capture_output=True, text=True, check=True,
-                          env=os.environ.copy()).stdout == "True\n"
+    assert told["client"] is True
+    assert told["pool"] is True
 
 
 @pytest.mark.xdist_group("dask")  # one worker starts the cluster (a module's fixture)
