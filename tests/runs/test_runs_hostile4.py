@@ -33,7 +33,7 @@ def test_a_cluster_without_a_worker_is_one_line(tmp_path):
     cluster = start_cluster(workers=0, log=tmp_path / "log")
     try:
         done = cli("stats", EAGLE, "--scheduler", cluster.scheduler_address, timeout=120,
-                   env={"SPANFIX_WORKERS_TIMEOUT": "2"})
+                   env={"SPANFIX_WORKERS_TIMEOUT": "0.5"})
     finally:
         cluster.stop()
     one_line_error(done.returncode, done.stderr, "has no worker", "SPANFIX_WORKERS_TIMEOUT")
