@@ -71,6 +71,12 @@ def local(tmp_path_factory) -> Path:
     return folder
 
 
+# The tests that use moto (and the Dask cluster, which reads from it) run on one pytest-xdist worker
+# (--dist loadgroup), one after the other: the servers, module fixtures, start once, not once on
+# each worker that happens to be given one of them.
+SERVERS = pytest.mark.xdist_group("remote-servers")
+
+
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """moto with buckets: traces (the runs), out (written by tests), readonly (the test user may read
@@ -144,6 +150,7 @@ def store() -> Store:
 # Object storage: the same figures and bytes as the same files on disk
 
 
+@SERVERS
 def test_stats_check_inspect_over_an_s3_glob_equal_the_local_files(s3, local):
     pattern = "s3://traces/run/*-TP-*.trace.json*"
     remote = run("stats", pattern, "--by", "rank", "--format", "json", "-j", "1").stdout
@@ -161,6 +168,7 @@ def test_stats_check_inspect_over_an_s3_glob_equal_the_local_files(s3, local):
     assert "server_args.json" in " ".join(json.loads(remote)["files"][0]["algorithm_reasons"])
 
 
+@SERVERS
 def test_relabel_to_and_beside_objects_writes_the_bytes_a_local_relabel_writes(s3, local, tmp_path):
     run("relabel", *local_names(local), "-o", f"{tmp_path}/", "-j", "1")
     run("relabel", "s3://traces/run/*-TP-*", "-o", "s3://out/relabeled/", "-j", "1")
@@ -175,6 +183,7 @@ def test_relabel_to_and_beside_objects_writes_the_bytes_a_local_relabel_writes(s
     fs.rm("traces/run/run-TP-0.trace.relabeled.json.gz")
 
 
+@SERVERS
 def test_in_place_replaces_the_object_and_two_inputs_cannot_share_an_output(s3, tmp_path):
     fs = store()
     fs.pipe("out/in-place/run-TP-1.trace.json", FILES["run-TP-1.trace.json"])
@@ -189,6 +198,7 @@ def test_in_place_replaces_the_object_and_two_inputs_cannot_share_an_output(s3, 
         "is also the output of s3://traces/run/run-TP-1.trace.json; choose another --output")
 
 
+@SERVERS
 def test_an_output_that_is_its_input_is_refused_however_the_url_is_spelled(s3):
     before = store().cat("traces/run/run-TP-1.trace.json")
     result = run("relabel", "s3://traces/run/run-TP-1.trace.json", "-o", "s3a://TRACES//run/run-TP-1.trace.json",
@@ -199,6 +209,7 @@ def test_an_output_that_is_its_input_is_refused_however_the_url_is_spelled(s3):
     assert store().cat("traces/run/run-TP-1.trace.json") == before
 
 
+@SERVERS
 def test_one_object_given_under_two_spellings_is_read_and_counted_once(s3):
     """Issue 40 item 2: s3a://TRACES//k is s3://traces/k, for counting inputs as for the overwrite check."""
     once = json.loads(run("stats", "s3://traces/run/run-TP-1.trace.json", "--format", "json", "-j", "1").stdout)
@@ -210,6 +221,7 @@ def test_one_object_given_under_two_spellings_is_read_and_counted_once(s3):
             "twice: counted once") in twice["warnings"]
 
 
+@SERVERS
 def test_report_and_baseline_from_the_store(s3, local):
     stats_json = run("stats", *local_names(local), "--format", "json", "-j", "1").stdout
     store().pipe("out/baseline/stats.json", stats_json.encode())
@@ -223,6 +235,7 @@ def test_report_and_baseline_from_the_store(s3, local):
     same_but_names(remote, here, "s3://traces/run/", local)
 
 
+@SERVERS
 def test_spec_metrics_from_the_store(s3, local):
     log = "\n".join(f"[2026-08-20 10:11:{n:02d}] Decode batch [{n}], #running-req: 4, #token: 9120, token usage: "
                     f"0.05, accept len: {2 + n / 10:.2f}, accept rate: 0.55, cuda graph: True" for n in range(6))
@@ -237,6 +250,7 @@ def test_spec_metrics_from_the_store(s3, local):
     assert "spanfix: error: s3://out/logs/missing.log: cannot fetch: no such object" in result.stderr
 
 
+@SERVERS
 def test_progress_counts_the_bytes_fetched_and_a_large_object_is_mapped_not_held(s3):
     class Recorder(progress.Reporter):
         def __init__(self):
@@ -271,6 +285,7 @@ def test_progress_counts_the_bytes_fetched_and_a_large_object_is_mapped_not_held
 # Faults on the store: one line each, the other inputs processed, nothing partial written
 
 
+@SERVERS
 def test_missing_object_denied_bucket_and_unmatched_glob_are_one_line_each(s3, local):
     result = run("stats", "s3://traces/run/run-TP-1.trace.json", "s3://traces/run/missing.json",
                  "s3://secret/run/run-TP-0.trace.json", "s3://secret/run/*.json", "s3://traces/none/*.gz",
@@ -286,6 +301,7 @@ def test_missing_object_denied_bucket_and_unmatched_glob_are_one_line_each(s3, l
     assert json.loads(result.stdout)["inputs"] == ["s3://traces/run/run-TP-1.trace.json"]
 
 
+@SERVERS
 def test_a_missing_bucket_is_said_so_with_a_glob_as_without(s3):
     """A listing finds nothing in a bucket that does not exist: a glob there is not `no object
     matches`, but what a name without a glob is told; a bucket the user may list but not ask of
@@ -304,6 +320,7 @@ def test_a_missing_bucket_is_said_so_with_a_glob_as_without(s3):
         "spanfix: error: s3://nobucket/out/run-TP-1.trace.relabeled.json: cannot write: no such bucket")
 
 
+@SERVERS
 def test_a_denied_upload_leaves_no_object(s3):
     result = run("relabel", "s3://traces/run/run-TP-1.trace.json", "-o", "s3://readonly/x.trace.json", code=2)
     assert result.stderr.strip().splitlines()[-1].startswith(
@@ -313,6 +330,7 @@ def test_a_denied_upload_leaves_no_object(s3):
     assert store().ls("readonly") == []
 
 
+@SERVERS
 def test_max_bytes_holds_while_fetching_and_gzip_is_inflated_on_the_fly(s3):
     fs = store()
     # 64 MiB of zeros in 70 kB: refused as the inflating passes the limit, not after
@@ -501,7 +519,7 @@ def on_the_cluster(address: str, jobs: list[tuple[list[str], dict[str, str] | No
     return told
 
 
-@pytest.mark.xdist_group("dask")  # one worker starts the cluster (a module's fixture)
+@SERVERS
 def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3, tmp_path):
     address = cluster.scheduler_address
     pattern = "s3://traces/run/*-TP-*"
@@ -530,7 +548,7 @@ def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3, tmp_path):
     assert told["pool"] is True
 
 
-@pytest.mark.xdist_group("dask")  # one worker starts the cluster (a module's fixture)
+@SERVERS
 def test_a_worker_killed_mid_task_is_one_line_and_the_others_are_processed(cluster, s3, web):
     """The HTTP server holds one input's answer; the worker reading it is killed (SIGKILL) meanwhile."""
     held = Served(FILES["run-TP-1.trace.json"], hold=threading.Event())
@@ -623,6 +641,7 @@ def test_a_scheduler_from_the_environment_is_named_so():
          "files or URLs")]
 
 
+@SERVERS
 def test_a_worker_without_spanfix_is_named_before_anything_is_sent(s3, tmp_path):
     """A worker that cannot import spanfix would drop every task sent to it without a word (it cannot
     unpickle them): spanfix asks each worker first."""
@@ -653,6 +672,7 @@ def no_thread_is_left():
         os.waitpid(-1, os.WNOHANG)
 
 
+@SERVERS
 def test_compare_runs_in_folders_on_the_store(s3, local):
     """spanfix compare of a folder on the store (its traces and server_args.json) and a plain run beside it:
     the figures the same folders on disk give."""
