@@ -360,7 +360,7 @@ QUIET = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False", "DASK_DISTRIBUTE
 
 
 def start_cluster(workers: int = 2, memory_limit: str = "2GiB", log: Path | None = None,
-                  worker_code: str | None = None) -> Cluster:
+                  worker_code: str | None = None, quiet: bool = False) -> Cluster:
     """A scheduler and `workers` worker processes of one thread each, each under a nanny that restarts
     it when it dies, all on 127.0.0.1. A task whose worker dies is not retried (allowed-failures 0), so
     that the test of a worker killed mid-task sees what a user sees once Dask stops retrying.
@@ -368,10 +368,12 @@ def start_cluster(workers: int = 2, memory_limit: str = "2GiB", log: Path | None
     machine; they start their workers through a fork server that has imported Dask once
     (distributed.worker.multiprocessing-method), not each a fresh interpreter that imports it again.
     The workers are started with the scheduler, not after it: each connects once it listens.
-    worker_code: a Python prelude for each worker (to make one that cannot import spanfix; no nanny)."""
+    worker_code: a Python prelude for each worker (to make one that cannot import spanfix; no nanny).
+    quiet: with Dask's watching of itself slowed (QUIET), as the tests start it; bench/remote.py
+    measures a cluster as Dask runs it by default."""
     port, http = free_port(), free_port()
     sink = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - the processes write to it
-    env = {**os.environ, **QUIET, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0",
+    env = {**os.environ, **(QUIET if quiet else {}), "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0",
            "DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD": "forkserver"}
     processes = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", LOCAL, "--port", str(port),
                                    "--dashboard-address", f"{LOCAL}:{http}"], stdout=sink, stderr=sink, env=env)]

@@ -33,7 +33,7 @@ def test_a_scheduler_that_accepts_and_never_speaks_is_one_line():
 def test_a_cluster_without_a_worker_is_one_line(tmp_path):
     """Issue 31: reliability, round four."""
     needs("distributed")
-    cluster = start_cluster(workers=0, log=tmp_path / "log")
+    cluster = start_cluster(workers=0, log=tmp_path / "log", quiet=True)
     try:
         done = cli("stats", EAGLE, "--scheduler", cluster.scheduler_address, timeout=120,
                    env={"SPANFIX_WORKERS_TIMEOUT": "0.5"})

@@ -483,7 +483,7 @@ def cli(*args: str, code: int = 0, env: dict[str, str] | None = None, timeout: f
 @pytest.fixture(scope="module")
 def cluster(s3, tmp_path_factory):
     needs("distributed")
-    started = start_cluster(log=tmp_path_factory.mktemp("dask") / "log")
+    started = start_cluster(log=tmp_path_factory.mktemp("dask") / "log", quiet=True)
     try:
         yield started
     finally:
@@ -665,7 +665,8 @@ def test_a_worker_without_spanfix_is_named_before_anything_is_sent(s3, tmp_path)
     unpickle them): spanfix asks each worker first."""
     needs("distributed")
     # what a worker without spanfix finds
-    without = start_cluster(workers=1, worker_code="import sys; sys.modules['spanfix'] = None", log=tmp_path / "log")
+    without = start_cluster(workers=1, worker_code="import sys; sys.modules['spanfix'] = None", log=tmp_path / "log",
+                            quiet=True)
     try:
         result = cli("stats", *s3_names(), "--scheduler", without.scheduler_address, code=2)
     finally:
