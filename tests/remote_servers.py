@@ -6,7 +6,8 @@
   kind, answered 403 AccessDenied as S3 answers it);
 - an HTTP server with range requests (HEAD, GET, Range: bytes=a-b), for https://-style reads, which
   can also stop half-way through a response (and then stop serving), or hold a response until told;
-- a Dask cluster: `dask scheduler` and two `dask worker` processes (nothing of Dask in the test process).
+- a Dask cluster: `dask scheduler` and two worker processes under `dask worker --nworkers 2` (nothing of
+  Dask in the test process).
 
 Each is started by a fixture and stopped after; nothing listens anywhere but on 127.0.0.1.
 """
@@ -18,6 +19,7 @@ import http.server
 import json
 import os
 import re
+import signal
 import socket
 import socketserver
 import subprocess
@@ -233,7 +235,8 @@ class _RangeHandler(http.server.BaseHTTPRequestHandler):
 @dataclass
 class Cluster:
     """`dask scheduler` and `dask worker` processes, as an existing cluster is: nothing of Dask runs in
-    the test process (its threads would stay, and spanfix's reader forks only where none runs)."""
+    the test process (its threads would stay, and spanfix's reader forks only where none runs).
+    processes: the scheduler first, then the `dask worker` processes."""
 
     scheduler_address: str
     http: str
@@ -248,7 +251,7 @@ class Cluster:
         while self.workers() < count:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the cluster has {self.workers()} of {count} workers")
-            time.sleep(0.2)
+            time.sleep(0.1)
 
     def client(self, script: str) -> str:
         """The output of a script run by a Client of this cluster in a process of its own (`client`)."""
@@ -258,41 +261,135 @@ class Cluster:
                               timeout=120).stdout
 
     def stop(self) -> None:
-        for process in reversed(self.processes):
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes:
+        """The workers first, while the scheduler still answers them, then the scheduler, each process
+        waited for (and so reaped). Stopped together, a worker closing while the scheduler closes
+        could hang until its nanny's timeout (8 s) or ours (20 s); one after the other, each ends
+        in a fraction of a second. A nanny's SIGTERM closes its worker and waits for it.
+        What the processes started themselves (multiprocessing's fork server and resource tracker,
+        which end only once their parent has) is reaped here too, not left to init as zombies."""
+        descendants = _descendants(self.processes)
+        with _reaper():
+            for group in (self.processes[1:], self.processes[:1]):
+                for process in group:
+                    if process.poll() is None:
+                        process.terminate()
+                for process in group:
+                    try:
+                        process.wait(20)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        process.wait(10)
+            _reap(descendants, seconds=20)
+
+
+def _descendants(processes: list[subprocess.Popen]) -> list[int]:
+    """The pids of every process under these (psutil comes with distributed)."""
+    try:
+        import psutil
+    except ImportError:
+        return []
+    found = []
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            found += [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
+    return found
+
+
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
+
+
+@contextlib.contextmanager
+def _reaper():
+    """While it lasts, a process orphaned under this one is handed to this one (Linux's child
+    subreaper), not to init, so that _reap can wait for it. Elsewhere, nothing changes."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+        before = ctypes.c_int(0)
+        set_up = libc is not None and libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(before), 0, 0, 0) == 0 \
+            and libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        set_up = False
+    try:
+        yield
+    finally:
+        if set_up:
+            libc.prctl(_PR_SET_CHILD_SUBREAPER, before.value, 0, 0, 0)
+
+
+def _reap(pids: list[int], seconds: float) -> None:
+    """Each of pids ended: waited for where it is (or has become, its parent gone) a child of this
+    process, or gone (reaped by its own parent); what is still there after `seconds` is killed."""
+    pending, killed = set(pids), False
+    deadline = time.monotonic() + seconds
+    while pending:
+        for pid in list(pending):
             try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(10)
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    pending.discard(pid)  # ours, and reaped
+            except ChildProcessError:
+                if _state(pid) is None:
+                    pending.discard(pid)  # reaped by its own parent
+        if pending and time.monotonic() > deadline:
+            if killed:
+                break
+            for pid in pending:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            killed, deadline = True, time.monotonic() + 10
+        if pending:
+            time.sleep(0.02)
+
+
+def _state(pid: int) -> str | None:
+    """A process's state letter (R, S, Z...), None when there is no such process."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+# Dask's own watching of itself, which no test reads: the statistical profiler of each worker (every
+# 10 ms), the event loop's tick monitor (20 ms), the system monitor (500 ms), and the memory monitor of
+# each worker and nanny (100 ms; the 2 GiB limit is never reached). Left as they are, an idle cluster
+# of a scheduler and two workers takes a tenth of a CPU: 1.1 CPU-s per 10 s; with these, 0.12.
+QUIET = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False", "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
+         "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "5s",
+         "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "1s"}
 
 
 def start_cluster(workers: int = 2, memory_limit: str = "2GiB", log: Path | None = None,
-                  worker_code: str | None = None) -> Cluster:
+                  worker_code: str | None = None, quiet: bool = False) -> Cluster:
     """A scheduler and `workers` worker processes of one thread each, each under a nanny that restarts
     it when it dies, all on 127.0.0.1. A task whose worker dies is not retried (allowed-failures 0), so
     that the test of a worker killed mid-task sees what a user sees once Dask stops retrying.
-    worker_code: a Python prelude for each worker (to make one that cannot import spanfix)."""
+    The nannies are one `dask worker --nworkers N` process, as a user starts several workers on a
+    machine; they start their workers through a fork server that has imported Dask once
+    (distributed.worker.multiprocessing-method), not each a fresh interpreter that imports it again.
+    The workers are started with the scheduler, not after it: each connects once it listens.
+    worker_code: a Python prelude for each worker (to make one that cannot import spanfix; no nanny).
+    quiet: with Dask's watching of itself slowed (QUIET), as the tests start it; bench/remote.py
+    measures a cluster as Dask runs it by default."""
     port, http = free_port(), free_port()
     sink = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - the processes write to it
-    env = {**os.environ, "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+    env = {**os.environ, **(QUIET if quiet else {}), "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0",
+           "DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD": "forkserver"}
     processes = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", LOCAL, "--port", str(port),
                                    "--dashboard-address", f"{LOCAL}:{http}"], stdout=sink, stderr=sink, env=env)]
     cluster = Cluster(f"tcp://{LOCAL}:{port}", f"http://{LOCAL}:{http}", processes)
     try:
+        argv = ["worker", cluster.scheduler_address, "--nthreads", "1", "--host", LOCAL,
+                "--dashboard-address", f"{LOCAL}:0", "--memory-limit", memory_limit]
+        if workers and worker_code is None:
+            processes.append(subprocess.Popen([sys.executable, "-m", "dask", *argv, "--nworkers", str(workers)],
+                                              stdout=sink, stderr=sink, env=env))
+        elif workers:
+            prelude = (f"{worker_code}\nimport sys\nfrom dask.__main__ import main\n"
+                       f"sys.argv = ['dask', *{[*argv, '--no-nanny']!r}]\nmain()")
+            processes.extend(subprocess.Popen([sys.executable, "-c", prelude], stdout=sink, stderr=sink, env=env)
+                             for _ in range(workers))
         wait_for(f"{cluster.http}/json/counts.json")
-        for _ in range(workers):
-            argv = ["worker", cluster.scheduler_address, "--nthreads", "1", "--host", LOCAL,
-                    "--dashboard-address", f"{LOCAL}:0", "--memory-limit", memory_limit]
-            if worker_code is None:
-                command = [sys.executable, "-m", "dask", *argv]
-            else:
-                prelude = (f"{worker_code}\nimport sys\nfrom dask.__main__ import main\n"
-                           f"sys.argv = ['dask', *{[*argv, '--no-nanny']!r}]\nmain()")
-                command = [sys.executable, "-c", prelude]
-            processes.append(subprocess.Popen(command, stdout=sink, stderr=sink, env=env))
         cluster.wait_for_workers(workers)
     except BaseException:
         cluster.stop()

@@ -71,6 +71,12 @@ def local(tmp_path_factory) -> Path:
     return folder
 
 
+# The tests that use moto (and the Dask cluster, which reads from it) run on one pytest-xdist worker
+# (--dist loadgroup), one after the other: the servers, module fixtures, start once, not once on
+# each worker that happens to be given one of them.
+SERVERS = pytest.mark.xdist_group("remote-servers")
+
+
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """moto with buckets: traces (the runs), out (written by tests), readonly (the test user may read
@@ -86,6 +92,7 @@ def s3(tmp_path_factory):
             _fresh_filesystems()
             yield server
     finally:
+        _close_stores()
         server.stop()
         _fresh_filesystems()
 
@@ -136,14 +143,32 @@ class Store:
         self._s3.delete_object(Bucket=bucket, Key=key)
 
 
+    def close(self) -> None:
+        self._s3.close()
+
+
+_STORES: dict[tuple[str, str], Store] = {}
+
+
 def store() -> Store:
-    return Store()
+    """The Store of the server and user the environment names, made once for them (a boto3 client
+    takes a tenth of a CPU-second to make: reading the service's model) and closed with the server."""
+    key = (os.environ["AWS_ENDPOINT_URL_S3"], os.environ.get("AWS_ACCESS_KEY_ID", ""))
+    if key not in _STORES:
+        _STORES[key] = Store()
+    return _STORES[key]
+
+
+def _close_stores() -> None:
+    while _STORES:
+        _STORES.popitem()[1].close()
 
 
 # ---------------------------------------------------------------------------------------------------
 # Object storage: the same figures and bytes as the same files on disk
 
 
+@SERVERS
 def test_stats_check_inspect_over_an_s3_glob_equal_the_local_files(s3, local):
     pattern = "s3://traces/run/*-TP-*.trace.json*"
     remote = run("stats", pattern, "--by", "rank", "--format", "json", "-j", "1").stdout
@@ -161,6 +186,7 @@ def test_stats_check_inspect_over_an_s3_glob_equal_the_local_files(s3, local):
     assert "server_args.json" in " ".join(json.loads(remote)["files"][0]["algorithm_reasons"])
 
 
+@SERVERS
 def test_relabel_to_and_beside_objects_writes_the_bytes_a_local_relabel_writes(s3, local, tmp_path):
     run("relabel", *local_names(local), "-o", f"{tmp_path}/", "-j", "1")
     run("relabel", "s3://traces/run/*-TP-*", "-o", "s3://out/relabeled/", "-j", "1")
@@ -175,6 +201,7 @@ def test_relabel_to_and_beside_objects_writes_the_bytes_a_local_relabel_writes(s
     fs.rm("traces/run/run-TP-0.trace.relabeled.json.gz")
 
 
+@SERVERS
 def test_in_place_replaces_the_object_and_two_inputs_cannot_share_an_output(s3, tmp_path):
     fs = store()
     fs.pipe("out/in-place/run-TP-1.trace.json", FILES["run-TP-1.trace.json"])
@@ -189,6 +216,7 @@ def test_in_place_replaces_the_object_and_two_inputs_cannot_share_an_output(s3, 
         "is also the output of s3://traces/run/run-TP-1.trace.json; choose another --output")
 
 
+@SERVERS
 def test_an_output_that_is_its_input_is_refused_however_the_url_is_spelled(s3):
     before = store().cat("traces/run/run-TP-1.trace.json")
     result = run("relabel", "s3://traces/run/run-TP-1.trace.json", "-o", "s3a://TRACES//run/run-TP-1.trace.json",
@@ -199,6 +227,7 @@ def test_an_output_that_is_its_input_is_refused_however_the_url_is_spelled(s3):
     assert store().cat("traces/run/run-TP-1.trace.json") == before
 
 
+@SERVERS
 def test_one_object_given_under_two_spellings_is_read_and_counted_once(s3):
     """Issue 40 item 2: s3a://TRACES//k is s3://traces/k, for counting inputs as for the overwrite check."""
     once = json.loads(run("stats", "s3://traces/run/run-TP-1.trace.json", "--format", "json", "-j", "1").stdout)
@@ -210,6 +239,7 @@ def test_one_object_given_under_two_spellings_is_read_and_counted_once(s3):
             "twice: counted once") in twice["warnings"]
 
 
+@SERVERS
 def test_report_and_baseline_from_the_store(s3, local):
     stats_json = run("stats", *local_names(local), "--format", "json", "-j", "1").stdout
     store().pipe("out/baseline/stats.json", stats_json.encode())
@@ -223,6 +253,7 @@ def test_report_and_baseline_from_the_store(s3, local):
     same_but_names(remote, here, "s3://traces/run/", local)
 
 
+@SERVERS
 def test_spec_metrics_from_the_store(s3, local):
     log = "\n".join(f"[2026-08-20 10:11:{n:02d}] Decode batch [{n}], #running-req: 4, #token: 9120, token usage: "
                     f"0.05, accept len: {2 + n / 10:.2f}, accept rate: 0.55, cuda graph: True" for n in range(6))
@@ -237,6 +268,7 @@ def test_spec_metrics_from_the_store(s3, local):
     assert "spanfix: error: s3://out/logs/missing.log: cannot fetch: no such object" in result.stderr
 
 
+@SERVERS
 def test_progress_counts_the_bytes_fetched_and_a_large_object_is_mapped_not_held(s3):
     class Recorder(progress.Reporter):
         def __init__(self):
@@ -271,6 +303,7 @@ def test_progress_counts_the_bytes_fetched_and_a_large_object_is_mapped_not_held
 # Faults on the store: one line each, the other inputs processed, nothing partial written
 
 
+@SERVERS
 def test_missing_object_denied_bucket_and_unmatched_glob_are_one_line_each(s3, local):
     result = run("stats", "s3://traces/run/run-TP-1.trace.json", "s3://traces/run/missing.json",
                  "s3://secret/run/run-TP-0.trace.json", "s3://secret/run/*.json", "s3://traces/none/*.gz",
@@ -286,6 +319,7 @@ def test_missing_object_denied_bucket_and_unmatched_glob_are_one_line_each(s3, l
     assert json.loads(result.stdout)["inputs"] == ["s3://traces/run/run-TP-1.trace.json"]
 
 
+@SERVERS
 def test_a_missing_bucket_is_said_so_with_a_glob_as_without(s3):
     """A listing finds nothing in a bucket that does not exist: a glob there is not `no object
     matches`, but what a name without a glob is told; a bucket the user may list but not ask of
@@ -304,6 +338,7 @@ def test_a_missing_bucket_is_said_so_with_a_glob_as_without(s3):
         "spanfix: error: s3://nobucket/out/run-TP-1.trace.relabeled.json: cannot write: no such bucket")
 
 
+@SERVERS
 def test_a_denied_upload_leaves_no_object(s3):
     result = run("relabel", "s3://traces/run/run-TP-1.trace.json", "-o", "s3://readonly/x.trace.json", code=2)
     assert result.stderr.strip().splitlines()[-1].startswith(
@@ -313,6 +348,7 @@ def test_a_denied_upload_leaves_no_object(s3):
     assert store().ls("readonly") == []
 
 
+@SERVERS
 def test_max_bytes_holds_while_fetching_and_gzip_is_inflated_on_the_fly(s3):
     fs = store()
     # 64 MiB of zeros in 70 kB: refused as the inflating passes the limit, not after
@@ -447,44 +483,90 @@ def cli(*args: str, code: int = 0, env: dict[str, str] | None = None, timeout: f
 @pytest.fixture(scope="module")
 def cluster(s3, tmp_path_factory):
     needs("distributed")
-    started = start_cluster(log=tmp_path_factory.mktemp("dask") / "log")
+    started = start_cluster(log=tmp_path_factory.mktemp("dask") / "log", quiet=True)
     try:
         yield started
     finally:
         started.stop()
 
 
-@pytest.mark.xdist_group("dask")  # one worker starts the cluster (a module's fixture)
-def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3):
+# What test_scheduler_gives_the_bytes_of_a_local_run has run on the cluster, in one process of its own
+# (a Dask client's threads must not stay in the test process): first the API with a process pool for
+# executor (before any thread of Dask's is in that process), then each command as the console script
+# runs it (spanfix.cli.main, one after the other, the secrets it remembers forgotten after each),
+# then the API with a Client for executor. The answers go to a file, not to standard output, which
+# the commands' own output could share.
+ON_THE_CLUSTER = """\
+import json, sys
+from concurrent.futures import ProcessPoolExecutor
+
+from click.testing import CliRunner
+
+import spanfix
+from spanfix.cli import main
+from spanfix.runtime import redact
+
+jobs, address, names, answers = json.loads(sys.argv[1])
+here = spanfix.stats(names).to_json()
+with ProcessPoolExecutor(2) as pool:
+    pooled = spanfix.stats(names, executor=pool).to_json() == here
+commands = []
+for argv, env in jobs:
+    result = CliRunner().invoke(main, argv, env=env)
+    redact.forget()
+    commands.append([result.exit_code, result.stdout, result.stderr, repr(result.exception)])
+from distributed import Client
+
+with Client(address) as client:
+    with_client = (spanfix.html_report(names, command='c', executor=client).html
+                   == spanfix.html_report(names, command='c').html)
+with open(answers, "w") as out:
+    json.dump({"pool": pooled, "commands": commands, "client": with_client}, out)
+"""
+
+
+def on_the_cluster(address: str, jobs: list[tuple[list[str], dict[str, str] | None]], names: list[str],
+                   folder: Path) -> dict:
+    """ON_THE_CLUSTER's answers: each job's (exit code, stdout, stderr), each exit code checked as cli checks it."""
+    answers = folder / "answers.json"
+    subprocess.run([sys.executable, "-c", ON_THE_CLUSTER, json.dumps([jobs, address, names, str(answers)])],
+                   check=True, timeout=300, env=os.environ.copy())
+    told = json.loads(answers.read_text())
+    for (argv, _), (code, stdout, stderr, exception) in zip(jobs, told["commands"], strict=True):
+        assert code == 0, (argv, code, stdout[-2000:], stderr[-2000:], exception)
+    return told
+
+
+@SERVERS
+def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3, tmp_path):
     address = cluster.scheduler_address
     pattern = "s3://traces/run/*-TP-*"
-    for command in (["stats", "--by", "rank", "--device", "--format", "json"], ["check", "--format", "json"],
-                    ["inspect", "--json"], ["relabel", "--dry-run", "--json"]):
-        on_cluster = cli(*command, pattern, "--scheduler", address).stdout
+    names = s3_names()
+    commands = (["stats", "--by", "rank", "--device", "--format", "json"], ["check", "--format", "json"],
+                ["inspect", "--json"], ["relabel", "--dry-run", "--json"])
+    jobs = [([*command, pattern, "--scheduler", address], None) for command in commands]
+    jobs.append((["stats", pattern, "--format", "json"], {"SPANFIX_SCHEDULER": address}))
+    jobs.append((["relabel", pattern, "-o", "s3://out/on-cluster/", "--scheduler", address], None))
+    told = on_the_cluster(address, jobs, names, tmp_path)
+    outputs = [stdout for _, stdout, _, _ in told["commands"]]
+    for command, on_cluster in zip(commands, outputs):
         # the local run in this process (its own process is not what is checked here): the same bytes
         assert on_cluster == run(*command, pattern, "-j", "2").stdout, command
     # SPANFIX_SCHEDULER does what --scheduler does
-    assert cli("stats", pattern, "--format", "json", env={"SPANFIX_SCHEDULER": address}).stdout == \
+    assert outputs[4] == \
         run("stats", pattern, "--format", "json", "-j", "1").stdout
     # the workers write the objects; the same bytes as a local run's
-    cli("relabel", pattern, "-o", "s3://out/on-cluster/", "--scheduler", address)
     run("relabel", pattern, "-o", "s3://out/here/", "-j", "2")
     fs = store()
     for name in sorted(NAMES):
         relabelled = spanfix.relabelled_path(name)
         assert fs.cat(f"out/on-cluster/{relabelled}") == fs.cat(f"out/here/{relabelled}")
     # the API takes a client, or any executor
-    names = s3_names()
-    assert cluster.client(f"import spanfix\nnames = {names!r}\nprint(spanfix.html_report(names, command='c', "
-                          "executor=client).html == spanfix.html_report(names, command='c').html)") == "True\n"
-    pool = ("import spanfix\nfrom concurrent.futures import ProcessPoolExecutor\n"
-            f"names = {names!r}\nhere = spanfix.stats(names).to_json()\n"
-            "with ProcessPoolExecutor(2) as pool:\n    print(spanfix.stats(names, executor=pool).to_json() == here)")
-    assert subprocess.run([sys.executable, "-c", pool], capture_output=True, text=True, check=True,
-                          env=os.environ.copy()).stdout == "True\n"
+    assert told["client"] is True
+    assert told["pool"] is True
 
 
-@pytest.mark.xdist_group("dask")  # one worker starts the cluster (a module's fixture)
+@SERVERS
 def test_a_worker_killed_mid_task_is_one_line_and_the_others_are_processed(cluster, s3, web):
     """The HTTP server holds one input's answer; the worker reading it is killed (SIGKILL) meanwhile."""
     held = Served(FILES["run-TP-1.trace.json"], hold=threading.Event())
@@ -577,12 +659,14 @@ def test_a_scheduler_from_the_environment_is_named_so():
          "files or URLs")]
 
 
+@SERVERS
 def test_a_worker_without_spanfix_is_named_before_anything_is_sent(s3, tmp_path):
     """A worker that cannot import spanfix would drop every task sent to it without a word (it cannot
     unpickle them): spanfix asks each worker first."""
     needs("distributed")
     # what a worker without spanfix finds
-    without = start_cluster(workers=1, worker_code="import sys; sys.modules['spanfix'] = None", log=tmp_path / "log")
+    without = start_cluster(workers=1, worker_code="import sys; sys.modules['spanfix'] = None", log=tmp_path / "log",
+                            quiet=True)
     try:
         result = cli("stats", *s3_names(), "--scheduler", without.scheduler_address, code=2)
     finally:
@@ -607,6 +691,7 @@ def no_thread_is_left():
         os.waitpid(-1, os.WNOHANG)
 
 
+@SERVERS
 def test_compare_runs_in_folders_on_the_store(s3, local):
     """spanfix compare of a folder on the store (its traces and server_args.json) and a plain run beside it:
     the figures the same folders on disk give."""
