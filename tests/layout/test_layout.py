@@ -3,6 +3,8 @@ imports run one way. Every import counts: at module level, inside functions (the
 TYPE_CHECKING. tests/api/test_api.py guards which modules a command imports at start-up."""
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import spanfix
@@ -148,3 +150,25 @@ def test_every_test_file_sits_in_the_folder_of_the_room_it_guards():
     assert sorted(str(path.relative_to(TESTS)) for path in TESTS.glob("*/*/**/test_*.py")) == []
     names = [path.name for path in files]
     assert sorted({name for name in names if names.count(name) > 1}) == []
+
+
+def test_an_xdist_group_runs_in_one_worker(tmp_path):
+    """docs/testing.md: the Dask cluster and moto, the real SGLang servers, the browsers and the shared
+    real-trace reads are kept to one worker by `xdist_group` marks, which `make test`'s `--dist loadgroup`
+    honours. pytest 9.2 silently broke that (pytest-xdist#1386): every group went to both workers, each
+    starting its servers again. A group of six, in a suite of its own, must run in one worker."""
+    (tmp_path / "test_grouped.py").write_text(
+        "import os, pytest\n"
+        "@pytest.mark.xdist_group('together')\n"
+        "@pytest.mark.parametrize('i', range(6))\n"
+        "def test_grouped(i):\n"
+        f"    open({str(tmp_path / 'workers')!r}, 'a').write(os.environ['PYTEST_XDIST_WORKER'] + '\\n')\n"
+        "@pytest.mark.parametrize('i', range(6))\n"
+        "def test_free(i):\n"
+        "    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadgroup", "-p",
+                           "no:cacheprovider", "test_grouped.py"], cwd=tmp_path, capture_output=True, text=True,
+                          check=False, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
+    workers = (tmp_path / "workers").read_text().split()
+    assert len(workers) == 6 and len(set(workers)) == 1, workers
