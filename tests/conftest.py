@@ -37,9 +37,10 @@ def in_a_child(function, *args):
     the process's (the allocator keeps the arenas that other objects still pin), and every process a
     later test forks (spanfix's readers and -j workers, from this worker) would copy the page tables of
     it. A pytest worker grew to 1.1 GB so, and forks from it cost a tenth of a second each. The child
-    is forked where no other thread runs (as spanfix forks), so a test with a server's threads calls
-    function itself."""
-    assert threading.active_count() == 1, "forked only where no other thread runs"
+    is forked only where no other thread runs (as spanfix forks): a test with a server's threads calls
+    function itself, and so does this where another test left a thread running."""
+    if threading.active_count() > 1:  # a fork could inherit a lock another thread holds
+        return function(*args)
     reader, writer = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child, which leaves by os._exit

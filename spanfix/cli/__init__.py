@@ -116,8 +116,11 @@ def main() -> None:
     the reader of standard output went away (| head), quietly.
     """
     # A run holds a trace's millions of objects and makes no reference cycles worth collecting:
-    # the cyclic collector would only walk them, again and again (about 10% of a relabel).
-    gc.disable()
+    # the cyclic collector would only walk them, again and again (about 10% of a relabel). Called as a
+    # function (click's CliRunner, a program of the user's), main gives the collector back as it was.
+    if gc.isenabled():
+        gc.disable()
+        click.get_current_context().call_on_close(gc.enable)
 
 
 def run() -> None:

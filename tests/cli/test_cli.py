@@ -1,5 +1,6 @@
 """The command line: exit codes, outputs, errors as one line, and one run through a real subprocess."""
 
+import gc
 import gzip
 import json
 import subprocess
@@ -153,3 +154,23 @@ def test_a_max_bytes_beyond_any_machine_is_a_usage_error():
     assert "internal error" not in result.stderr
     with pytest.raises(spanfix.UsageError, match="max_bytes must be a whole number from 1 to"):
         spanfix.Options(max_bytes=10**30)
+
+
+@pytest.mark.parametrize("args", [["stats", "FIXTURE"], ["stats", "FIXTURE", "--budget", "x"], ["nonsense"]])
+def test_main_called_as_a_function_gives_the_collector_back(args):
+    """A command turns Python's cyclic collector off while it runs (a trace's objects make no cycles).
+    Called as a function (CliRunner, or a user's program), main left it off for good: a pytest worker
+    ran the rest of the suite without it, its memory grown by every cycle the tests made. After a
+    command, one that fails or a usage error alike, the collector is as it was."""
+    from conftest import FIXTURES
+
+    args = [str(FIXTURES / "eagle-stock.trace.json.gz") if a == "FIXTURE" else a for a in args]
+    assert gc.isenabled()
+    CliRunner().invoke(main, args)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        CliRunner().invoke(main, args)
+        assert not gc.isenabled()  # off as it was
+    finally:
+        gc.enable()
