@@ -2,6 +2,7 @@ import gzip
 import json
 import os
 import pickle
+import signal
 import threading
 import traceback
 from pathlib import Path
@@ -11,6 +12,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"
 SHARED_TRACES = Path(os.environ.get("SPANFIX_SHARED_TRACES", ROOT.parent / "shared" / "traces"))
+
+
+# A suite started in the background of a non-interactive shell (`make test &`, nohup, some CI agents)
+# inherits SIGINT ignored, and so would every process it starts: the Ctrl-C tests' spanfix would never see
+# its signal. A handler, unlike an ignored signal, is reset to the default in the programs started.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # What SGLang writes beside its real captures (sglang-cpu/*/): the server's arguments, its /server_info and
