@@ -4,6 +4,7 @@ What the cases share, and why (the old file's docstring): tests/figures_support.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -55,7 +56,8 @@ def test_make_test_installs_in_one_run_and_tests_on_every_core(tmp_path):
     make = shutil.which("make")
     if make is None:
         pytest.skip("no make")
-    plan = subprocess.run([make, "-n", "test", f"VENV={tmp_path / 'venv'}"], check=False, cwd=ROOT,
+    quiet = {name: value for name, value in os.environ.items() if name not in ("MAKEFLAGS", "MFLAGS", "JOBS")}
+    plan = subprocess.run([make, "-n", "test", f"VENV={tmp_path / 'venv'}"], check=False, cwd=ROOT, env=quiet,
                           capture_output=True, text=True).stdout.splitlines()
     installs = [line for line in plan if "pip install" in line]
     assert len(installs) == 1, plan
@@ -63,7 +65,8 @@ def test_make_test_installs_in_one_run_and_tests_on_every_core(tmp_path):
     assert "uv pip install" in by_uv and by_uv.count("'.[test,test-remote]'") == 1, plan
     assert "uv pip install" not in by_pip and "--no-compile" in by_pip and "'.[test,test-remote]'" in by_pip, plan
     [pytest_line] = [line for line in plan if "-m pytest" in line]
-    assert " -n auto --dist loadgroup" in pytest_line
+    workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert f" -n {workers + 1} --dist loadgroup" in pytest_line  # a worker more than the cores: tests wait
     tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert any(need.startswith("pytest-xdist") for need in extras["test"])
