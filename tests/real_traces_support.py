@@ -14,10 +14,12 @@ import functools
 import gc
 import gzip
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import NamedTuple
+
+from conftest import in_a_child, read_plain
+
+import spanfix
 
 
 class Annotation(NamedTuple):
@@ -45,8 +47,6 @@ def events_document(path: Path) -> dict:
 def plain_size(path: Path) -> int:
     """The length of a trace's document, gunzipped where it is gzipped (len(conftest.read_plain(path))),
     once per process: tests cut their reads into chunks by it."""
-    from conftest import read_plain  # here: the children this module starts import no more than they need
-
     return len(read_plain(Path(path)))
 
 
@@ -57,36 +57,21 @@ def events(path: Path) -> list[dict]:
 
 # Decoding a 135 MB capture in the test process would leave it hundreds of MB larger for good (the freed
 # objects' memory is not given back), and every process a later test forks (spanfix's readers) pays for
-# that in copied page tables: a child decodes it and hands back only what the tests look at.
-def _in_child(call: str) -> bytes:
-    """Run call, one of this module's functions as Python source, in a new Python process: its output."""
-    # The collector off for the child's life: turned back on after the decoding, it would walk the
-    # millions of objects just made (as they pass from one generation to the next), 3 s of a 6 s child.
-    code = ("import gc, sys\ngc.disable()\n"
-            f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-            f"import real_traces_support\nreal_traces_support.{call}\n"
-            "import os\nsys.stdout.flush()\nos._exit(0)\n")  # not freeing the decoded capture object by object
-    done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{call} failed in its child: {done.stderr.decode(errors='replace')}")
-    return done.stdout
-
-
-def _annotations(path: str) -> None:
-    json.dump([[e.get("ph"), e.get("name", ""), e.get("ts"), e.get("dur")] for e in events(Path(path))
-               if e.get("cat") == "user_annotation"], sys.stdout)
+# that in copied page tables: a forked child decodes it (conftest.in_a_child) and hands back only what
+# the tests look at.
+def _annotations(path: Path) -> list[tuple]:
+    return [(e.get("ph"), e.get("name", ""), e.get("ts"), e.get("dur")) for e in events(path)
+            if e.get("cat") == "user_annotation"]
 
 
 @functools.cache
 def annotations(path: Path) -> tuple[Annotation, ...]:
     """The trace's user_annotation events (decoded once per process, in a child; the rest of it dropped)."""
-    return tuple(Annotation(*event) for event in json.loads(_in_child(f"_annotations({str(path)!r})")))
+    return tuple(Annotation(*event) for event in in_a_child(_annotations, Path(path)))
 
 
 @functools.cache
 def _stats(source: str, baseline: str | None, spec_metrics: tuple[str, ...] | None):
-    import spanfix  # here, not at the top: the child that decodes a capture has no need of it
-
     kwargs = {} if baseline is None else {"baseline": baseline}
     if spec_metrics is not None:
         kwargs["spec_metrics"] = list(spec_metrics)
@@ -100,8 +85,8 @@ def stats(source, *, baseline=None, spec_metrics=None):
                   None if spec_metrics is None else tuple(str(path) for path in spec_metrics))
 
 
-def _stretch(path: str, out: str, factor: float) -> None:
-    document = events_document(Path(path))
+def _stretch(path: Path, out: Path, factor: float) -> None:
+    document = events_document(path)
     timed = document["traceEvents"]
     start = min(e["ts"] for e in timed if e.get("ph") != "M" and isinstance(e.get("ts"), (int, float)))
     for event in timed:
@@ -109,12 +94,12 @@ def _stretch(path: str, out: str, factor: float) -> None:
             event["ts"] = round(start + (event["ts"] - start) * factor, 3)
             if isinstance(event.get("dur"), (int, float)):
                 event["dur"] = round(event["dur"] * factor, 3)
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_bytes(gzip.compress(json.dumps(document).encode(), compresslevel=1))  # the fastest gzip
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(gzip.compress(json.dumps(document).encode(), compresslevel=1))  # the fastest gzip
 
 
 def stretched(path: Path, out: Path, factor: float) -> Path:
     """The real capture with every time stretched factor-fold from its first event: what a machine busy
     elsewhere (or python stacks) makes of the same run. Written by a child, as annotations decodes."""
-    _in_child(f"_stretch({str(path)!r}, {str(out)!r}, {factor!r})")
+    in_a_child(_stretch, Path(path), Path(out), factor)
     return out

@@ -142,7 +142,6 @@ class Store:
         bucket, key = name.split("/", 1)
         self._s3.delete_object(Bucket=bucket, Key=key)
 
-
     def close(self) -> None:
         self._s3.close()
 
@@ -553,8 +552,7 @@ def test_scheduler_gives_the_bytes_of_a_local_run(cluster, s3, tmp_path):
         # the local run in this process (its own process is not what is checked here): the same bytes
         assert on_cluster == run(*command, pattern, "-j", "2").stdout, command
     # SPANFIX_SCHEDULER does what --scheduler does
-    assert outputs[4] == \
-        run("stats", pattern, "--format", "json", "-j", "1").stdout
+    assert outputs[4] == run("stats", pattern, "--format", "json", "-j", "1").stdout
     # the workers write the objects; the same bytes as a local run's
     run("relabel", pattern, "-o", "s3://out/here/", "-j", "2")
     fs = store()
