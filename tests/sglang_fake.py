@@ -151,6 +151,12 @@ def write_trace(body, content=b'{"traceEvents": []}'):
     return path
 
 
+# How long a /generate of a load takes, by the test's clock (an answer's meta_info has the server's own
+# times, of the test's choosing): a load's slot sends its next request as soon as one is answered, and
+# answered at once, the slots sent thousands a profile, each a connection and a thread in the test process.
+LOAD_ANSWER_SECONDS = 0.02
+
+
 def generating(text="x", completion_tokens=8, verifies=4, seconds=0.0):
     """A /generate answer (tokenizer_manager's meta_info with the speculative counters), given after
     `seconds` (a real server takes time to generate; a load answered at once sends request after request)."""

@@ -18,14 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
-from sglang_fake import Fake, generating, run, write_trace
+from sglang_fake import LOAD_ANSWER_SECONDS, Fake, generating, run, write_trace
 
 from spanfix.runtime import redact as redaction
 
 SPANFIX = [sys.executable, "-m", "spanfix"]
-# A /generate answer's time by the test's clock: a load's slot sends its next request as soon as one is answered,
-# and answered at once it sent hundreds while capture watched the trace, each a connection and a thread here.
-ANSWER_SECONDS = 0.02
 
 
 @pytest.fixture
@@ -65,7 +62,7 @@ def test_links_planted_in_the_folder_are_replaced_never_followed(tmp_path, fake)
             os.symlink(target, os.path.join(body["output_dir"], name))
 
     fake.sglang(traffic=True, finishes=True, on_start=plant)
-    fake.answers[("POST", "/generate")] = generating(seconds=ANSWER_SECONDS)
+    fake.answers[("POST", "/generate")] = generating(seconds=LOAD_ANSWER_SECONDS)
     result = run("capture", fake.url, "-o", folder, "--load", "1", "--timeout", "20")
     assert result.exit_code == 0, result.stderr
     for name, target in outside.items():
@@ -117,7 +114,7 @@ def test_the_files_capture_writes_pass_through_the_redaction_of_what_it_prints(t
                 otlp_traces_endpoint=f"http://otel.example:4317/?token={SECRET_TOKEN}",
                 launch_command=f"python -m sglang.launch_server --model-path {model} --port 30000",
                 lora_paths={"adapter": {"path": model, "hf_token": SECRET_KEY}})
-    fake.answers[("POST", "/generate")] = generating(text=f"fetched {model}", seconds=ANSWER_SECONDS)
+    fake.answers[("POST", "/generate")] = generating(text=f"fetched {model}", seconds=LOAD_ANSWER_SECONDS)
     result = run("capture", fake.url, "-o", tmp_path / "c", "--load", "1", "--timeout", "20")
     assert result.exit_code == 0, result.stderr
     for name in ("server_args.json", "server_info.json", "requests.jsonl"):

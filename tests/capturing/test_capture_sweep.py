@@ -17,16 +17,12 @@ import time
 import pytest
 import synth
 from conftest import ROOT
-from sglang_fake import INTERNAL_ERROR, Fake, run, server_info
+from sglang_fake import INTERNAL_ERROR, LOAD_ANSWER_SECONDS, Fake, run, server_info
 
 import spanfix
 
 LOADS = (1, 2, 4)
 MAX_NEW = 8  # tokens each load request asks for
-# How long the fake takes to answer a /generate, by the test's clock (its meta_info's e2e_latency is the
-# server's own, of the test's choosing): a load's slots send their next request as soon as one is answered,
-# and answered at once they sent thousands a profile, each a connection and a thread in this process.
-ANSWER_SECONDS = 0.02
 
 
 def _spec(load: int, plain: bool = False):
@@ -102,7 +98,7 @@ class Server:
         return (200, "text/plain", b"Stop profiling. This will take some time.\n")
 
     def _generate(self, body):
-        time.sleep(ANSWER_SECONDS)
+        time.sleep(LOAD_ANSWER_SECONDS)
         tokens = body["sampling_params"]["max_new_tokens"]
         per = self.seconds_per_token
         per = per[self.load] if isinstance(per, dict) else per
