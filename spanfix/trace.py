@@ -12,12 +12,10 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 # Only what relabel needs is imported here: a relabel of a small file is mostly start-up. The stats,
 # speculation and inspection machinery is imported by the methods that use it.
 from .attribution.ambiguity import AmbiguousSpan
-from .attribution.analyse import RelabelOptions, analyse, read
-from .attribution.attribute import Attribution
-from .attribution.index import TraceIndex
+from .attribution.analyse import Analysis, RelabelOptions, analyse, read
 from .errors import UsageError, out_of_memory
 from .options import Options, are_strings, checked_flag, checked_path, need
-from .read.reader import ReadTrace, locate_step_names
+from .read.reader import NameSlot, ReadTrace, located_names
 from .relabelling.plan import RelabelResult, plan
 from .relabelling.write import write_relabelled
 from .sources.overwrite import Reads, reads
@@ -36,11 +34,12 @@ Source = str | os.PathLike[str] | bytes | bytearray | memoryview | BinaryIO
 class Trace:
     """One trace, read once: its attribution, measures and relabelling. Made by spanfix.open()."""
 
-    def __init__(self, read: ReadTrace, index: TraceIndex, attribution: Attribution, warnings: list[str],
-                 options: Options, work: DeviceWork | None, kernel_names: bool, path: str | None = None,
-                 read_from: Reads | None = None):
-        self._read, self._index, self._attribution = read, index, attribution
-        self._warnings, self._options, self._work, self._kernel_names = warnings, options, work, kernel_names
+    def __init__(self, analysis: Analysis, options: Options, work: DeviceWork | None, kernel_names: bool,
+                 path: str | None = None, read_from: Reads | None = None):
+        self._analysis = analysis
+        self._read, self._index, self._attribution = analysis.trace, analysis.index, analysis.attribution
+        self._options, self._work, self._kernel_names = options, work, kernel_names
+        self._located: list[NameSlot] | None = None  # the step names' bytes, found by the first relabel()
         self._measures: dict[KernelClasses | None, TraceMeasures] = {}
         # The file it was read from (None: bytes or a file object, which have no file to write beside),
         # and what it was read from by identity: an output must never be that.
@@ -75,7 +74,8 @@ class Trace:
         data = self._read.data
         self._closed = True
         self._measures.clear()
-        self._read = self._index = self._attribution = self._work = None  # type: ignore[assignment]
+        self._analysis = self._read = self._index = self._attribution = self._work = None  # type: ignore[assignment]
+        self._located = None
         close = getattr(data, "close", None)  # an mmap; bytes have nothing to close
         del data
         if close is not None:
@@ -103,7 +103,7 @@ class Trace:
     @property
     def warnings(self) -> list[str]:
         """What was odd about the trace, one line each (odd input read leniently, joins not made, ...)."""
-        return [*self._warnings, *self._index.notes(), *self._device().warnings()]
+        return [*self._analysis.warnings, *self._index.notes(), *self._device().warnings()]
 
     def _device(self) -> DeviceWork:
         if self._work is None:
@@ -118,8 +118,8 @@ class Trace:
             from .timing import measure
             if kernels is not None and not self._kernel_names:
                 self._kernel_names, self._work = True, None  # read the kernels' names now
-            self._measures[kernels] = measure(self._read, self._index, self._attribution, self._warnings,
-                                              kernels=kernels, work=self._device(), then=measure_speculation)
+            self._measures[kernels] = measure(self._analysis, kernels=kernels, work=self._device(),
+                                              then=measure_speculation)
         return self._measures[kernels]
 
     def steps(self) -> Steps:
@@ -135,8 +135,7 @@ class Trace:
 
     def ambiguous(self) -> list[AmbiguousSpan]:
         """The step spans (and GPU annotations) that stay ambiguous, with what was missing."""
-        return plan(self._read, self._index, self._attribution, self._options.relabel_options(),
-                    patches_wanted=False)[1].ambiguous
+        return plan(self._analysis, self._options.relabel_options())[1].ambiguous
 
     def stats(self, by: Sequence[str] = (), *, kernels: bool = False, kernel_categories: Sequence[str] = (),
               baseline: Baselines = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
@@ -160,8 +159,8 @@ class Trace:
         """What relabel would rename, and why; nothing is written."""
         checked_flag(verify_only, "verify_only")
         options = self._options.relabel_options(verify_only=verify_only)
-        result = plan(self._read, self._index, self._attribution, options, patches_wanted=False)[1]
-        result.warnings.extend(self._warnings)
+        result = plan(self._analysis, options)[1]
+        result.warnings.extend(self._analysis.warnings)
         return result
 
     def relabel(self, output: str | os.PathLike[str] | None = None, *, in_place: bool = False,
@@ -176,18 +175,16 @@ class Trace:
         if self._path is None and (in_place or target is None):
             raise UsageError(f"{self.source}: a trace opened from bytes or a file object has no file of its own "
                              + ("to replace" if in_place else "to write beside") + ": give relabel() an output")
-        if not self._read.step_slots and any(True for _ in self._index.steps):
-            self._read.step_slots = locate_step_names(self.source, self._read.data, self._read.events, self._read.form)
+        if self._located is None:
+            self._located = located_names(self._read) if self._index.steps else []
         options = self._options.relabel_options(verify_only=verify_only, annotate=annotate)
-        return write_relabelled(self._read, self._index, self._attribution, self._warnings, options, target,
-                                in_place=in_place, read=self._reads)
+        return write_relabelled(self._analysis, self._located, options, target, in_place=in_place, read=self._reads)
 
     def inspect(self) -> InspectReport:
         """What spanfix sees in the trace: tracks, algorithm and why, evidence, ambiguous spans."""
         from .attribution.inspection import report_of
         work = self._device()
-        return report_of(self._read, self._index, self._attribution, [*self._warnings, *work.warnings()],
-                         self._options.relabel_options())
+        return report_of(self._analysis, [*self._analysis.warnings, *work.warnings()], self._options.relabel_options())
 
 
 def open(source: Source, options: Options | None = None, *, device: bool = True, kernel_names: bool = False,
@@ -214,11 +211,11 @@ def open(source: Source, options: Options | None = None, *, device: bool = True,
             read_from = Reads().add(source.fileno(), name=_label(source, name))  # type: ignore[union-attr]
     try:
         read = _read_source(source, relabel_options, reduce, name)
-        index, attribution, warnings = analyse(read, relabel_options)
+        analysis = analyse(read, relabel_options)
         work = device_work(read, names=kernel_names) if device else None
     except MemoryError:
         raise out_of_memory(_label(source, name)) from None
-    return Trace(read, index, attribution, warnings, options, work, kernel_names, path, read_from or Reads())
+    return Trace(analysis, options, work, kernel_names, path, read_from or Reads())
 
 
 def _label(source: Source, name: str | None) -> str:

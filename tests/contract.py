@@ -130,10 +130,9 @@ class Seams:
     def of(cls, path: Path | str) -> Seams:
         """The old path, as `stats --kernels --device` takes it: every launch and kernel read."""
         try:
-            trace, index, attribution, warnings = analysed(str(path), RelabelOptions(),
-                                                           device_reducer(True, kernel_names=True))
-            measures = measure(trace, index, attribution, warnings, kernels=KernelClasses.with_overrides(),
-                               device=True)
+            analysis = analysed(str(path), RelabelOptions(), device_reducer(True, kernel_names=True))
+            measures = measure(analysis, kernels=KernelClasses.with_overrides(), device=True)
+            index, attribution = analysis.index, analysis.attribution
         except SpanfixError as exc:
             return cls(error=str(exc))
         return cls(None, span_records(index), index_facts(index), verdict_records(index, attribution),

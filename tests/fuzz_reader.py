@@ -61,7 +61,7 @@ from spanfix.attribution.index import indexed_name
 from spanfix.cli import main as cli
 from spanfix.errors import OutputError
 from spanfix.read import document, parts
-from spanfix.read.reader import TraceError, read_trace
+from spanfix.read.reader import TraceError, located_names, read_trace
 from spanfix.relabelling.write import relabel_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -325,7 +325,7 @@ def halves_agree(source: Path) -> None:
             trace = read_trace(str(source), select=indexed_name)
         except TraceError as exc:
             return str(exc)
-        return len(trace.events), list(trace.events.selected()), trace.step_slots, trace.warnings
+        return len(trace.events), list(trace.events.selected()), located_names(trace), trace.warnings
 
     defaults = parts.FORK_BYTES, parts.CHUNK_BYTES, document.MAP_BYTES
     try:

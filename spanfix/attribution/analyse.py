@@ -39,11 +39,27 @@ def read(source: str, options: RelabelOptions, reduce: Reducer | None = None, *,
     bytes are not located: only a relabel needs them (analysed_and_located). document: its bytes,
     read already (reader.read_trace). content: bytes or a binary file object to read the trace from
     (source then only names it). Every command reads a trace for attribution here, and only here."""
-    return read_trace(source, select=indexed_name, reduce=reduce, locate_names=False, document=document,
+    return read_trace(source, select=indexed_name, reduce=reduce, document=document,
                       content=content, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
 
 
-def analyse(trace: ReadTrace, options: RelabelOptions) -> tuple[TraceIndex, Attribution, list[str]]:
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """One trace read, indexed and attributed: the one value every later stage takes (relabel's plan,
+    measure and the speculation figures, inspect, check's trust rules, the API's Trace), so that no
+    stage spells out the representation of the index or the verdicts in its own signature."""
+
+    trace: ReadTrace
+    index: TraceIndex
+    attribution: Attribution
+    warnings: tuple[str, ...]  # what was odd about the trace, its server arguments or the rules given
+
+    @property
+    def source(self) -> str:
+        return self.trace.source
+
+
+def analyse(trace: ReadTrace, options: RelabelOptions) -> Analysis:
     """Index and attribute one trace (shared by relabel, inspect and stats)."""
     progress.phase("attributing")
     server_args, problem = read_server_args(trace.source)
@@ -61,14 +77,13 @@ def analyse(trace: ReadTrace, options: RelabelOptions) -> tuple[TraceIndex, Attr
                                 num_steps=options.num_steps, server_args_from=source, trusted=trusted)
     except PatternTooSlow as exc:  # the fallback engine's bound (patterns.py): one line for this input
         raise PatternTooSlow(f"{trace.source}: {exc}") from None
-    return index, attribution, [*trace.warnings, *([problem] if problem else []), *said,
-                                *attribution.algorithm.warnings, *attribution.unmatched_rules]
+    return Analysis(trace, index, attribution, (*trace.warnings, *([problem] if problem else []), *said,
+                                                *attribution.algorithm.warnings, *attribution.unmatched_rules))
 
 
 def analysed(source: str, options: RelabelOptions, reduce: Reducer | None = None, *,
              document: tuple[Buffer, Buffer | None] | None = None,
              content: bytes | bytearray | memoryview | BinaryIO | None = None
-             ) -> tuple[ReadTrace, TraceIndex, Attribution, list[str]]:
-    """read(), then analyse(): the trace, its index, its attribution and what was odd about it."""
-    trace = read(source, options, reduce, document=document, content=content)
-    return (trace, *analyse(trace, options))
+             ) -> Analysis:
+    """read(), then analyse()."""
+    return analyse(read(source, options, reduce, document=document, content=content), options)

@@ -6,11 +6,10 @@ import itertools
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from ..read.reader import ReadTrace
 from .ambiguity import AmbiguityGroup, AmbiguousSpan, by_reason
-from .analyse import RelabelOptions
-from .attribute import AMBIGUOUS, Attribution
-from .index import TraceIndex, TrackNames
+from .analyse import Analysis, RelabelOptions
+from .attribute import AMBIGUOUS
+from .index import TrackNames
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +76,9 @@ def _name_count(names: TrackNames, track: tuple) -> int:
             + len(names.process_labels.get(pid, ())))
 
 
-def report_of(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warnings: list[str],
-              options: RelabelOptions) -> InspectReport:
+def report_of(analysis: Analysis, warnings: list[str], options: RelabelOptions) -> InspectReport:
+    """What spanfix sees in an analysed trace; warnings: what was odd about it (the analysis's own and more)."""
+    trace, index, attribution = analysis.trace, analysis.index, analysis.attribution
     modes: dict[tuple, Counter] = defaultdict(Counter)
     for step in index.steps:
         modes[step.track][step.step.mode] += 1

@@ -20,14 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from ..attribution.analyse import RelabelOptions
-from ..attribution.attribute import Attribution
-from ..attribution.index import TraceIndex
+from ..attribution.analyse import Analysis, RelabelOptions
 from ..attribution.naming import parse_step_name
 from ..errors import BudgetError
 from ..options import Options
 from ..read.clock import offset_text
-from ..read.reader import ReadTrace, TraceError
+from ..read.reader import TraceError
 from ..relabelling.plan import plan
 from ..runs.measure import COLLECT, Each, Runs, one_by_one
 from ..text import clip
@@ -108,10 +106,10 @@ class CheckOptions:
         return any(family_of(budget).needs_device(budget) for budget in self.budgets)
 
 
-def _trusted(trace: ReadTrace, index: TraceIndex, attribution: Attribution, options: RelabelOptions,
-             measured: TraceMeasures, *, check: CheckOptions) -> list[Outcome]:
+def _trusted(analysis: Analysis, options: RelabelOptions, measured: TraceMeasures, *,
+             check: CheckOptions) -> list[Outcome]:
     """Runs' `also` hook: one input's trust outcomes, from the read its measures come from."""
-    return trust_outcomes(trace, index, attribution, options, check, measured.trace_start_us)
+    return trust_outcomes(analysis, options, check, measured.trace_start_us)
 
 
 def run_check(sources: Iterable[str], options: Options | RelabelOptions, check: CheckOptions, *,
@@ -154,12 +152,13 @@ def run_check(sources: Iterable[str], options: Options | RelabelOptions, check: 
 # Trust
 
 
-def trust_outcomes(trace: ReadTrace, index: TraceIndex, attribution: Attribution, options: RelabelOptions,
-                   check: CheckOptions, trace_start_us: float = 0.0) -> list[Outcome]:
+def trust_outcomes(analysis: Analysis, options: RelabelOptions, check: CheckOptions,
+                   trace_start_us: float = 0.0) -> list[Outcome]:
     """The relabel summary (the same one `relabel --strict` judges) read as rules about one input.
     Times are from the trace's start (trace_start_us), as Perfetto and inspect show them."""
-    _, summary = plan(trace, index, attribution, options, patches_wanted=False)
-    source = trace.source
+    _, summary = plan(analysis, options)
+    index = analysis.index
+    source = analysis.source
     ambiguous = summary.ambiguous
     first = (f"{clip(ambiguous[0].name)} at {offset_text(ambiguous[0].start_us)} from the trace start: "
              f"{ambiguous[0].detail}") if ambiguous else ""
@@ -174,7 +173,7 @@ def trust_outcomes(trace: ReadTrace, index: TraceIndex, attribution: Attribution
                         f"{steps} step spans", empty, source),
                 Outcome("no ambiguous step spans", TRUST, judged(not ambiguous or check.allow_ambiguous),
                         len(ambiguous), f"{len(ambiguous)} ambiguous", why, source)]
-    conflicts = [v.detail for v in attribution.verdicts if v.conflict] + summary.conflicts
+    conflicts = [v.detail for v in analysis.attribution.verdicts if v.conflict] + summary.conflicts
     outcomes.append(Outcome("no conflicting evidence", TRUST, judged(not conflicts), len(conflicts),
                             f"{len(conflicts)} conflicts", _first_of(len(conflicts), conflicts[0] if conflicts else ""),
                             source))

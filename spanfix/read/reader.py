@@ -73,7 +73,6 @@ class ReadTrace:
     compressed: Buffer | None  # the gzip file as read: an unchanged trace is copied, not recompressed
     form: str  # "object", "array" or "array-unterminated"
     events: Events
-    step_slots: list[NameSlot]  # one per event whose name starts with "step[", in event order (when located)
     warnings: list[str] = field(default_factory=list)  # odd input read leniently, one line each
     reduced: list | None = None  # what read_trace's reduce made of the events, one result per chunk read
     origin_ns: int | None = None  # the trace's start: its earliest timestamp but metadata's (clock.py)
@@ -90,14 +89,14 @@ class ReadTrace:
 
 def read_trace(source: str | Path, *, max_bytes: int | None = None,
                select: Callable[[str], bool] | None = None, reduce: Reducer | None = None,
-               content: bytes | bytearray | memoryview | BinaryIO | None = None, locate_names: bool = True,
+               content: bytes | bytearray | memoryview | BinaryIO | None = None,
                document: tuple[Buffer, Buffer | None] | None = None) -> ReadTrace:
     """Read and decode a trace. With select, only events whose name it accepts (plus step spans and
     unnamed events, which close B/E pairs) are decoded up front; the rest stay raw until asked for.
     With reduce (and select), every event is decoded and handed to reduce, a stretch at a time, in
-    the process that read it (ReadTrace.reduced); the step names' bytes are then not located: that is
-    for reading what a relabel would not write (stats). locate_names=False leaves them unlocated too
-    (relabel locates them beside its analysis: relabelling/write.analysed_and_located). With content (bytes or a binary file object),
+    the process that read it (ReadTrace.reduced). The step names' bytes are not located here: a relabel
+    locates them (located_names) beside its analysis (relabelling/write.analysed_and_located), and
+    nothing else needs them. With content (bytes or a binary file object),
     the trace is read from it and source only names it. max_bytes: the largest document accepted,
     uncompressed (None: default_max_bytes()). document: (the uncompressed bytes, the gzip file's) as
     read_document_bytes returned them, for a file read once and looked at twice."""
@@ -123,9 +122,13 @@ def read_trace(source: str | Path, *, max_bytes: int | None = None,
             selected.events.keep_every(decoded, part.every_exact)
             warnings = warnings + decode_warnings
     del parse_buffer
-    slots = [] if reduce is not None or not locate_names else locate_step_names(source, data, selected.events, form)
-    return ReadTrace(source, data, compressed, form, selected.events, slots, warnings, selected.reduced,
-                 selected.origin_ns)
+    return ReadTrace(source, data, compressed, form, selected.events, warnings, selected.reduced, selected.origin_ns)
+
+
+def located_names(trace: ReadTrace) -> list[NameSlot]:
+    """The bytes of every step name of a read trace, one per event whose name starts with "step[",
+    in event order: what a relabel's patches rewrite."""
+    return locate_step_names(trace.source, trace.data, trace.events, trace.form)
 
 
 @contextlib.contextmanager

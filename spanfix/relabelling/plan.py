@@ -10,12 +10,11 @@ from dataclasses import dataclass
 import orjson
 
 from ..attribution.ambiguity import AmbiguousSpan
-from ..attribution.analyse import RelabelOptions
-from ..attribution.attribute import AMBIGUOUS, DRAFT, TARGET, UNKNOWN_MODE, Attribution
-from ..attribution.index import TraceIndex
+from ..attribution.analyse import Analysis, RelabelOptions
+from ..attribution.attribute import AMBIGUOUS, DRAFT, TARGET, UNKNOWN_MODE
 from ..attribution.naming import new_stage, parse_step_name
 from ..read.locate import byte_offset
-from ..read.reader import NameSlot, ReadTrace
+from ..read.reader import NameSlot
 from .annotate import annotation, neighbour_bounds
 from .patch import Patch
 
@@ -60,14 +59,16 @@ class RelabelResult:
         }
 
 
-def plan(trace: ReadTrace, index: TraceIndex, attribution: Attribution, options: RelabelOptions, *,
-         patches_wanted: bool = True) -> tuple[list[Patch], RelabelResult]:
-    """The byte patches that rename the spans (none unless wanted: they need the names' bytes located),
-    and the summary of what and why."""
-    slots = {slot.event: slot for slot in trace.step_slots}
+def plan(analysis: Analysis, options: RelabelOptions, located: list[NameSlot] | None = None
+         ) -> tuple[list[Patch], RelabelResult]:
+    """The byte patches that rename the spans (none without located: the step names' bytes, as
+    read.reader.locate_step_names finds them), and the summary of what and why."""
+    trace, index, attribution = analysis.trace, analysis.index, analysis.attribution
+    patches_wanted = located is not None
+    slots = {slot.event: slot for slot in located or ()}
     # Each step event lies between its neighbours' names: the bounds of the search for its own
     # bytes when annotating (unbounded, one search per event could cover the whole file).
-    bounds = neighbour_bounds(trace.step_slots, len(trace.data)) if options.annotate else {}
+    bounds = neighbour_bounds(located, len(trace.data)) if located is not None and options.annotate else {}
     unannotated = 0
     patches: list[Patch] = []
     changes: Counter = Counter()

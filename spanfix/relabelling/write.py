@@ -10,13 +10,11 @@ from pathlib import Path
 
 import msgspec
 
-from ..attribution.analyse import RelabelOptions, analyse, read
-from ..attribution.attribute import Attribution
-from ..attribution.index import TraceIndex
+from ..attribution.analyse import Analysis, RelabelOptions, analyse, read
 from ..errors import UsageError
 from ..read import parts
 from ..read.events import is_step_name
-from ..read.reader import STDIN, NameSlot, ReadTrace, TraceError, locate_step_names
+from ..read.reader import STDIN, NameSlot, ReadTrace, TraceError, located_names
 from ..runtime import progress
 from ..sources import basename, is_folder, is_url, join, local_path, place_key, scheme_of, sibling
 from ..sources.output import output_folder, write_output
@@ -142,34 +140,30 @@ def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dr
         output_folder(target)  # before reading: a mistyped -o fails at once, not after minutes of work
     trace = read(source, options)  # the step names' bytes are found beside the analysis (a dry run needs none)
     if dry_run:
-        index, attribution, warnings = analyse(trace, options)
-        _, result = plan(trace, index, attribution, options, patches_wanted=False)
-        result.warnings.extend(warnings)
+        analysis = analyse(trace, options)
+        _, result = plan(analysis, options)
+        result.warnings.extend(analysis.warnings)
         return result
-    index, attribution, warnings = analysed_and_located(trace, options)
-    return write_relabelled(trace, index, attribution, warnings, options, output, in_place=in_place)
+    analysis, located = analysed_and_located(trace, options)
+    return write_relabelled(analysis, located, options, output, in_place=in_place)
 
 
-def analysed_and_located(trace: ReadTrace, options: RelabelOptions) -> tuple[TraceIndex, Attribution, list[str]]:
-    """analyse(), and the step names' bytes located into trace.step_slots. On a large trace a
+def analysed_and_located(trace: ReadTrace, options: RelabelOptions) -> tuple[Analysis, list[NameSlot]]:
+    """analyse(), and the step names' bytes located (read.reader.located_names). On a large trace a
     forked child finds them (a pass over every byte) while this process indexes and attributes,
     which takes longer: the pass then costs no time. A child that fails leaves it to this process,
     which then reports what went wrong."""
     wanted = any(is_step_name(event.name) for _, event in trace.events.selected())
     if not wanted or len(trace.data) < parts.FORK_BYTES or not parts.can_fork():
-        analysed = analyse(trace, options)
-        trace.step_slots = _located(trace) if wanted else []
-        return analysed
+        analysis = analyse(trace, options)
+        return analysis, (located_names(trace) if wanted else [])
 
     def in_child() -> bytes:
-        return msgspec.msgpack.encode(_located(trace))
-    payload, analysed = parts.beside(in_child, lambda: analyse(trace, options))
-    trace.step_slots = _SLOTS.decode(payload) if payload is not None else _located(trace)
-    return analysed
+        return msgspec.msgpack.encode(located_names(trace))
+    payload, analysis = parts.beside(in_child, lambda: analyse(trace, options))
+    return analysis, (_SLOTS.decode(payload) if payload is not None else located_names(trace))
 
 
-def _located(trace: ReadTrace) -> list[NameSlot]:
-    return locate_step_names(trace.source, trace.data, trace.events, trace.form)
 
 
 _SLOTS = msgspec.msgpack.Decoder(list[NameSlot])
@@ -193,18 +187,18 @@ def _target(source: str, output: str | None, in_place: bool, read: Reads | None 
     return target
 
 
-def write_relabelled(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warnings: list[str],
-                     options: RelabelOptions, output: str | None, *, in_place: bool = False,
-                     read: Reads | None = None) -> RelabelResult:
+def write_relabelled(analysis: Analysis, located: list[NameSlot], options: RelabelOptions, output: str | None, *,
+                     in_place: bool = False, read: Reads | None = None) -> RelabelResult:
     """Write a read and attributed trace with its spans renamed: all or nothing, only the renamed
-    bytes changed (an unchanged gzip input is copied as it is). read: the files the output must not
-    be (default: the trace's own file)."""
+    bytes changed (an unchanged gzip input is copied as it is). located: its step names' bytes
+    (analysed_and_located). read: the files the output must not be (default: the trace's own file)."""
+    trace = analysis.trace
     source = trace.source
     target = _target(source, output, in_place, read)
     if target != STDIN:
         output_folder(target)
-    patches, result = plan(trace, index, attribution, options)
-    result.warnings.extend(warnings)
+    patches, result = plan(analysis, options, located)
+    result.warnings.extend(analysis.warnings)
     if in_place and not patches:
         return result
     progress.phase("writing", len(trace.data))

@@ -131,8 +131,8 @@ def read_baseline(source: str, options: RelabelOptions, *, then: Then | None = N
     such as /dev/zero refused by its first bytes), and looked at as a trace, then as a saved result."""
     document = read_document_bytes(source, max_bytes=options.max_bytes)
     try:
-        trace, index, attribution, warnings = analysed(source, options, device_reducer(device), document=document)
-        return BaselineRead(source, measures=measure(trace, index, attribution, warnings, device=device, then=then))
+        analysis = analysed(source, options, device_reducer(device), document=document)
+        return BaselineRead(source, measures=measure(analysis, device=device, then=then))
     except TraceError:
         saved = _saved_result(document[0])
         if saved is None:

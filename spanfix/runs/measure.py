@@ -9,12 +9,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..attribution.analyse import RelabelOptions, analysed
-from ..attribution.attribute import Attribution
-from ..attribution.index import TraceIndex
+from ..attribution.analyse import Analysis, RelabelOptions, analysed
 from ..errors import SpanfixError, TraceError, UsageError, out_of_memory
 from ..options import Options, checked_paths
-from ..read.reader import ReadTrace
 from ..sources.overwrite import same_files
 from ..speculation import (
     AcceptFigure,
@@ -45,9 +42,9 @@ from .baseline import (
 # that uses processes and reports progress. The default runs them one by one, here.
 Each = Callable[[Callable[..., Any], list[tuple[Any, ...]]], Iterable[tuple[str, Any]]]
 # Work of a caller's own on each input, beside its measuring in the same worker (check's trust rules):
-# also(trace, index, attribution, options, measures), from the same read; its result travels with the
-# measures (Measured.also). A top-level function or a partial of one: it crosses to a worker process.
-Also = Callable[[ReadTrace, TraceIndex, Attribution, RelabelOptions, TraceMeasures], Any]
+# also(analysis, options, measures), from the same read; its result travels with the measures
+# (Measured.also). A top-level function or a partial of one: it crosses to a worker process.
+Also = Callable[[Analysis, RelabelOptions, TraceMeasures], Any]
 
 
 def accept_figures(spec_metrics: Sequence[str | os.PathLike[str]] = (),
@@ -106,11 +103,10 @@ def measure_path(source: str, options: Options | RelabelOptions, classes: Kernel
     advised (the caller chose it)."""
     try:
         relabel = _relabel(options)
-        trace, index, attribution, warnings = analysed(source, relabel,
-                                                       device_reducer(device, kernel_names=classes is not None))
-        measured = measure(trace, index, attribution, warnings, kernels=classes, device=device,
-                           advise_device=also is None, then=measure_speculation)
-        return measured if also is None else (measured, also(trace, index, attribution, relabel, measured))
+        analysis = analysed(source, relabel, device_reducer(device, kernel_names=classes is not None))
+        measured = measure(analysis, kernels=classes, device=device, advise_device=also is None,
+                           then=measure_speculation)
+        return measured if also is None else (measured, also(analysis, relabel, measured))
     except SpanfixError as exc:
         return exc
     except MemoryError:

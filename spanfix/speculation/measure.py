@@ -9,10 +9,8 @@ from collections import defaultdict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-from ..attribution.attribute import Attribution
+from ..attribution.analyse import Analysis
 from ..attribution.config import RunConfig
-from ..attribution.index import TraceIndex
-from ..read.reader import ReadTrace
 from ..timing import CPU, GPU, DeviceWork, TraceMeasures
 from ..timing.iterations import plain_decode_iterations
 from .accept import acceptances
@@ -60,10 +58,11 @@ class SpeculationMeasures:
     basis: str | None = None  # what an iteration is here: RUN_BATCH, or MODEL_WORK where no run_batch span exists
 
 
-def measure_speculation(trace: ReadTrace, index: TraceIndex, attribution: Attribution, work: DeviceWork,
-                        measured: TraceMeasures, stages: list[str], members: dict | None = None) -> None:
+def measure_speculation(analysis: Analysis, work: DeviceWork, measured: TraceMeasures, stages: list[str],
+                        members: dict | None = None) -> None:
     """timing.measure's `then`: the speculation figures of the trace, on measured.speculation
     (members: the iterations' work spans, timing.iterations.work_spans, found already)."""
+    trace, index, attribution = analysis.trace, analysis.index, analysis.attribution
     config = measured.config
     told = acceptances(measured.steps, measured.iterations, config.candidates, attribution.server_args)
     iterations = []

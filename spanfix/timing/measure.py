@@ -8,8 +8,8 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 from ..attribution.algorithms import ORDERED  # the steps' order delimits these algorithms' iterations
-from ..attribution.analyse import RelabelOptions, analysed
-from ..attribution.attribute import AMBIGUOUS, DRAFT, TARGET, Attribution
+from ..attribution.analyse import Analysis, RelabelOptions, analysed
+from ..attribution.attribute import AMBIGUOUS, DRAFT, TARGET
 from ..attribution.index import GPU_CATEGORY, STAGE_SPANS, StepSpan, TraceIndex
 from ..attribution.naming import new_stage, no_step_spans, relabel_step_name
 from ..attribution.patterns import PatternTooSlow
@@ -36,11 +36,10 @@ HOST_ONLY = "host clock only: the capture recorded no device activity (no kernel
 
 
 # Called with what measure() read and made, to measure more of the same read (see measure's `then`).
-Then = Callable[[ReadTrace, TraceIndex, Attribution, DeviceWork, "TraceMeasures", list[str], dict], None]
+Then = Callable[[Analysis, DeviceWork, "TraceMeasures", list[str], dict], None]
 
 
-def measure(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warnings: Iterable[str] = (), *,
-            kernels: KernelClasses | None = None, work: DeviceWork | None = None,
+def measure(analysis: Analysis, *, kernels: KernelClasses | None = None, work: DeviceWork | None = None,
             device: bool | None = True, advise_device: bool = True, then: Then | None = None) -> TraceMeasures:
     """Every step and decode iteration of one trace on both clocks; with kernels, the kernels of each.
 
@@ -48,9 +47,10 @@ def measure(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warni
     clock); None: only when device time needs them anyway (see needs_kernels), which leaves a
     trace whose every span has a GPU annotation as fast to measure as its host spans; advise_device:
     then say so, and how to get it, in a note (check reads it whenever a budget needs it: no news there);
-    then: called last with the trace, index, attribution, device work, the measures, the step stages
-    and the iterations' work spans (iterations.work_spans), for figures made from the same read (the
+    then: called last with the analysis, device work, the measures, the step stages and the
+    iterations' work spans (iterations.work_spans), for figures made from the same read (the
     speculation figures: timing does not import them)."""
+    trace, index, attribution = analysis.trace, analysis.index, analysis.attribution
     notes = []
     progress.phase("measuring")
     if work is None:
@@ -85,7 +85,7 @@ def measure(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warni
     members = work_spans(index, stages)
     iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, origin, table)
                   for iteration in decode_iterations(index, stages, work, members, order=order)]
-    said = [f"{trace.source}: {warning}" for warning in (*warnings, *index.notes(), *work.warnings())]
+    said = [f"{trace.source}: {warning}" for warning in (*analysis.warnings, *index.notes(), *work.warnings())]
     if not index.steps and trace.events:
         said.append(f"{trace.source}: {no_step_spans(len(trace.events))}")
     elif not trace.events:  # an empty trace is valid: information, not a problem
@@ -100,7 +100,7 @@ def measure(trace: ReadTrace, index: TraceIndex, attribution: Attribution, warni
                                                                        bool(guess.candidates & ORDERED)),
                              [f"{trace.source}: {note}" for note in notes])
     if then is not None:
-        then(trace, index, attribution, work, measured, stages, members)
+        then(analysis, work, measured, stages, members)
     return measured
 
 
@@ -282,7 +282,7 @@ def _mode_name(name: str) -> str:
 
 def measure_file(source: str, options: RelabelOptions, *, kernels: KernelClasses | None = None,
                  device: bool | None = None, then: Then | None = None) -> TraceMeasures:
-    return measure(*analysed(source, options, device_reducer(device, kernel_names=kernels is not None)),
+    return measure(analysed(source, options, device_reducer(device, kernel_names=kernels is not None)),
                    kernels=kernels, device=device, then=then)
 
 

@@ -11,7 +11,7 @@ from synth_helpers import eagle_events
 
 from spanfix.read import parts
 from spanfix.read.events import Stamp
-from spanfix.read.reader import read_trace
+from spanfix.read.reader import located_names, read_trace
 from spanfix.timing.columns import DeviceReducer
 
 
@@ -48,14 +48,14 @@ def read_both(path, monkeypatch, processes=2, chunks=7, **options):
 def assert_same(whole, chunked):
     assert len(chunked.events) == len(whole.events)
     assert list(chunked.events.selected()) == list(whole.events.selected())
-    assert chunked.step_slots == whole.step_slots
+    assert located_names(chunked) == located_names(whole)
     assert chunked.origin_ns == whole.origin_ns
     assert (chunked.events.exact or {}) == (whole.events.exact or {})
-    assert len(whole.step_slots) > 0
+    assert len(located_names(whole)) > 0
     # Events not decoded up front are decoded when asked for, from the same bytes.
     for index in (0, len(whole.events) // 2, len(whole.events) - 1):
         assert chunked.events[index] == whole.events[index]
-    for slot in chunked.step_slots:
+    for slot in located_names(chunked):
         name = chunked.data[slot.start:slot.end].decode()
         assert name == chunked.events[slot.event].name
 
@@ -85,7 +85,7 @@ def test_any_number_of_parts_reads_the_same(tmp_path, monkeypatch, processes, ch
     path = tmp_path / "t.json"
     path.write_bytes(trace_bytes(eagle_events()))
     reduce = DeviceReducer(names=True)
-    first, second, used = read_both(path, monkeypatch, processes, chunks, reduce=reduce, locate_names=False)
+    first, second, used = read_both(path, monkeypatch, processes, chunks, reduce=reduce)
     assert used
     assert list(second.events.selected()) == list(first.events.selected())
     assert second.origin_ns == first.origin_ns

@@ -38,14 +38,14 @@ def test_real_traces_read_in_parts_as_whole(monkeypatch, path):
     from conftest import read_in_parts, read_whole
 
     from spanfix.attribution.index import indexed_name
-    from spanfix.read.reader import TraceError, read_trace
+    from spanfix.read.reader import TraceError, located_names, read_trace
 
     def read():
         try:
             trace = read_trace(str(path), select=indexed_name)
         except TraceError as exc:
             return str(exc)
-        return len(trace.events), list(trace.events.selected()), trace.step_slots, trace.warnings, bytes(trace.data)
+        return len(trace.events), list(trace.events.selected()), located_names(trace), trace.warnings, bytes(trace.data)
 
     read_whole(monkeypatch)
     whole = read()

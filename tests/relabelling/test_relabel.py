@@ -6,7 +6,7 @@ import pytest
 from conftest import read_plain, span, thread_name, trace_bytes, write_trace
 
 from spanfix.attribution.analyse import RelabelOptions
-from spanfix.read.reader import TraceError, read_trace
+from spanfix.read.reader import TraceError, located_names, read_trace
 from spanfix.relabelling.write import default_output, relabel_file
 
 RENAMES = {
@@ -137,7 +137,7 @@ def test_escaped_names_take_the_exact_path(tmp_path):
     source = tmp_path / "t.json"
     source.write_text(text)
     trace = read_trace(str(source))
-    assert [(s.event, text.encode()[s.start:s.end]) for s in trace.step_slots] == [
+    assert [(s.event, text.encode()[s.start:s.end]) for s in located_names(trace)] == [
         (0, b"\\u0073tep[TARGET_VERIFY bs=2]")]
     relabel_file(str(source), str(tmp_path / "o.json"), RelabelOptions())
     # The escaped name is rewritten whole; the nested args "name" keeps its bytes.
@@ -266,5 +266,5 @@ def test_step_names_located_beside_the_analysis_or_here(tmp_path, monkeypatch, d
     def never(*_):
         raise AssertionError("a dry run locates no name")
 
-    monkeypatch.setattr(write, "locate_step_names", never)
+    monkeypatch.setattr(write, "located_names", never)
     assert relabel_file(str(source), None, RelabelOptions(), dry_run=True).changed == 4
