@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..attribution.analyse import Analysis
 from ..attribution.config import RunConfig
 from ..timing import CPU, GPU, DeviceWork, TraceMeasures
+from ..timing.device import SPLIT_SKIPPED, Allowance
 from ..timing.iterations import plain_decode_iterations
 from .accept import acceptances
 from .model import ModelTime, iteration_model, model_view
@@ -90,14 +91,17 @@ def measure_speculation(analysis: Analysis, work: DeviceWork, measured: TraceMea
     plain = not config.speculative  # a plain-decode capture: its decode iterations are a plain twin's
     runs = any(span.kind == "iteration" for spans in index.spans.values() for span in spans)
     plain_iterations: dict[tuple[int | None, str], list[float]] = defaultdict(list)
+    allowance = Allowance.of(work)  # its own: what timing's stages spent is theirs (device.BUDGET)
     if plain:
-        for it in plain_decode_iterations(index, stages, work):
+        for it in plain_decode_iterations(index, stages, work, allowance=allowance):
             if not it.host_us >= MIN_ITERATION_US:
                 short += 1
                 continue
             plain_iterations[it.bs, CPU].append(it.host_us)
             if it.device_us is not None and it.device_us >= MIN_ITERATION_US:
                 plain_iterations[it.bs, GPU].append(it.device_us)
+    if allowance.skipped:  # the plain iterations' own, which timing's warnings could not count
+        measured.warnings.append(f"{trace.source}: {allowance.skipped} plain {SPLIT_SKIPPED}")
     if short:
         measured.warnings.append(
             f"{trace.source}: {short} decode iteration{'s' if short > 1 else ''} (or plain DECODE steps) shorter than "

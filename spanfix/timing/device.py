@@ -42,8 +42,30 @@ SPLIT_SKIPPED = ("decode iterations not measured on the device clock: their devi
 # clock walks the items that start in its extent. Steps do not nest and extents barely overlap, so
 # a trace walks each item about once. Hostile input can make them walk every item once per step or
 # iteration: past this many items walked per item of the trace (and the allowance), the step gets no
-# busy time, the iteration no device clock, and a warning counts them.
+# busy time, the iteration no device clock, and a warning counts them. Each stage that walks (the step
+# rows, the iteration rows, a plain capture's iterations) has an Allowance of its own, decided from the
+# trace's item count before any runs: no stage's figures depend on what another spent, or whether it ran.
 BUDGET, ALLOWANCE = 8, 2**16
+
+
+@dataclass(slots=True)
+class Allowance:
+    """The items one stage's unions or splits may still walk (see BUDGET): made per stage, per measure."""
+
+    left: int
+    skipped: int = 0  # unions or splits refused
+
+    @classmethod
+    def of(cls, work: DeviceWork) -> Allowance:
+        return cls(BUDGET * len(work.ranges) + ALLOWANCE)
+
+    def spend(self, items: int) -> bool:
+        """May this many more items be walked? If so, spent; if not, counted in skipped."""
+        if items > self.left:
+            self.skipped += 1
+            return False
+        self.left -= items
+        return True
 
 
 @dataclass(slots=True)
@@ -78,8 +100,7 @@ class DeviceWork:
     names: list[str] | None = None  # the distinct kernel names, when they were read
     name_ids: Any = None  # numpy, per item: its name's number in names
     categories: Any = None  # numpy int8, per item: its category's number in columns.DEVICE_CATEGORIES
-    problems: Counter = field(default_factory=Counter)
-    budget: int | None = None  # items unions and splits may still walk (spend), once they have started
+    problems: Counter = field(default_factory=Counter)  # what the join could not use, counted once when joined
 
     @property
     def empty(self) -> bool:
@@ -114,25 +135,15 @@ class DeviceWork:
         """The items' durations added up, in nanoseconds."""
         return self.ranges.duration(items.start, items.stop)
 
-    def busy(self, items: range) -> int | None:
+    def busy(self, items: range, allowance: Allowance) -> int | None:
         """The time at least one of the items runs, in nanoseconds: overlapping streams count once.
-        None when the union is past what a trace may spend (see BUDGET), counted in problems."""
+        None when the union is past what the allowance lets the stage walk (see BUDGET)."""
         a, b = items.start, items.stop
         if self.sequential(items):
             return self.duration(items)
-        if not self.spend(b - a):
-            self.problems[UNION_SKIPPED] += 1
+        if not allowance.spend(b - a):
             return None
         return self.ranges.union(a, b)
-
-    def spend(self, items: int) -> bool:
-        """May a union or an iteration's split walk this many more items (see BUDGET)? If so, spent."""
-        if self.budget is None:
-            self.budget = BUDGET * len(self.ranges) + ALLOWANCE
-        if items > self.budget:
-            return False
-        self.budget -= items
-        return True
 
     def alone(self, scope: Hashable, start: int, end: int, own: int) -> bool:
         """Do the `own` items of a rank that start from start to end run alone there: nothing else of
@@ -156,8 +167,10 @@ class DeviceWork:
         earlier = int(reach[lo - 1]) if lo and int(reach[lo - 1]) > start else None
         return ids[lo:hi], earlier
 
-    def warnings(self) -> list[str]:
-        return [f"{count} {why}" for why, count in sorted(self.problems.items())]
+    def warnings(self, skipped: Counter | None = None) -> list[str]:
+        """What the join could not use, one line each; skipped: what a measure's stages left out
+        besides (UNION_SKIPPED, SPLIT_SKIPPED: counts), in the same order."""
+        return [f"{count} {why}" for why, count in sorted((self.problems + (skipped or Counter())).items())]
 
     @classmethod
     def joined(cls, stretches: Iterable[DeviceColumns], origin_ns: int = 0, consume: bool = False) -> DeviceWork:

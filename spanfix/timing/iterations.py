@@ -40,7 +40,7 @@ from typing import Any
 from ..attribution.index import Enclosing, Span, TraceIndex, Track
 from ..attribution.ranks import scope_of
 from ..attribution.sglang import is_draft_frame
-from .device import SPLIT_SKIPPED, DeviceWork
+from .device import Allowance, DeviceWork
 from .sharing import DEVICE_PARTS, PARTS, partition
 
 # Step stages that are draft-side work: the draft runner's steps and the workers' own graph spans.
@@ -112,11 +112,13 @@ class _Process:
 
 
 def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | None = None,
-                      members: dict[Span, str] | None = None, *, order: bool = False) -> list[Iteration]:
+                      members: dict[Span, str] | None = None, *, order: bool = False,
+                      allowance: Allowance | None = None) -> list[Iteration]:
     """Every decode iteration with its parts, on the host clock and, given the device work, the device's.
     members: work_spans(index, stages), when the caller has it already; order: the algorithm drafts
     before the verify and extends once after it, so that the steps' order delimits iterations where no
-    scheduler.run_batch or stage span does."""
+    scheduler.run_batch or stage span does. allowance: what the splits on the device clock may walk
+    (device.BUDGET; its skipped counts the iterations left without one); default: a fresh one."""
     processes: dict[Hashable, _Process] = defaultdict(_Process)
     for pid, runs in _run_batches(index).items():
         processes[pid].runs = runs
@@ -159,11 +161,12 @@ def decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | N
             if work is not None and not work.empty and pid in launching:
                 pending.append((iteration, placed, launching[pid].between(start, end)))
             found.append(iteration)
-    _on_the_device(found, pending, work, index)
+    _on_the_device(found, pending, work, index, allowance)
     return found
 
 
-def plain_decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | None = None) -> list[Iteration]:
+def plain_decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWork | None = None, *,
+                            allowance: Allowance | None = None) -> list[Iteration]:
     """The decode iterations of a capture without speculation, measured as decode_iterations measures a
     speculative one's: the scheduler.run_batch spans whose step spans are all DECODE (a prefill or a
     mixed batch is another kind of iteration), on the host and, given the device work (or the span's
@@ -189,7 +192,7 @@ def plain_decode_iterations(index: TraceIndex, stages: list[str], work: DeviceWo
             if work is not None and not work.empty and pid in launching:
                 pending.append((iteration, [], launching[pid].between(start, end)))
             found.append(iteration)
-    _on_the_device(found, pending, work, index)
+    _on_the_device(found, pending, work, index, allowance)
     return found
 
 
@@ -203,11 +206,12 @@ def _run_batches(index: TraceIndex) -> dict[Hashable, list[tuple[int, int]]]:
     return runs
 
 
-def _on_the_device(found: list[Iteration], pending: list, work: DeviceWork | None, index: TraceIndex) -> None:
+def _on_the_device(found: list[Iteration], pending: list, work: DeviceWork | None, index: TraceIndex,
+                   allowance: Allowance | None) -> None:
     """The iterations' device clock: from the device work where it was read, else from their
     scheduler.run_batch spans' GPU annotation copies."""
     if pending:
-        _on_devices(pending, work)
+        _on_devices(pending, work, Allowance.of(work) if allowance is None else allowance)
     if work is None or work.empty:
         _annotated(found, index)
 
@@ -356,7 +360,8 @@ def why_no_iterations(index: TraceIndex, stages: list[str], speculative: bool | 
     return why
 
 
-def _on_devices(pending: list[tuple[Iteration, list[_Member], list[Track]]], work: DeviceWork) -> None:
+def _on_devices(pending: list[tuple[Iteration, list[_Member], list[Track]]], work: DeviceWork,
+                allowance: Allowance) -> None:
     """Every iteration's device extent and its split into parts (see the module's docstring), the
     launches of each track looked up at once, and the extents, overlaps and durations of every
     iteration's items answered as arrays (ranges.py)."""
@@ -392,8 +397,7 @@ def _on_devices(pending: list[tuple[Iteration, list[_Member], list[Track]]], wor
             parts = {part: ns / 1000 for part, ns in nanoseconds.items()}
         else:
             items, earlier = work.starting(scope, first, last)
-            if not work.spend(len(items)):
-                work.problems[SPLIT_SKIPPED] += 1
+            if not allowance.spend(len(items)):
                 iteration.device = None
                 piece += len(claimed)
                 continue

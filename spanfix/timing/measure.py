@@ -18,7 +18,7 @@ from ..attribution.sglang import is_draft_frame
 from ..read.clock import ns_of
 from ..read.reader import ReadTrace, TraceError
 from ..runtime import progress
-from .device import DeviceWork, device_reducer, device_work
+from .device import SPLIT_SKIPPED, UNION_SKIPPED, Allowance, DeviceWork, device_reducer, device_work
 from .iterations import Iteration, decode_iterations, why_no_iterations, work_spans
 from .kernels import KernelClasses, KernelTable
 from .once import fingerprint
@@ -74,7 +74,9 @@ def measure(analysis: Analysis, *, kernels: KernelClasses | None = None, work: D
             table = KernelTable.of(work.names, work.name_ids, work.categories, work.ends - work.starts, kernels)
         except PatternTooSlow as exc:  # the fallback engine's bound (patterns.py): one line for this input
             raise PatternTooSlow(f"{trace.source}: {exc}") from None
-    devices = _step_devices(trace, work, index.steps)
+    # What each stage's unions and splits may walk, decided before either runs (device.BUDGET).
+    step_allowance, iteration_allowance = Allowance.of(work), Allowance.of(work)
+    devices = _step_devices(trace, work, index.steps, step_allowance)
     names: dict[tuple[str, str], tuple[str, str]] = {}  # (name, role) -> (new name, mode name)
     ranks: dict[Hashable, str | None] = {}
     steps = [_step_timing(trace, step, verdict, stage, ranks[step.track[0]] if step.track[0] in ranks
@@ -84,8 +86,10 @@ def measure(analysis: Analysis, *, kernels: KernelClasses | None = None, work: D
     order = bool(guess.candidates) and guess.candidates <= ORDERED and not guess.conflicts
     members = work_spans(index, stages)
     iterations = [_iteration_timing(trace.source, rank_of(iteration.pid), iteration, origin, table)
-                  for iteration in decode_iterations(index, stages, work, members, order=order)]
-    said = [f"{trace.source}: {warning}" for warning in (*analysis.warnings, *index.notes(), *work.warnings())]
+                  for iteration in decode_iterations(index, stages, work, members, order=order,
+                                                     allowance=iteration_allowance)]
+    skipped = Counter({UNION_SKIPPED: step_allowance.skipped, SPLIT_SKIPPED: iteration_allowance.skipped})
+    said = [f"{trace.source}: {warning}" for warning in (*analysis.warnings, *index.notes(), *work.warnings(skipped))]
     if not index.steps and trace.events:
         said.append(f"{trace.source}: {no_step_spans(len(trace.events))}")
     elif not trace.events:  # an empty trace is valid: information, not a problem
@@ -114,7 +118,7 @@ class _Device:
     busy: int | None
 
 
-def _step_devices(trace: ReadTrace, work: DeviceWork, steps: list[StepSpan]) -> list[_Device]:
+def _step_devices(trace: ReadTrace, work: DeviceWork, steps: list[StepSpan], allowance: Allowance) -> list[_Device]:
     """Every step's device time, the steps of a track answered together (ranges.py)."""
     import numpy as np
 
@@ -154,7 +158,7 @@ def _step_devices(trace: ReadTrace, work: DeviceWork, steps: list[StepSpan]) -> 
             extent, source = kernel_extents.get(number), "kernels"
         busy = None
         if run and extent is not None:
-            busy = sums[number] if number in sums else work.busy(run)  # in step order: unions spend a budget
+            busy = sums[number] if number in sums else work.busy(run, allowance)  # in step order
             if busy is not None:
                 busy = min(busy, extent[1] - extent[0])
         found[number] = _Device(run, extent, None if extent is None else source, busy)

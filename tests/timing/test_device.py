@@ -422,6 +422,38 @@ def test_iterations_whose_extents_hold_everything_are_split_within_a_budget(tmp_
     assert given == {it.start_us: it.gpu_parts for it in whole.iterations if it.start_us in given}
 
 
+def test_each_measure_and_stage_walks_within_an_allowance_of_its_own(tmp_path, monkeypatch):
+    """Issue 41: the budget is decided up front, per stage and per measure, not spent in a shared
+    DeviceWork: a trace opened once and measured twice (without, then with, kernel classes, over the
+    same device work) gives the same device figures and the same counts of what was skipped, and
+    the iterations' splits are not cut short by what the steps' unions walked before them."""
+    import spanfix
+    from spanfix.timing import device
+
+    path = _iterations_trace(tmp_path / "each.json", 30, lambda k: [100 * 30])
+    monkeypatch.setattr(device, "BUDGET", 0)
+    monkeypatch.setattr(device, "ALLOWANCE", 300)
+    with spanfix.open(path, kernel_names=True) as trace:
+        first, second = trace.measures(), trace.measures(KernelClasses.with_overrides())
+    assert [it.gpu_parts for it in first.iterations] == [it.gpu_parts for it in second.iterations]
+    assert [step.busy_us for step in first.steps] == [step.busy_us for step in second.steps]
+    skips = [w for w in first.warnings if device.SPLIT_SKIPPED in w]
+    assert skips and skips == [w for w in second.warnings if device.SPLIT_SKIPPED in w]
+    # The steps' unions walk first; the iterations then have their whole allowance all the same.
+    assert any(step.busy_us is not None for step in first.steps)
+    monkeypatch.setattr(device, "ALLOWANCE", 0)
+    alone = device.Allowance(300)
+    from spanfix.attribution.analyse import analysed
+    from spanfix.timing.device import device_reducer, device_work
+    from spanfix.timing.iterations import decode_iterations
+    from spanfix.timing.measure import stage_of
+
+    analysis = analysed(str(path), OPTIONS, device_reducer(True))
+    stages = [stage_of(step, verdict.role) for step, verdict in zip(analysis.index.steps, analysis.attribution.verdicts)]
+    iterations = decode_iterations(analysis.index, stages, device_work(analysis.trace), allowance=alone)
+    assert [it.device_parts for it in iterations] == [it.gpu_parts for it in first.iterations]
+
+
 def test_iterations_find_the_threads_that_launched_in_them_among_thousands(tmp_path):
     """Every iteration launches from a thread of its own (thousands of threads in one process): each
     finds its own launch among them, and only that one (its kernel is other: no step on that thread)."""
