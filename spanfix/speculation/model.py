@@ -122,16 +122,16 @@ def _device(work: DeviceWork, spans: _Spans) -> ModelTime:
             codes[items.start:items.stop] = _DRAFT_STEP
     # The device work's times are integer nanoseconds from the trace's start (timing/device.py): the
     # sweep runs on them, and the sums are microseconds below.
-    starts, ends = np.asarray(work.starts, np.float64), np.asarray(work.ends, np.float64)
+    # Each scope's own items made floats (not every item's first: a copy of the trace's columns more).
     totals = np.zeros(_CODES)
     idle = extents = 0.0
-    for (_, reach, ids) in work.scopes.values():
+    for (starts, reach, ids) in work.scopes.values():
         if not len(ids):
             continue
-        ids = np.asarray(ids, np.int64)
-        first, last = float(starts[ids[0]]), float(reach[-1])
+        first, last = float(starts[0]), float(reach[-1])
         extents += last - first
-        found, idle_here = _partition(np, starts[ids], ends[ids], codes[ids], np.asarray(reach, np.float64))
+        found, idle_here = _partition(np, starts.astype(np.float64), work.ends[ids].astype(np.float64), codes[ids],
+                                      reach.astype(np.float64))
         totals += found
         idle += idle_here
     totals, idle, extents = totals / 1000, idle / 1000, extents / 1000
@@ -145,9 +145,9 @@ def _partition(np, starts, ends, codes, reach) -> tuple:
     running maximum of their ends). On one stream of work that never overlaps (the usual case), each
     code's time is its items' durations added up; else a sweep splits each moment equally among the
     codes running then."""
-    durations = ends - starts
     extent = float(reach[-1] - starts[0])
     if len(starts) < 2 or bool(np.all(starts[1:] >= reach[:-1])):  # exact times: no float noise to allow for
+        durations = ends - starts
         totals = np.bincount(codes, weights=durations, minlength=_CODES)
         return totals, max(0.0, extent - float(durations.sum()))
     # One code at a time, in one-dimensional columns of the narrowest type: an edges-by-codes matrix
