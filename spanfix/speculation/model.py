@@ -150,15 +150,16 @@ def _partition(np, starts, ends, codes, reach) -> tuple:
         durations = ends - starts
         totals = np.bincount(codes, weights=durations, minlength=_CODES)
         return totals, max(0.0, extent - float(durations.sum()))
-    # One code at a time, in one-dimensional columns of the narrowest type: an edges-by-codes matrix
-    # took 250 MB for a million items. Each code's total is a running sum over the moments in time
-    # order, as a column sum of that matrix was, so that the figures are the same to the last bit.
+    # One code at a time, in one-dimensional columns of the narrowest type, in place where it can be:
+    # an edges-by-codes matrix took 250 MB for a million items. Each code's total is a running sum
+    # over the moments in time order, as a column sum of that matrix was, so the figures are the same
+    # to the last bit.
     times = np.concatenate((starts, ends))
     order = np.argsort(times, kind="stable")
-    times = times[order]
     edge_codes = np.concatenate((codes, codes))[order]
     changes = np.where(order < len(starts), np.int8(1), np.int8(-1))  # an item starts, or ends
     del order
+    times.sort()  # the values times[order] would be, without a copy
     lengths = np.diff(times)
     del times
     count = np.zeros(len(lengths), np.int8)  # how many codes run in each moment
@@ -167,14 +168,18 @@ def _partition(np, starts, ends, codes, reach) -> tuple:
         active = np.cumsum(np.where(edge_codes == code, changes, np.int8(0)), dtype=np.int32)[:-1] > 0
         count += active
         actives.append((code, active))
+    del edge_codes, changes
     busy = count > 0
-    share = np.where(busy, lengths / np.maximum(count, 1), 0.0)
+    idle = float(lengths[~busy].sum())
+    share = lengths  # each moment's length, split equally among the codes running then
+    np.divide(share, np.maximum(count, 1), out=share)
+    share[~busy] = 0.0
     totals = np.zeros(_CODES)
     for code, active in actives:
         mine = share[active]
         if len(mine):
-            totals[code] = np.cumsum(mine)[-1]
-    return totals, float(lengths[~busy].sum())
+            totals[code] = np.cumsum(mine, out=mine)[-1]
+    return totals, idle
 
 
 def iteration_model(parts: dict[str, float]) -> dict[str, float]:
