@@ -136,6 +136,7 @@ class Served:
     stop_after: int | None = None  # send this many bytes of a GET, then close and stop serving
     hold: threading.Event | None = None  # a GET waits for this event before it answers
     arrived: threading.Event = field(default_factory=threading.Event)
+    peer: tuple[str, int] | None = None  # the address a GET came from (its client's end of the connection)
 
 
 class RangeServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -199,6 +200,7 @@ class _RangeHandler(http.server.BaseHTTPRequestHandler):
         served = self._served()
         if served is None:
             return
+        served.peer = self.client_address
         served.arrived.set()
         if served.hold is not None:
             served.hold.wait(120)
@@ -241,6 +243,8 @@ class Cluster:
     scheduler_address: str
     http: str
     processes: list[subprocess.Popen]
+    env: dict[str, str] = field(default_factory=dict)  # what its processes were started with
+    memory_limit: str = "2GiB"
 
     def workers(self) -> int:
         with urllib.request.urlopen(f"{self.http}/json/counts.json", timeout=5) as answer:
@@ -252,6 +256,42 @@ class Cluster:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"the cluster has {self.workers()} of {count} workers")
             time.sleep(0.1)
+
+    @contextlib.contextmanager
+    def more_workers(self, workers: int = 1, worker_code: str | None = None, log: Path | None = None):
+        """`workers` more worker processes on this cluster's scheduler while it lasts (worker_code: as
+        start_cluster's), started as its own were; after, each stopped and reaped, and the cluster left
+        with the workers it had. A scheduler fewer to start and stop than a cluster of their own."""
+        before = self.workers()
+        with open(log, "ab") if log else contextlib.nullcontext(subprocess.DEVNULL) as sink:
+            added = _start_workers(self.scheduler_address, workers, self.memory_limit, worker_code, sink, self.env)
+        try:
+            self.wait_for_workers(before + workers)
+            yield
+        finally:
+            descendants = _descendants(added)
+            with _reaper():
+                _stop(added)
+                _reap(descendants, seconds=20)
+            deadline = time.monotonic() + 30
+            while self.workers() > before and time.monotonic() < deadline:
+                time.sleep(0.1)
+
+    def connected_from(self, peer: tuple[str, int]) -> int:
+        """The pid of the one process of this cluster whose TCP connection is the client's end `peer`
+        (as a server sees it): the worker making that request (psutil comes with distributed)."""
+        import psutil
+
+        found = set()
+        for process in self.processes:
+            with contextlib.suppress(psutil.Error):
+                top = psutil.Process(process.pid)
+                for each in (top, *top.children(recursive=True)):
+                    with contextlib.suppress(psutil.Error):
+                        if any(tuple(c.laddr or ()) == tuple(peer) for c in each.net_connections(kind="tcp")):
+                            found.add(each.pid)
+        assert len(found) == 1, (peer, found)
+        return found.pop()
 
     def client(self, script: str) -> str:
         """The output of a script run by a Client of this cluster in a process of its own (`client`)."""
@@ -270,16 +310,21 @@ class Cluster:
         descendants = _descendants(self.processes)
         with _reaper():
             for group in (self.processes[1:], self.processes[:1]):
-                for process in group:
-                    if process.poll() is None:
-                        process.terminate()
-                for process in group:
-                    try:
-                        process.wait(20)
-                    except subprocess.TimeoutExpired:
-                        process.kill()
-                        process.wait(10)
+                _stop(group)
             _reap(descendants, seconds=20)
+
+
+def _stop(processes: list[subprocess.Popen]) -> None:
+    """Each terminated (SIGTERM), then waited for; killed if it has not ended in 20 s."""
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
 
 
 def _descendants(processes: list[subprocess.Popen]) -> list[int]:
@@ -377,24 +422,29 @@ def start_cluster(workers: int = 2, memory_limit: str = "2GiB", log: Path | None
            "DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD": "forkserver"}
     processes = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", LOCAL, "--port", str(port),
                                    "--dashboard-address", f"{LOCAL}:{http}"], stdout=sink, stderr=sink, env=env)]
-    cluster = Cluster(f"tcp://{LOCAL}:{port}", f"http://{LOCAL}:{http}", processes)
+    cluster = Cluster(f"tcp://{LOCAL}:{port}", f"http://{LOCAL}:{http}", processes, env, memory_limit)
     try:
-        argv = ["worker", cluster.scheduler_address, "--nthreads", "1", "--host", LOCAL,
-                "--dashboard-address", f"{LOCAL}:0", "--memory-limit", memory_limit]
-        if workers and worker_code is None:
-            processes.append(subprocess.Popen([sys.executable, "-m", "dask", *argv, "--nworkers", str(workers)],
-                                              stdout=sink, stderr=sink, env=env))
-        elif workers:
-            prelude = (f"{worker_code}\nimport sys\nfrom dask.__main__ import main\n"
-                       f"sys.argv = ['dask', *{[*argv, '--no-nanny']!r}]\nmain()")
-            processes.extend(subprocess.Popen([sys.executable, "-c", prelude], stdout=sink, stderr=sink, env=env)
-                             for _ in range(workers))
+        processes.extend(_start_workers(cluster.scheduler_address, workers, memory_limit, worker_code, sink, env))
         wait_for(f"{cluster.http}/json/counts.json")
         cluster.wait_for_workers(workers)
     except BaseException:
         cluster.stop()
         raise
     return cluster
+
+
+def _start_workers(address: str, workers: int, memory_limit: str, worker_code: str | None, sink, env: dict[str, str]
+                   ) -> list[subprocess.Popen]:
+    """The `dask worker` processes of start_cluster, for the scheduler at address."""
+    argv = ["worker", address, "--nthreads", "1", "--host", LOCAL, "--dashboard-address", f"{LOCAL}:0",
+            "--memory-limit", memory_limit]
+    if workers and worker_code is None:
+        return [subprocess.Popen([sys.executable, "-m", "dask", *argv, "--nworkers", str(workers)], stdout=sink,
+                                 stderr=sink, env=env)]
+    prelude = (f"{worker_code}\nimport sys\nfrom dask.__main__ import main\n"
+               f"sys.argv = ['dask', *{[*argv, '--no-nanny']!r}]\nmain()")
+    return [subprocess.Popen([sys.executable, "-c", prelude], stdout=sink, stderr=sink, env=env)
+            for _ in range(workers)]
 
 
 def environment(values: dict[str, str]):
