@@ -14,6 +14,7 @@ import functools
 import gc
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -47,8 +48,15 @@ def events_document(path: Path) -> dict:
 @functools.cache
 def plain_size(path: Path) -> int:
     """The length of a trace's document, gunzipped where it is gzipped (len(conftest.read_plain(path))),
-    once per process: tests cut their reads into chunks by it."""
-    return len(read_plain(Path(path)))
+    once per process: tests cut their reads into chunks by it. A gzip file says it in its last four bytes
+    (ISIZE: the length modulo 2**32 of its last member), which is that length for a file of one member
+    under 4 GiB, as every trace here is (a gzip of several would only be cut into other chunks): read
+    there, not by gunzipping the whole document (0.3 CPU-s for the 135 MB capture, in each process)."""
+    with open(path, "rb") as file:
+        if file.read(2) != b"\x1f\x8b":
+            return os.fstat(file.fileno()).st_size
+        file.seek(-4, os.SEEK_END)
+        return int.from_bytes(file.read(4), "little")
 
 
 def events(path: Path) -> list[dict]:
