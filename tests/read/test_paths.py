@@ -52,28 +52,23 @@ def careful_and_exact(source: Path, folder: Path, monkeypatch) -> tuple[tuple[by
     ways read and analyse alike, and a second read cost 0.9 CPU-s of the exact way's 8 on the 135 MB
     capture (the tokenizer's walk over every byte, the rest, stays). relabel_file reads, analyses and
     locates the careful way; where it writes (write_relabelled), the exact way's names are located in the
-    same document the same way as relabel_file would with the regex turned off (reader.locate_step_names,
+    same document the same way as relabel_file would with the regex turned off (reader.located_names,
     when analysed_and_located looks for names at all: a step span is among the events), then the trace is
     written with those names to the exact way's own output, by the same plan. Returned: each way's
     (bytes, summary), and (the careful way's names' slots, the exact way's)."""
     written = []
     write_relabelled = relabel_write.write_relabelled
 
-    def and_the_exact_way(trace, index, attribution, warnings, options, output, **kwargs):
-        careful_slots = list(trace.step_slots)
+    def and_the_exact_way(analysis, located, options, output, **kwargs):
+        trace = analysis.trace
         with monkeypatch.context() as exact:
             exact.setattr(reader, "locate_by_regex", lambda *a, **k: None)
             wanted = any(is_step_name(event.name) for _, event in trace.events.selected())
-            exact_slots = (relabel_write.locate_step_names(trace.source, trace.data, trace.events, trace.form)
-                           if wanted else [])
-        result = write_relabelled(trace, index, attribution, warnings, options, output, **kwargs)
+            exact_slots = reader.located_names(trace) if wanted else []
+        result = write_relabelled(analysis, located, options, output, **kwargs)
         target = folder / f"exact{''.join(source.suffixes)}"
-        trace.step_slots = exact_slots
-        try:
-            exact_result = write_relabelled(trace, index, attribution, warnings, options, str(target), **kwargs)
-        finally:
-            trace.step_slots = careful_slots
-        written.append((_written(target, exact_result.to_json()), (careful_slots, exact_slots)))
+        exact_result = write_relabelled(analysis, exact_slots, options, str(target), **kwargs)
+        written.append((_written(target, exact_result.to_json()), (list(located), exact_slots)))
         return result
 
     with monkeypatch.context() as patched:
