@@ -8,13 +8,11 @@ import json
 import os
 import resource
 import select
-import struct
 import subprocess
-import zlib
 from pathlib import Path
 
 import pytest
-from hostile import DRAFT_THREAD, VERIFY, document, x
+from hostile import DRAFT_THREAD, VERIFY, a_gibibyte_of_zeros_in_a_megabyte, document, x
 from hostile4_support import (
     EAGLE,
     PLAIN,
@@ -74,18 +72,6 @@ def test_a_log_line_of_repeated_decode_batch_is_read_in_one_pass(tmp_path):
 
 def limited(megabytes: int):
     return lambda: resource.setrlimit(resource.RLIMIT_AS, (megabytes << 20, megabytes << 20))
-
-
-def a_gibibyte_of_zeros_in_a_megabyte() -> bytes:
-    """One gzip member, a valid one, that inflates to 2**30 zeros, made without deflating them all (which
-    took 3 s): a mebibyte of zeros deflated and flushed with Z_FULL_FLUSH (which byte-aligns the stream
-    and forgets the window) is a run of blocks that can follow any other such run, so it is written 1,024
-    times. 1 KiB a mebibyte, as deflate at level 9 makes of zeros throughout."""
-    packer = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw deflate: the gzip header and trailer are written here
-    mebibyte = packer.compress(bytes(1 << 20)) + packer.flush(zlib.Z_FULL_FLUSH)
-    crc = 0x5B64C2B0  # zlib.crc32(bytes(2**30)), said rather than computed (that reads the gibibyte too)
-    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + mebibyte * 1024 + packer.flush()
-            + struct.pack("<II", crc, 1 << 30))  # and ISIZE, the length
 
 
 def test_a_log_gzip_bomb_is_refused_as_it_inflates(tmp_path):
