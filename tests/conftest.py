@@ -1,8 +1,11 @@
 import gc
 import gzip
+import itertools
 import json
 import os
 import pickle
+import re
+import shutil
 import signal
 import threading
 import traceback
@@ -30,6 +33,36 @@ def pytest_collection_finish(session):
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+
+
+_TMP_NUMBERS = itertools.count()
+
+
+@pytest.fixture
+def tmp_path(request, tmp_path_factory):
+    """pytest's tmp_path (a new empty folder for each test, under the session's base folder, named for
+    the test), made for less: pytest numbers each folder past those the base folder already holds for
+    the test's name, listing the whole base folder each time (a folder and a "...current" link for each
+    test before, in a worker), then points that link at the new folder. 1,746 of the suite's tests take
+    tmp_path; on tests/attribution and tests/generator (499 of them) the setups took 3.94 -> 3.39 CPU-s
+    and 6.9 -> 6.0 s, and 1,000 empty tests 2.5 -> 1.0 ms of CPU each. One count for the process; a folder
+    that exists already (tmp_path_factory.mktemp's, say) is passed over. Kept as pytest keeps its own:
+    all of them, unless tmp_path_retention_policy is "failed", when a test that passed has its removed."""
+    name = re.sub(r"\W", "_", request.node.name)[:30]
+    base = tmp_path_factory.getbasetemp()
+    while True:
+        path = base / f"{name}{next(_TMP_NUMBERS)}"
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        break
+    yield path
+    if request.config.getini("tmp_path_retention_policy") == "failed":
+        from _pytest.tmpdir import tmppath_result_key  # where pytest notes how each phase went
+
+        if request.node.stash.get(tmppath_result_key, {}).get("call", True):
+            shutil.rmtree(path, ignore_errors=True)
 
 
 # What SGLang writes beside its real captures (sglang-cpu/*/): the server's arguments, its /server_info and

@@ -9,6 +9,8 @@ memory proportional to its bytes.
 from __future__ import annotations
 
 import json
+import struct
+import zlib
 
 DRAFT_THREAD = {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "draft worker"}}
 VERIFY = "step[TARGET_VERIFY bs=1]"
@@ -150,3 +152,15 @@ LONG_NAMES = {"step[ without ]": long_unclosed_step, "repeated draft": repeated_
 # holding them must come out as the text it is, in every format.
 MARKUP = ["[/]", "[bold red]x[/]", ":smile:", "\x1b[31mred\x1b[0m", "\x01\x7f", "a\nb\r", "<script>alert(1)</script>",
           "| x |", "=cmd()", "`code`", "[link](http://x)", "\u202eevil", "%0A::warning::x"]
+
+
+def a_gibibyte_of_zeros_in_a_megabyte() -> bytes:
+    """One gzip member, a valid one, that inflates to 2**30 zeros, made without deflating them all (which
+    took seconds): a mebibyte of zeros deflated and flushed with Z_FULL_FLUSH (which byte-aligns the stream
+    and forgets the window) is a run of blocks that can follow any other such run, so it is written 1,024
+    times. 1 KiB a mebibyte, as deflate at level 9 makes of zeros throughout."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw deflate: the gzip header and trailer are written here
+    mebibyte = packer.compress(bytes(1 << 20)) + packer.flush(zlib.Z_FULL_FLUSH)
+    crc = 0x5B64C2B0  # zlib.crc32(bytes(2**30)), said rather than computed (that reads the gibibyte too)
+    return (b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff" + mebibyte * 1024 + packer.flush()
+            + struct.pack("<II", crc, 1 << 30))  # and ISIZE, the length

@@ -21,11 +21,14 @@ def lines_executed(function) -> int:
     """Python lines executed by function(): a count of work that no machine load changes."""
     count = 0
 
-    def tracer(frame, event, arg):
+    def lines(frame, event, arg):  # a frame's own events; returning None keeps it as the frame's tracer
         nonlocal count
-        count += event == "line"
-        return tracer
-    sys.settrace(tracer)
+        if event == "line":
+            count += 1
+
+    def calls(frame, event, arg):
+        return lines
+    sys.settrace(calls)
     try:
         function()
     finally:
@@ -50,7 +53,11 @@ def test_work_grows_linearly(tmp_path, make):
     for size in (n, 4 * n):
         path = tmp_path / f"t{size}.json"
         path.write_bytes(make(size))
-        every_command(path, tmp_path)  # once untraced: caches and imports are not the input's cost
+        if size == n:  # once untraced, at n: imports and caches are not the input's cost
+            every_command(path, tmp_path)
+        # Not again at 4n: on every case the count at 4n is the same with it or without it (within a
+        # hundred lines of millions), and what a first run at 4n would leave undone only adds to work[1],
+        # so the bound is no looser without it.
         work.append(lines_executed(functools.partial(every_command, path, tmp_path)))
     assert work[1] <= 5 * work[0], f"4x the input cost {work[1] / work[0]:.1f}x the work"
 

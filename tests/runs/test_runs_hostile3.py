@@ -2,10 +2,10 @@
 
 What the cases share, and why (the old file's docstring): tests/hostile3_support.py."""
 
-import gzip
 import resource
 
 import pytest
+from hostile import a_gibibyte_of_zeros_in_a_megabyte
 from hostile3_support import SPANFIX, one_line_error, run, saved, spawn, trace
 
 from spanfix.read import reader
@@ -41,9 +41,7 @@ def test_a_baseline_that_is_no_trace_is_refused_by_its_first_bytes(tmp_path, mak
     base = "/dev/zero"
     if make == "gzip":
         base = tmp_path / "b.json.gz"
-        with gzip.open(base, "wb", compresslevel=1) as out:
-            for _ in range(256):
-                out.write(bytes(2**22))  # 1 GiB of zeros, in 1 MB: inflated, more than the process may hold
+        base.write_bytes(a_gibibyte_of_zeros_in_a_megabyte())  # inflated, more than the process may hold
     done = spawn([*SPANFIX, "check", str(source), "--baseline", str(base)], capture_output=True, timeout=120,
                           preexec_fn=limited(1024))
     assert done.returncode == 2 and b"not a trace: expected a JSON object or array, found '\\x00'" in done.stderr, \

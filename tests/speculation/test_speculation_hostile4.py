@@ -9,11 +9,10 @@ import os
 import resource
 import select
 import subprocess
-import zlib
 from pathlib import Path
 
 import pytest
-from hostile import DRAFT_THREAD, VERIFY, document, x
+from hostile import DRAFT_THREAD, VERIFY, a_gibibyte_of_zeros_in_a_megabyte, document, x
 from hostile4_support import (
     EAGLE,
     PLAIN,
@@ -79,11 +78,7 @@ def test_a_log_gzip_bomb_is_refused_as_it_inflates(tmp_path):
     """1 GiB of zeros in 1 MB: refused at --max-bytes, in a process that could not hold it.
     (issue 31: reliability, round four)"""
     bomb = tmp_path / "server.log.gz"
-    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
-    zeros = b"\0" * (64 << 20)
-    with open(bomb, "wb") as out:
-        out.writelines(packer.compress(zeros) for _ in range(16))
-        out.write(packer.flush())
+    bomb.write_bytes(a_gibibyte_of_zeros_in_a_megabyte())
     done = cli("stats", trace(tmp_path), "--spec-metrics", bomb, "--max-bytes", "100000000",
                preexec_fn=limited(900), timeout=300)
     one_line_error(done.returncode, done.stderr, "server.log.gz", "--max-bytes")

@@ -205,16 +205,20 @@ def test_runs_of_items_agree_with_a_scan():
         low, high = ranges.extents(lo, hi)
         durations = ranges.durations(lo, hi)
         alone = ranges.sequentials(lo, hi)
+        # The scans are numpy's, item by item all the same (in Python they were nine tenths of the test's
+        # CPU), and the union is counted another way than Ranges.union's running reach: a sweep over
+        # the items' starts (+1) and ends (-1), adding each gap between them that some item covers.
+        first, last = np.array(starts, np.int64), np.array(ends, np.int64)
         for number, (a, b) in enumerate(runs):
             assert (int(low[number]), int(high[number])) == (min(starts[a:b]), max(ends[a:b])), (count, a, b)
             assert ranges.extent(a, b) == (min(starts[a:b]), max(ends[a:b]))
             assert int(durations[number]) == ranges.duration(a, b) == sum(ends[a:b]) - sum(starts[a:b])
-            sequential = all(starts[k] >= ends[k - 1] for k in range(a + 1, b))
+            sequential = bool(np.all(first[a + 1:b] >= last[a:b - 1]))
             assert bool(alone[number]) == ranges.sequential(a, b) == sequential
-            covered, reach = 0, -1
-            for start, end in sorted(zip(starts[a:b], ends[a:b])):
-                covered += max(0, end - max(start, reach))
-                reach = max(reach, end)
+            points = np.concatenate((first[a:b], last[a:b]))
+            order = np.argsort(points, kind="stable")  # each item's start before its end, even when equal
+            running = np.cumsum(np.where(order < b - a, 1, -1))  # items running after each point
+            covered = int((np.diff(points[order]) * (running[:-1] > 0)).sum())
             assert ranges.union(a, b) == covered
         if count > 500:
             assert ranges.sequential(100, 400)
