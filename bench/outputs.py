@@ -49,13 +49,17 @@ def digest(data: bytes) -> str:
 def record(target: str, traces: list[str]) -> None:
     OUT.mkdir(exist_ok=True)
     found: dict[str, dict[str, str]] = {}
+    import spanfix  # the package the commands run, said: a record of the wrong code proves nothing
+    print(f"spanfix from {Path(spanfix.__file__).parent}", file=sys.stderr)
     for number, trace in enumerate(traces):
         rows = found[trace] = {}
         for name, argv in COMMANDS.items():
             out = OUT / f"{number}{''.join(Path(trace).suffixes[-2:]) or '.json'}"
             out.unlink(missing_ok=True)
             args = [arg.format(trace=trace, out=out) for arg in argv]
-            done = subprocess.run([sys.executable, "-m", "spanfix", *args], capture_output=True,
+            # Run from OUT: from a checkout, `-m spanfix` would import the checkout's package before
+            # PYTHONPATH's, and the record of an old commit would be the new code's.
+            done = subprocess.run([sys.executable, "-m", "spanfix", *args], capture_output=True, cwd=OUT,
                                   env={**os.environ, "COLUMNS": "200"}, check=False)
             rows[name] = f"exit {done.returncode} out {digest(done.stdout)} err {digest(done.stderr)}"
             if name.startswith("relabel"):
@@ -75,7 +79,7 @@ def diff(before: str, after: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "record":
-        record(sys.argv[2], sys.argv[3:] or [str(p) for p in default_traces()])
+        record(sys.argv[2], [str(Path(p).resolve()) for p in sys.argv[3:]] or [str(p) for p in default_traces()])
     elif len(sys.argv) == 4 and sys.argv[1] == "diff":
         sys.exit(diff(sys.argv[2], sys.argv[3]))
     else:
