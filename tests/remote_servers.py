@@ -293,13 +293,6 @@ class Cluster:
         assert len(found) == 1, (peer, found)
         return found.pop()
 
-    def client(self, script: str) -> str:
-        """The output of a script run by a Client of this cluster in a process of its own (`client`)."""
-        code = (f"from distributed import Client\nwith Client({self.scheduler_address!r}) as client:\n"
-                + "".join(f"    {line}\n" for line in script.splitlines()))
-        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                              timeout=120).stdout
-
     def stop(self) -> None:
         """The workers first, while the scheduler still answers them, then the scheduler, each process
         waited for (and so reaped). Stopped together, a worker closing while the scheduler closes
