@@ -122,7 +122,6 @@ def _device(work: DeviceWork, spans: _Spans) -> ModelTime:
             codes[items.start:items.stop] = _DRAFT_STEP
     # The device work's times are integer nanoseconds from the trace's start (timing/device.py): the
     # sweep runs on them, and the sums are microseconds below.
-    # Each scope's own items made floats (not every item's first: a copy of the trace's columns more).
     totals = np.zeros(_CODES)
     idle = extents = 0.0
     for (starts, reach, ids) in work.scopes.values():
@@ -130,8 +129,7 @@ def _device(work: DeviceWork, spans: _Spans) -> ModelTime:
             continue
         first, last = float(starts[0]), float(reach[-1])
         extents += last - first
-        found, idle_here = _partition(np, starts.astype(np.float64), work.ends[ids].astype(np.float64), codes[ids],
-                                      reach.astype(np.float64))
+        found, idle_here = _partition(np, starts, work.ends[ids], codes[ids], reach)
         totals += found
         idle += idle_here
     totals, idle, extents = totals / 1000, idle / 1000, extents / 1000
@@ -142,37 +140,40 @@ def _device(work: DeviceWork, spans: _Spans) -> ModelTime:
 
 def _partition(np, starts, ends, codes, reach) -> tuple:
     """One rank's device time per code, and its idle time, from its items in start order (reach: the
-    running maximum of their ends). On one stream of work that never overlaps (the usual case), each
-    code's time is its items' durations added up; else a sweep splits each moment equally among the
-    codes running then."""
-    extent = float(reach[-1] - starts[0])
-    if len(starts) < 2 or bool(np.all(starts[1:] >= reach[:-1])):  # exact times: no float noise to allow for
-        durations = ends - starts
+    running maximum of their ends; times in nanoseconds, made floats here as each step needs them,
+    so that no float copy of every column is held at once). On one stream of work that never
+    overlaps (the usual case), each code's time is its items' durations added up; else a sweep
+    splits each moment equally among the codes running then."""
+    f = np.float64
+    extent = float(reach[-1]) - float(starts[0])
+    if len(starts) < 2 or bool(np.all(starts[1:].astype(f) >= reach[:-1].astype(f))):  # no float noise to allow for
+        durations = ends.astype(f) - starts.astype(f)
         totals = np.bincount(codes, weights=durations, minlength=_CODES)
         return totals, max(0.0, extent - float(durations.sum()))
     # One code at a time, in one-dimensional columns of the narrowest type, in place where it can be:
     # an edges-by-codes matrix took 250 MB for a million items. Each code's total is a running sum
     # over the moments in time order, as a column sum of that matrix was, so the figures are the same
     # to the last bit.
-    times = np.concatenate((starts, ends))
+    count = len(starts)
+    times = np.empty(2 * count, f)
+    times[:count], times[count:] = starts, ends
     order = np.argsort(times, kind="stable")
     edge_codes = np.concatenate((codes, codes))[order]
-    changes = np.where(order < len(starts), np.int8(1), np.int8(-1))  # an item starts, or ends
+    changes = np.where(order < count, np.int8(1), np.int8(-1))  # an item starts, or ends
     del order
     times.sort()  # the values times[order] would be, without a copy
-    lengths = np.diff(times)
-    del times
-    count = np.zeros(len(lengths), np.int8)  # how many codes run in each moment
+    lengths = np.subtract(times[1:], times[:-1], out=times[:-1])  # np.diff, in place
+    running = np.zeros(len(lengths), np.int8)  # how many codes run in each moment
     actives = []
     for code in np.unique(edge_codes).tolist():
         active = np.cumsum(np.where(edge_codes == code, changes, np.int8(0)), dtype=np.int32)[:-1] > 0
-        count += active
+        running += active
         actives.append((code, active))
     del edge_codes, changes
-    busy = count > 0
+    busy = running > 0
     idle = float(lengths[~busy].sum())
     share = lengths  # each moment's length, split equally among the codes running then
-    np.divide(share, np.maximum(count, 1), out=share)
+    np.divide(share, np.maximum(running, 1), out=share)
     share[~busy] = 0.0
     totals = np.zeros(_CODES)
     for code, active in actives:
