@@ -129,7 +129,7 @@ def _device(work: DeviceWork, spans: _Spans) -> ModelTime:
             continue
         first, last = float(starts[0]), float(reach[-1])
         extents += last - first
-        found, idle_here = _partition(np, starts, work.ends[ids], codes[ids], reach)
+        found, idle_here = _partition(np, starts, (work.ends, ids), codes[ids], reach)
         totals += found
         idle += idle_here
     totals, idle, extents = totals / 1000, idle / 1000, extents / 1000
@@ -140,14 +140,16 @@ def _device(work: DeviceWork, spans: _Spans) -> ModelTime:
 
 def _partition(np, starts, ends, codes, reach) -> tuple:
     """One rank's device time per code, and its idle time, from its items in start order (reach: the
-    running maximum of their ends; times in nanoseconds, made floats here as each step needs them,
-    so that no float copy of every column is held at once). On one stream of work that never
+    running maximum of their ends; ends: (every item's ends, the numbers of these items), taken when
+    needed; times in nanoseconds, made floats here as each step needs them, so that no float copy of
+    every column is held at once). On one stream of work that never
     overlaps (the usual case), each code's time is its items' durations added up; else a sweep
     splits each moment equally among the codes running then."""
     f = np.float64
     extent = float(reach[-1]) - float(starts[0])
+    every_end, ids = ends
     if len(starts) < 2 or bool(np.all(starts[1:].astype(f) >= reach[:-1].astype(f))):  # no float noise to allow for
-        durations = ends.astype(f) - starts.astype(f)
+        durations = every_end[ids].astype(f) - starts.astype(f)
         totals = np.bincount(codes, weights=durations, minlength=_CODES)
         return totals, max(0.0, extent - float(durations.sum()))
     # One code at a time, in one-dimensional columns of the narrowest type, in place where it can be:
@@ -156,7 +158,7 @@ def _partition(np, starts, ends, codes, reach) -> tuple:
     # to the last bit.
     count = len(starts)
     times = np.empty(2 * count, f)
-    times[:count], times[count:] = starts, ends
+    times[:count], times[count:] = starts, every_end[ids]
     order = np.argsort(times, kind="stable")
     edge_codes = np.concatenate((codes, codes))[order]
     changes = np.where(order < count, np.int8(1), np.int8(-1))  # an item starts, or ends

@@ -900,7 +900,7 @@ def test_the_model_views_sweep_gives_the_matrixs_figures_to_the_last_bit(seed):
         ends = starts + rng.uniform(0.1, 6, n).round(3)
     codes = rng.integers(0, model._CODES if seed < 2 else 2, n).astype(np.int8)
     reach = np.maximum.accumulate(ends)
-    totals, idle = model._partition(np, starts.copy(), ends.copy(), codes.copy(), reach)
+    totals, idle = model._partition(np, starts.copy(), (ends.copy(), np.arange(n)), codes.copy(), reach)
     expected_totals, expected_idle = _partition_by_matrix(np, starts, ends, codes, model._CODES)
     assert totals.tobytes() == expected_totals.tobytes() and idle == expected_idle
     assert idle > 0 and np.count_nonzero(totals) == len(np.unique(codes))
