@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from spanfix.attribution.analyse import RelabelOptions
 from spanfix.cli import main
-from spanfix.timing import DEVICE_PARTS, KernelClasses, aggregate, measure_files
+from spanfix.timing import DEVICE_PARTS, KernelClasses, aggregate, measure_file, measure_files
 
 OPTIONS = RelabelOptions()
 NS = 1e-3  # one nanosecond, in microseconds
@@ -456,6 +456,28 @@ def test_each_measure_and_stage_walks_within_an_allowance_of_its_own(tmp_path, m
     stages = [stage_of(step, verdict.role) for step, verdict in zip(analysis.index.steps, analysis.attribution.verdicts)]
     iterations = decode_iterations(analysis.index, stages, device_work(analysis.trace), allowance=alone)
     assert [it.device_parts for it in iterations] == [it.gpu_parts for it in first.iterations]
+
+
+def test_a_plain_captures_iterations_left_off_the_device_clock_are_counted(tmp_path, monkeypatch):
+    """Issue 41: a plain capture's decode iterations (the speedup's baseline) walk within an allowance
+    of their own, and those it leaves without a device clock are said in the measures' warnings
+    (they were counted on the device work after its warnings were made, and so never said)."""
+    from spanfix.timing import device
+    from spanfix.timing.device import SPLIT_SKIPPED
+
+    path = _iterations_trace(tmp_path / "plain.json", 30, lambda k: [100 * 30])
+    path.write_text(path.read_text().replace("step[VERIFY bs=1]", "step[DECODE bs=1]"))
+    from spanfix.speculation.measure import measure_speculation
+
+    [whole] = [measure_file(str(path), OPTIONS, device=True, then=measure_speculation)]
+    assert not any(SPLIT_SKIPPED in w for w in whole.warnings)
+    assert len(whole.speculation.plain_iterations[1, "gpu"]) == 30
+    monkeypatch.setattr(device, "BUDGET", 0)
+    monkeypatch.setattr(device, "ALLOWANCE", 300)
+    measured = measure_file(str(path), OPTIONS, device=True, then=measure_speculation)
+    given = len(measured.speculation.plain_iterations[1, "gpu"])
+    assert 0 < given < 30
+    assert any(w.endswith(f"{30 - given} plain {SPLIT_SKIPPED}") for w in measured.warnings)
 
 
 def test_iterations_find_the_threads_that_launched_in_them_among_thousands(tmp_path):
