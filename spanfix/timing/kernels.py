@@ -119,7 +119,7 @@ class KernelTable:
 
     names: list[str]  # the distinct kernel names
     classes: list[str]  # per name: its category
-    ids: Any  # numpy, per item: its name's number
+    ids: Any  # numpy (int32 as read), per item: its name's number
     durations: Any  # numpy int64, per item: nanoseconds
     steps: list[Ranges] = field(default_factory=list)  # per step span of the trace's measures
     iterations: list[dict[str, Ranges]] = field(default_factory=list)  # per decode iteration, per part
@@ -141,7 +141,7 @@ class KernelTable:
             for number, code in last.items():
                 category_of[number] = DEVICE_CATEGORIES[code]
         return cls(names, [classes.classify(name, category_of[number]) for number, name in enumerate(names)],
-                   np.asarray(ids, np.int64), np.asarray(durations, np.int64))
+                   np.asarray(ids), np.asarray(durations, np.int64))  # ids: the device work's own (int32), not a copy
 
     def tally(self, ranges: Iterable[Ranges]) -> KernelTally:
         """Count and time per kernel name over the items of every range given (an item in several,
