@@ -170,13 +170,27 @@ def _is_folder_here(url: str) -> bool:
 def opened(url: str, chunk: int) -> Iterator[tuple[BinaryIO, int | None]]:
     """The object open for reading from its start, in requests of `chunk` bytes (a range request each
     where the store takes them), and its size when the store says it."""
+    from fsspec.spec import AbstractBufferedFile
+
     fs, path = filesystem(url)
-    info = fs.info(path)
+    info = fs.info(path)  # a HEAD request; the file object is told what it said
     if info.get("type") == "directory":
         raise IsADirectoryError(url)
     size = info.get("size") if isinstance(info.get("size"), int) else None
-    with fs.open(path, "rb", block_size=chunk, cache_type="none") as stream:
+    with fs.open(path, "rb", block_size=chunk, cache_type="none", **_told(url, info, size)) as stream:
+        if isinstance(stream, AbstractBufferedFile):
+            stream.details = info  # or s3fs asks again at its first read, for the ETag it reads against
         yield stream, size
+
+
+def _told(url: str, info: dict, size: int | None) -> dict[str, int]:
+    """The size to tell open(), where the file object takes it: without it, s3fs's and fsspec's HTTP
+    files ask the store again. Not to HTTP for a server that takes no range requests: fsspec reads
+    such a one as a stream, which it decides from the answer it would ask for again."""
+    canonical = require(url).canonical
+    if size is None or canonical not in ("s3", "http") or (canonical == "http" and not info.get("partial", True)):
+        return {}
+    return {"size": size}
 
 
 def upload(target: str, local: str) -> None:
