@@ -3,6 +3,7 @@ imports run one way. Every import counts: at module level, inside functions (the
 TYPE_CHECKING. tests/api/test_api.py guards which modules a command imports at start-up."""
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -74,7 +75,11 @@ def _imports(module: str, path: Path) -> set[str]:
     return {name for name in found if name in MODULES}
 
 
-GRAPH = {module: _imports(module, path) for module, path in MODULES.items()}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Each module's imports of the package, parsed when a test first asks (not at collection, which
+    every pytest-xdist worker does: parsing the package took each of them a second)."""
+    return {module: _imports(module, path) for module, path in MODULES.items()}
 
 
 def test_every_module_is_in_a_room():
@@ -86,7 +91,7 @@ def test_every_module_is_in_a_room():
 def test_imports_run_one_way():
     """No module imports a room of a higher stage, nor a room of its own rank: timing and speculation
     read the attribution front, never relabel's rooms; the library never imports the API or the CLI."""
-    upward = sorted(f"{module} imports {target}" for module, targets in GRAPH.items() for target in targets
+    upward = sorted(f"{module} imports {target}" for module, targets in graph().items() for target in targets
                     if _room(target) != _room(module) and RANK[_room(target)] >= RANK[_room(module)])
     assert upward == []
 
@@ -103,7 +108,7 @@ def test_no_import_cycle():
             return
         seen.add(module)
         on_path.append(module)
-        for target in sorted(GRAPH[module]):
+        for target in sorted(graph()[module]):
             visit(target)
         on_path.pop()
 
