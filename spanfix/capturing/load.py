@@ -111,10 +111,10 @@ class Load:
 
     def _round(self, max_new_tokens: int, name: str, kept: list[object] | None = None) -> None:
         """`concurrency` requests at once outside the profile, waited for; raises the first failure."""
-        threads = [threading.Thread(target=self._one, args=(i, max_new_tokens, False, kept), daemon=True,
+        threads: list[threading.Thread] = []
+        self._run([threading.Thread(target=self._one, args=(i, max_new_tokens, False, kept), daemon=True,
                                     name=f"spanfix-{name}-{i}")
-                   for i in range(self.concurrency)]
-        self._run(threads)
+                   for i in range(self.concurrency)], threads)
         for thread in threads:
             thread.join()
         if self.failure is not None:
@@ -122,16 +122,20 @@ class Load:
 
     def start(self) -> None:
         self._stopping.clear()
-        self._threads = [threading.Thread(target=self._slot, daemon=True, name=f"spanfix-load-{i}")
-                         for i in range(self.concurrency)]
-        self._run(self._threads)
+        self._threads = []
+        self._run([threading.Thread(target=self._slot, daemon=True, name=f"spanfix-load-{i}")
+                   for i in range(self.concurrency)], self._threads)
 
-    def _run(self, threads: list[threading.Thread]) -> None:
+    def _run(self, threads: list[threading.Thread], started: list[threading.Thread]) -> None:
+        """Start each thread, listing it in `started` once it runs: a Ctrl-C or a thread the system
+        refuses midway aborts the load and joins those only (joining one never started is an error that
+        would hide the interruption)."""
         try:
             for thread in threads:
                 thread.start()
+                started.append(thread)
         except BaseException:
-            self.abort()
+            self.abort(started)
             raise
 
     def stop(self) -> None:
@@ -147,13 +151,14 @@ class Load:
             thread.join(left)
         return not any(thread.is_alive() for thread in self._threads)
 
-    def abort(self) -> None:
-        """Stop now: no new request, the ones in flight cut (their connections closed), slots joined."""
+    def abort(self, started: Sequence[threading.Thread] = ()) -> None:
+        """Stop now: no new request, the ones in flight cut (their connections closed), slots (and the
+        `started` threads of a round) joined."""
         with self._lock:
             self._aborted = True
         self._stopping.set()
         self.server.abort()
-        for thread in self._threads:
+        for thread in {*self._threads, *started}:
             thread.join(5.0)
 
     def _slot(self) -> None:
