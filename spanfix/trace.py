@@ -37,7 +37,6 @@ class Trace:
     def __init__(self, analysis: Analysis, options: Options, work: DeviceWork | None, kernel_names: bool,
                  path: str | None = None, read_from: Reads | None = None):
         self._analysis = analysis
-        self._read, self._index, self._attribution = analysis.trace, analysis.index, analysis.attribution
         self._options, self._work, self._kernel_names = options, work, kernel_names
         self._located: list[NameSlot] | None = None  # the step names' bytes, found by the first relabel()
         self._measures: dict[KernelClasses | None, TraceMeasures] = {}
@@ -50,7 +49,7 @@ class Trace:
     def __repr__(self) -> str:
         if self._closed:
             return f"<spanfix.Trace {self.source!r}: closed>"
-        return (f"<spanfix.Trace {self.source!r}: {len(self._index.steps)} step spans, "
+        return (f"<spanfix.Trace {self.source!r}: {len(self._analysis.index.steps)} step spans, "
                 f"algorithm {self.algorithm}>")
 
     def __getattribute__(self, name: str) -> Any:
@@ -70,11 +69,11 @@ class Trace:
         any later use of the trace raises UsageError. Closing twice is harmless."""
         if self._closed:
             return
-        self._source = self._read.source
-        data = self._read.data
+        self._source = self._analysis.trace.source
+        data = self._analysis.trace.data
         self._closed = True
         self._measures.clear()
-        self._analysis = self._read = self._index = self._attribution = self._work = None  # type: ignore[assignment]
+        self._analysis = self._work = None  # type: ignore[assignment]
         self._located = None
         close = getattr(data, "close", None)  # an mmap; bytes have nothing to close
         del data
@@ -84,31 +83,31 @@ class Trace:
 
     @property
     def source(self) -> str:
-        return self._source if self._closed else self._read.source
+        return self._source if self._closed else self._analysis.trace.source
 
     @property
     def events(self) -> int:
         """How many events the trace holds."""
-        return len(self._read.events)
+        return len(self._analysis.trace.events)
 
     @property
     def algorithm(self) -> str:
         """The speculative algorithm as spanfix understood it ("eagle (v2)", "dflash", "unknown", ...)."""
-        return self._attribution.algorithm.label
+        return self._analysis.attribution.algorithm.label
 
     @property
     def algorithm_reasons(self) -> list[str]:
-        return list(self._attribution.algorithm.reasons)
+        return list(self._analysis.attribution.algorithm.reasons)
 
     @property
     def warnings(self) -> list[str]:
         """What was odd about the trace, one line each (odd input read leniently, joins not made, ...)."""
-        return [*self._analysis.warnings, *self._index.notes(), *self._device().warnings()]
+        return [*self._analysis.warnings, *self._analysis.index.notes(), *self._device().warnings()]
 
     def _device(self) -> DeviceWork:
         if self._work is None:
             from .timing.device import device_work
-            self._work = device_work(self._read, names=self._kernel_names)
+            self._work = device_work(self._analysis.trace, names=self._kernel_names)
         return self._work
 
     def measures(self, kernels: KernelClasses | None = None) -> TraceMeasures:
@@ -176,7 +175,7 @@ class Trace:
             raise UsageError(f"{self.source}: a trace opened from bytes or a file object has no file of its own "
                              + ("to replace" if in_place else "to write beside") + ": give relabel() an output")
         if self._located is None:
-            self._located = located_names(self._read) if self._index.steps else []
+            self._located = located_names(self._analysis.trace) if self._analysis.index.steps else []
         options = self._options.relabel_options(verify_only=verify_only, annotate=annotate)
         return write_relabelled(self._analysis, self._located, options, target, in_place=in_place, read=self._reads)
 
