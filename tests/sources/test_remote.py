@@ -289,8 +289,8 @@ def test_progress_counts_the_bytes_fetched_and_a_large_object_is_mapped_not_held
     assert ("fetching", len(packed)) in recorder.phases and recorder.fetched == len(packed)
     # the inflated document (over 1 MiB) is in an unnamed temporary file, mapped as a local file is
     assert len(document) > 2**20
-    assert type(trace._read.data).__name__ == "mmap" and trace._read.data[:] == document
-    assert trace._read.compressed[:] == packed
+    assert type(trace._analysis.trace.data).__name__ == "mmap" and trace._analysis.trace.data[:] == document
+    assert trace._analysis.trace.compressed[:] == packed
     # the requests were made in a child: the process that reads is left with no thread of fsspec's,
     # so that it reads a large document in two processes, as it reads a local file. That process is a
     # fork of this one (in_a_child forks only where no other thread runs: none does here), which a
