@@ -304,7 +304,7 @@ def _capture_one(server: Server, info: ServerInfo, attempt: _Attempt, where: str
     rate = None
     try:
         if runner is not None:
-            said.note(f"warming up: {load} requests outside the profile")
+            said.note(f"warming up: {load} request{'s' if load != 1 else ''} outside the profile")
             _in_thread(lambda: runner.warm_up(min(WARM_UP_TOKENS, runner.max_new_tokens)), runner, said, timeout,
                        load, "warming up", "the warm-up requests")
         if runner is not None and timed:
@@ -329,7 +329,7 @@ def _capture_one(server: Server, info: ServerInfo, attempt: _Attempt, where: str
         if runner is not None:
             runner.sink = responses = folder.lines(requests_name)  # each response written as it comes, none kept
             runner.start()
-            said.note(f"load: {load} requests at once, {max_new_tokens} new tokens each, greedy")
+            said.note(f"load: {load} request{'s' if load != 1 else ''} at once, {max_new_tokens} new tokens each, greedy")
         else:
             how = ("the profile starts at its next forward step and records " if request.start_step else
                    "the profile stops itself after ")

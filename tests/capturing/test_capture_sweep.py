@@ -171,6 +171,11 @@ def test_a_sweep_writes_each_load_by_name_and_its_unprofiled_ratio(servers, tmp_
         assert one["unprofiled_speedup"] == pytest.approx(verdict["speedup"], rel=1e-3)
         assert one["disagrees"] is False
     assert "disagree" not in done.stderr
+    # What each load says it sends, counted as English counts (not "1 requests").
+    for said in ("warming up: 1 request outside", "load: 1 request at once", "unprofiled round: 1 request at once",
+                 "warming up: 2 requests outside", "load: 4 requests at once"):
+        assert said in done.stderr, said
+    assert "1 requests" not in done.stderr
     # docs/json.md's example has the keys as written.
     reference = (ROOT / "docs" / "json.md").read_text().split("### capture's `loads`")[1]
     (example,) = json.loads("{" + reference.split("```json")[1].split("```")[0] + "}")["loads"]
