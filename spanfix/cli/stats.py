@@ -11,7 +11,7 @@ from ..render.formats import STATS_FORMATS, Shown
 from ..render.stats import SECTIONS, stats_messages
 from ..sources.overwrite import STDOUT, reads, refuse_overwrite
 from . import EXIT_BAD_INPUT
-from .inputs import expanded
+from .inputs import expanded, run_folders
 from .options import (
     Keys,
     api_options,
@@ -69,7 +69,9 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, only, o
           accept_length, jobs, scheduler, **attribution):
     """Per-stage timing of step spans: where a speculative step spends its time.
 
-    Every INPUT (old or new naming; nothing is written) is attributed like relabel does, and
+    Every INPUT (a trace, old or new naming, or a run's FOLDER as compare reads a RUN: its traces,
+    and its server's files as --spec-metrics when it is the only folder; nothing is written) is
+    attributed like relabel does, and
     its step spans are summed per stage of the newer naming, on the host (CPU span) and on
     the device (GPU annotation, or the kernels the step launched where that is missing),
     with the share of that device time its kernels were busy. Several inputs make one table.
@@ -85,6 +87,7 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, only, o
       spanfix stats run-TP-0.trace.json.gz
       spanfix stats traces/*.json.gz --by rank --by bs
       spanfix stats run-TP-0.trace.json.gz --kernels   # which kernels ran
+      spanfix stats runs/eagle --baseline runs/plain   # a run's folder
       spanfix stats new.json.gz --baseline old.json.gz --format markdown \\
           >> "$GITHUB_STEP_SUMMARY"
       spanfix stats traces/*.json.gz --format json > stats.json  # a baseline
@@ -95,6 +98,7 @@ def stats(inputs, by, device, kernels, kernel_categories, top, baseline, only, o
     if only and output_format not in ("table", "markdown"):
         raise click.UsageError(f"--only picks the tables people read (--format table or markdown); --format "
                                f"{output_format} holds every figure")
+    inputs, spec_metrics = run_folders(inputs, spec_metrics, accept_length is not None)
     inputs, unmatched = expanded(inputs)
     refuse_overwrite(STDOUT, reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
     with file_progress(inputs, machine_output=not STATS_FORMATS[output_format].for_people) as progress:

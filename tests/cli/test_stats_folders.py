@@ -1,0 +1,94 @@
+"""`spanfix stats RUN`: a run's folder as an input, read as compare reads a RUN (sources/layout.py):
+its traces (or its traces/ folder's), and the files the server wrote about the run as --spec-metrics
+when it is the only folder given. Before, stats refused a folder ("is a directory, not a trace file")
+while compare and every --baseline took one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT
+
+from spanfix.cli import main
+
+EAGLE = ROOT / "fixtures" / "eagle-stock.trace.json.gz"
+REAL = ROOT.parent / "shared" / "traces" / "sglang-cpu"
+SERVER_INFO = {"internal_states": [{"avg_spec_accept_length": 2.5}]}
+
+
+def stats(*args: str):
+    return CliRunner().invoke(main, ["stats", *map(str, args), "--format", "json"])
+
+
+def document(*args: str) -> dict:
+    done = stats(*args)
+    assert done.exit_code == 0, done.output
+    return json.loads(done.stdout)
+
+
+def sources(found: dict) -> list[tuple[str, str | None]]:
+    return [(one["source"], one["file"]) for one in found["speculation"]["accept_lengths"]]
+
+
+@pytest.fixture
+def run(tmp_path) -> Path:
+    folder = tmp_path / "eagle"
+    folder.mkdir()
+    shutil.copy(EAGLE, folder / "eagle-TP-0.trace.json.gz")
+    (folder / "server_info.json").write_text(json.dumps(SERVER_INFO))
+    return folder
+
+
+def test_a_runs_folder_is_its_traces_with_its_server_files_as_spec_metrics(run):
+    trace, info = run / "eagle-TP-0.trace.json.gz", run / "server_info.json"
+    by_folder = document(run)
+    assert by_folder == document(trace, "--spec-metrics", info)
+    assert ("server_info", str(info)) in sources(by_folder)
+    assert by_folder != document(trace)  # the server's file is read, not only the trace
+
+
+def test_sglangs_layout_given_as_run_or_run_traces_is_the_same_run(run):
+    (run / "traces").mkdir()
+    (run / "eagle-TP-0.trace.json.gz").rename(run / "traces" / "eagle-TP-0.trace.json.gz")
+    by_run, by_traces = document(run), document(run / "traces")
+    assert by_run == by_traces
+    assert ("server_info", str(run / "server_info.json")) in sources(by_run)
+
+
+def test_given_accept_lengths_win_over_the_folders_files(run):
+    trace = run / "eagle-TP-0.trace.json.gz"
+    assert document(run, "--accept-length", "3") == document(trace, "--accept-length", "3")
+    other = run.parent / "other.json"
+    other.write_text(json.dumps({"internal_states": [{"avg_spec_accept_length": 1.5}]}))
+    assert document(run, "--spec-metrics", other) == document(trace, "--spec-metrics", other)
+
+
+def test_two_folders_are_their_traces_without_mixing_their_servers_files(run, tmp_path):
+    second = tmp_path / "again"
+    shutil.copytree(run, second)
+    both = document(run, second)
+    assert both == document(run / "eagle-TP-0.trace.json.gz", second / "eagle-TP-0.trace.json.gz")
+    assert [source for source, _ in sources(both)] == ["trace annotations"]
+
+
+def test_a_folder_without_a_trace_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("nothing here")
+    done = stats(tmp_path / "empty")
+    assert done.exit_code == 2
+    said = (f"spanfix: error: {tmp_path / 'empty'}: no trace in this folder (*.trace.json, *.trace.json.gz, "
+            "*.json) nor in its traces/ folder; it holds notes.txt")
+    assert done.stderr.strip().splitlines() == [said]
+
+
+@pytest.mark.skipif(not (REAL / "standalone").is_dir(), reason="../shared/traces/sglang-cpu is absent")
+def test_a_real_sglang_run_folder_reads_as_its_traces_and_server_files():
+    folder = REAL / "standalone"
+    by_hand = [*sorted((folder / "traces").glob("*.json.gz")),
+               *(arg for name in ("server_info.json", "server.log", "generate_outputs.json")
+                 for arg in ("--spec-metrics", folder / name))]
+    assert document(folder, "--baseline", REAL / "plain") == document(*by_hand, "--baseline", REAL / "plain")
