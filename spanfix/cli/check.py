@@ -12,7 +12,7 @@ from ..render.check import github_annotations
 from ..render.formats import CHECK_FORMATS, Shown
 from ..sources.overwrite import STDOUT, reads, refuse_overwrite
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
-from .inputs import expanded
+from .inputs import expanded, run_folders
 from .options import (
     api_options,
     attribution_options,
@@ -72,6 +72,9 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
           require_new_names, output_format, spec_metrics, accept_length, jobs, scheduler, **attribution):
     """Gate CI on captured traces: exit 1 when one cannot be trusted or its timing broke a rule.
 
+    An INPUT is a trace or a run's FOLDER, as stats reads one (its traces; its server's files as
+    --spec-metrics when it is the only folder).
+
     Fails when a step span stays ambiguous (unless --allow-ambiguous), when evidence conflicts,
     when old names remain (with --require-new-names), when a --budget is broken, or when a
     stage's mean (or the decode iteration's, whole or by part) grew over the --baseline by more
@@ -88,6 +91,8 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
     \b
     Examples:
       spanfix check trace.json.gz
+      spanfix check runs/eagle --baseline runs/plain \\
+          --budget 'speculation.speedup>=1.2'
       spanfix check traces/*.json.gz --budget 'VERIFY.p90<=12ms' \\
           --budget 'DRAFT.share<=0.35'
       spanfix check new.json.gz --baseline stats.json --max-regression 5 \\
@@ -99,6 +104,7 @@ def check(inputs, budgets, baseline, max_regression, allow_ambiguous, allow_empt
         raise click.UsageError("--max-regression needs --baseline")
     if max_regression is not None and not math.isfinite(max_regression):
         raise click.BadParameter(f"{max_regression} is not a finite number", param_hint="--max-regression")
+    inputs, spec_metrics = run_folders(inputs, spec_metrics, accept_length is not None)
     inputs, unmatched = expanded(inputs)
     refuse_overwrite(STDOUT, reads(inputs, baseline, spec_metrics))  # `>> t.json` would write into the trace
     with file_progress(inputs, machine_output=not CHECK_FORMATS[output_format].for_people) as progress:

@@ -13,7 +13,7 @@ from ..sources import is_folder, is_url, join, local_path
 from ..sources.overwrite import reads, refuse_overwrite
 from ..text import printable
 from . import EXIT_BAD_INPUT
-from .inputs import expanded
+from .inputs import expanded, run_folders
 from .options import (
     api_options,
     attribution_options,
@@ -49,7 +49,8 @@ def report(inputs, output, baseline, kernel_categories, spec_metrics, accept_len
     (plotly.js) is inline. It shows the inputs, algorithm, evidence, ambiguous spans and
     warnings; the stats table on both clocks; each stage's step durations as histograms and
     CDFs (with the baseline's); every decode iteration over capture time, split into its
-    parts; each stage per rank with the slowest named; and the top kernels per stage.
+    parts; each stage per rank with the slowest named; and the top kernels per stage. An INPUT
+    is a trace or a run's FOLDER, as stats reads one.
 
     \b
     Examples:
@@ -61,6 +62,7 @@ def report(inputs, output, baseline, kernel_categories, spec_metrics, accept_len
     """
     options = api_options(**attribution)
     output = _output(output)
+    inputs, spec_metrics = run_folders(inputs, spec_metrics, accept_length is not None)
     refuse_overwrite(output, reads(inputs, baseline, spec_metrics))  # before any work: the trace stays a trace
     command = shlex.join(["spanfix", *sys.argv[1:]]) if sys.argv else "spanfix report"
     inputs, unmatched = expanded(inputs)

@@ -1,4 +1,4 @@
-"""`spanfix stats RUN`: a run's folder as an input, read as compare reads a RUN (sources/layout.py):
+"""`spanfix stats RUN` (and check, report): a run's folder as an input, read as compare reads a RUN (sources/layout.py):
 its traces (or its traces/ folder's), and the files the server wrote about the run as --spec-metrics
 when it is the only folder given. Before, stats refused a folder ("is a directory, not a trace file")
 while compare and every --baseline took one."""
@@ -92,3 +92,23 @@ def test_a_real_sglang_run_folder_reads_as_its_traces_and_server_files():
                *(arg for name in ("server_info.json", "server.log", "generate_outputs.json")
                  for arg in ("--spec-metrics", folder / name))]
     assert document(folder, "--baseline", REAL / "plain") == document(*by_hand, "--baseline", REAL / "plain")
+
+
+def test_check_reads_a_runs_folder_as_stats_does(run):
+    trace, info = run / "eagle-TP-0.trace.json.gz", run / "server_info.json"
+    budget = ("--budget", "speculation.accept_length>=2")
+    by_folder = CliRunner().invoke(main, ["check", str(run), *budget, "--format", "json"])
+    by_hand = CliRunner().invoke(main, ["check", str(trace), "--spec-metrics", str(info), *budget, "--format", "json"])
+    assert (by_folder.exit_code, by_folder.stdout) == (by_hand.exit_code, by_hand.stdout)
+    assert by_folder.exit_code == 0, by_folder.output
+
+
+def test_report_reads_a_runs_folder_and_refuses_one_without_a_trace(run, tmp_path):
+    page = tmp_path / "report.html"
+    done = CliRunner().invoke(main, ["report", str(run), "-o", str(page)])
+    assert done.exit_code == 0, done.output
+    assert "eagle-TP-0.trace.json.gz" in page.read_text()
+    (tmp_path / "empty").mkdir()
+    refused = CliRunner().invoke(main, ["report", str(tmp_path / "empty"), "-o", str(tmp_path / "none.html")])
+    assert refused.exit_code == 2 and "no trace in this folder" in refused.stderr
+    assert not (tmp_path / "none.html").exists()
