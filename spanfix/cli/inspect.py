@@ -10,7 +10,7 @@ from ..render.inspect import inspect_report
 from ..sources.overwrite import STDOUT, reads, refuse_overwrite
 from ..text import dumps
 from . import EXIT_BAD_INPUT
-from .inputs import expanded
+from .inputs import expanded, run_folders
 from .options import api_options, attribution_options, jobs_option, scheduler_option
 from .progress import file_progress
 from .streams import render, write_out
@@ -30,6 +30,8 @@ from .streams import render, write_out
 def inspect(inputs, show_all, as_json, jobs, scheduler, **attribution):
     """Show what spanfix sees in a trace, and why it labels each step span as it does.
 
+    A TRACE may be a run's FOLDER too: its traces, as stats reads one.
+
     Lists the tracks with their process and thread names and step spans by mode, the
     speculative algorithm the trace looks like and why, how many spans each kind of evidence
     decided, and the ambiguous spans grouped by what was missing and what would decide them.
@@ -45,6 +47,7 @@ def inspect(inputs, show_all, as_json, jobs, scheduler, **attribution):
     Exit codes: 0 ok, 2 bad input or usage.
     """
     options = api_options(**attribution)
+    inputs, _ = run_folders(inputs, (), True)  # a run's folder is its traces (inspect reads no server file)
     inputs, unmatched = expanded(inputs)
     refuse_overwrite(STDOUT, reads(inputs))  # `>> t.json` would write into the trace
     reports, failed = [], list(unmatched)

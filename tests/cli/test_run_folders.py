@@ -112,3 +112,10 @@ def test_report_reads_a_runs_folder_and_refuses_one_without_a_trace(run, tmp_pat
     refused = CliRunner().invoke(main, ["report", str(tmp_path / "empty"), "-o", str(tmp_path / "none.html")])
     assert refused.exit_code == 2 and "no trace in this folder" in refused.stderr
     assert not (tmp_path / "none.html").exists()
+
+
+def test_inspect_reads_a_runs_folder_as_its_traces(run):
+    by_folder = CliRunner().invoke(main, ["inspect", str(run), "--json"])
+    by_hand = CliRunner().invoke(main, ["inspect", str(run / "eagle-TP-0.trace.json.gz"), "--json"])
+    assert by_folder.exit_code == 0, by_folder.output
+    assert by_folder.stdout == by_hand.stdout
