@@ -10,9 +10,10 @@ from .. import api
 from ..errors import BudgetError
 from ..render.check import github_annotations
 from ..render.formats import CHECK_FORMATS, Shown
+from ..sources.layout import run_folders
 from ..sources.overwrite import STDOUT, reads, refuse_overwrite
 from . import EXIT_BAD_INPUT, EXIT_CHECK_FAILED
-from .inputs import expanded, run_folders
+from .inputs import expanded
 from .options import (
     api_options,
     attribution_options,

@@ -7,10 +7,11 @@ import click
 from .. import api
 from ..errors import SpanfixError, out_of_memory
 from ..render.inspect import inspect_report
+from ..sources.layout import run_folders
 from ..sources.overwrite import STDOUT, reads, refuse_overwrite
 from ..text import dumps
 from . import EXIT_BAD_INPUT
-from .inputs import expanded, run_folders
+from .inputs import expanded
 from .options import api_options, attribution_options, jobs_option, scheduler_option
 from .progress import file_progress
 from .streams import render, write_out

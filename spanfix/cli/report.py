@@ -10,10 +10,11 @@ from .. import api
 from ..errors import CategoryError, OutputError, ReaderGone
 from ..runtime.progress import human_size
 from ..sources import is_folder, is_url, join, local_path
+from ..sources.layout import run_folders
 from ..sources.overwrite import reads, refuse_overwrite
 from ..text import printable
 from . import EXIT_BAD_INPUT
-from .inputs import expanded, run_folders
+from .inputs import expanded
 from .options import (
     api_options,
     attribution_options,

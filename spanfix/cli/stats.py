@@ -9,9 +9,10 @@ from .. import api
 from ..errors import CategoryError
 from ..render.formats import STATS_FORMATS, Shown
 from ..render.stats import SECTIONS, stats_messages
+from ..sources.layout import run_folders
 from ..sources.overwrite import STDOUT, reads, refuse_overwrite
 from . import EXIT_BAD_INPUT
-from .inputs import expanded, run_folders
+from .inputs import expanded
 from .options import (
     Keys,
     api_options,

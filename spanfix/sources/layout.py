@@ -1,6 +1,7 @@
 """A folder as a run: which of its files are the run's traces, and where the files the server wrote
 about it are. One resolver for every command that takes a run's folder (compare's RUNs and its
---baseline; the --baseline FOLDER of stats, check, report and capture).
+--baseline; the --baseline FOLDER of stats, check, report and capture; the INPUT folders of stats,
+check, report and inspect, through run_folders).
 
 Two layouts, on a local disk or a store alike:
 
@@ -132,6 +133,32 @@ def resolve_run(given: str) -> NamedRun:
     else:
         found.problem = f"{given}: no such file or folder"
     return found
+
+
+def run_folders(inputs: tuple[str, ...], spec_metrics: tuple[str, ...], accept_given: bool
+                ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the inputs, the --spec-metrics files) with each folder on this machine among the inputs read as a
+    run's folder, as compare reads a RUN (resolve_run): its traces, or its traces/ folder's, in
+    its place. The files the server wrote about the run (server_info.json, server.log, the /generate
+    responses) are its --spec-metrics when it is the only folder given and no accept length is given
+    otherwise (--spec-metrics, --accept-length): several runs' files would be taken as one run's. A
+    folder that holds no trace is bad input (TraceError: one line, exit 2)."""
+    names: list[str] = []
+    server_files: list[str] = []
+    folders = 0
+    for given in inputs:
+        if is_url(given) or not os.path.isdir(local_path(given)):
+            names.append(given)
+            continue
+        run = resolve_run(given)
+        if run.problem is not None:
+            raise TraceError(run.problem)
+        names += run.sources
+        server_files += run.server_files
+        folders += 1
+    if folders == 1 and not spec_metrics and not accept_given:
+        spec_metrics = tuple(server_files)
+    return tuple(names), spec_metrics
 
 
 def _in_folder(found: NamedRun, folder: str) -> None:
