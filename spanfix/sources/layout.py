@@ -137,7 +137,7 @@ def resolve_run(given: str) -> NamedRun:
 
 def run_folders(inputs: tuple[str, ...], spec_metrics: tuple[str, ...], accept_given: bool
                 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(the inputs, the --spec-metrics files) with each folder on this machine among the inputs read as a
+    """(the inputs, the --spec-metrics files) with each folder among the inputs (here or on a store) read as a
     run's folder, as compare reads a RUN (resolve_run): its traces, or its traces/ folder's, in
     its place. The files the server wrote about the run (server_info.json, server.log, the /generate
     responses) are its --spec-metrics when it is the only folder given and no accept length is given
@@ -147,7 +147,11 @@ def run_folders(inputs: tuple[str, ...], spec_metrics: tuple[str, ...], accept_g
     server_files: list[str] = []
     folders = 0
     for given in inputs:
-        if is_url(given) or not os.path.isdir(local_path(given)):
+        if is_url(given):  # a store's folder is said by its "/": any other URL may be an object of any name
+            folder = given.endswith("/") and not any(c in split_url(given)[1] for c in WILDCARDS)
+        else:
+            folder = os.path.isdir(local_path(given))
+        if not folder:
             names.append(given)
             continue
         run = resolve_run(given)
@@ -190,8 +194,11 @@ def _files(folder: str) -> list[str]:
     if is_url(folder):
         from . import expand
 
-        patterns = ["*.json", "*.json.gz", *(name for name in METRICS_FILES if not name.endswith(".json"))]
-        return sorted(dict.fromkeys(expand([join(folder, pattern) for pattern in patterns]).names))
+        # One listing of the folder: a name without a wildcard is not looked up by expand (it is taken as
+        # the object it names), so server.log and requests.jsonl are kept only where they are listed.
+        wanted = set(METRICS_FILES)
+        return sorted(name for name in expand([join(folder, "*")]).names
+                      if basename(name).endswith(JSON_ENDINGS) or basename(name) in wanted)
     path = local_path(folder)
     try:
         entries = os.listdir(path)

@@ -187,6 +187,25 @@ def test_stats_check_inspect_over_an_s3_glob_equal_the_local_files(s3, local):
 
 
 @SERVERS
+def test_stats_and_check_of_a_folder_on_the_store_are_its_traces(s3, local):
+    """A store's folder, said by its "/", is read as a run's folder on disk is (sources/layout.py
+    run_folders): its traces, as the glob of them gives."""
+    by_glob = run("stats", "s3://traces/run/*.trace.json*", "--format", "json", "-j", "1")
+    by_folder = run("stats", "s3://traces/run/", "--format", "json", "-j", "1")
+    assert by_folder.exit_code == 0, by_folder.output
+    assert by_folder.stdout == by_glob.stdout and json.loads(by_folder.stdout)["inputs"] == s3_names()
+    budget = ("--budget", "VERIFY.p90<=100ms")
+    by_glob = run("check", "s3://traces/run/*.trace.json*", *budget, "--format", "json", "-j", "1")
+    by_folder = run("check", "s3://traces/run/", *budget, "--format", "json", "-j", "1")
+    assert (by_folder.exit_code, by_folder.stdout) == (by_glob.exit_code, by_glob.stdout)
+    # Only the server's files that are there are read: none is named without the store listing it (a
+    # server.log the folder did not hold was read and failed, "cannot fetch: no such object").
+    assert "server.log" not in by_folder.stderr
+    missing = run("stats", "s3://out/no-such-run/", code=2)
+    assert missing.stderr == "spanfix: error: s3://out/no-such-run/: cannot fetch: no such object\n"
+
+
+@SERVERS
 def test_relabel_to_and_beside_objects_writes_the_bytes_a_local_relabel_writes(s3, local, tmp_path):
     run("relabel", *local_names(local), "-o", f"{tmp_path}/", "-j", "1")
     run("relabel", "s3://traces/run/*-TP-*", "-o", "s3://out/relabeled/", "-j", "1")
