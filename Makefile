@@ -17,17 +17,9 @@ PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check --no-com
 WITH_TESTS := '.[test,test-remote]'
 INSTALL = { $(PIP) uv >/dev/null 2>&1 && $(BIN)/uv pip install --quiet --python $(BIN)/python $(1); } || $(PIP) $(1)
 
-# The bytecode of spanfix and of the packages it runs on, written once at install. --no-compile (and uv,
-# which compiles nothing) leave it to the first import, but where PYTHONDONTWRITEBYTECODE is set (this
-# machine, many container images) that import never writes it, and every command compiled numpy, click,
-# msgspec and rich again: relabel of a small fixture took 0.25 s, 0.10 s with bytecode; stats 0.45 s,
-# 0.18 s. About a second of the install (about 700 modules, not every package's 7,000).
-RUN_ON := spanfix click rich msgspec isal numpy re2 orjson typing_extensions
-COMPILE = $(BIN)/python -c "import compileall as c, importlib.util as u, sys; \
-	specs = [s for s in map(u.find_spec, sys.argv[1:] + [n for n in sys.modules if n.startswith('__editable__')]) if s]; \
-	sys.exit(not all([c.compile_dir(p, quiet=1, workers=0) for s in specs for p in s.submodule_search_locations or ()] \
-	                 + [c.compile_file(s.origin, quiet=1) for s in specs \
-	                    if not s.submodule_search_locations and (s.origin or '').endswith('.py')]))" $(RUN_ON)
+# The bytecode of spanfix and the packages it runs on, written once: where PYTHONDONTWRITEBYTECODE is
+# set, no import writes it and every command compiled them again (spanfix/runtime/bytecode.py says why).
+COMPILE = $(BIN)/python -m spanfix.runtime.bytecode
 
 $(RUNTIME): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

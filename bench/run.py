@@ -383,21 +383,6 @@ def target_table(results: dict) -> tuple[list[str], list[str]]:
     return lines, missed
 
 
-RUNS_ON = ("spanfix", "click", "rich", "msgspec", "isal", "numpy", "re2", "orjson", "typing_extensions")
-
-
-def package_folders() -> list[str]:
-    """The folders (or the file, for a one-file module) of spanfix and what it imports as it runs."""
-    import importlib.util
-
-    found = []
-    for name in RUNS_ON:
-        spec = importlib.util.find_spec(name)
-        if spec is not None:
-            found += list(spec.submodule_search_locations or ()) or ([spec.origin] if spec.origin else [])
-    return [path for path in found if os.path.isdir(path) or path.endswith(".py")]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-mb", type=int, default=250)
@@ -409,11 +394,10 @@ def main() -> None:
     if args.quick:
         args.size_mb, args.reps = 20, 1
     args.out.mkdir(parents=True, exist_ok=True)
-    # spanfix and the packages it runs on as pip installs them, compiled once (the Makefile's install
-    # does it too, a venv made before it did not): where PYTHONDONTWRITEBYTECODE is set, every command
+    # spanfix and the packages it runs on compiled, as pip installs them (the Makefile's install does it
+    # too; a venv made before it did not): otherwise, where PYTHONDONTWRITEBYTECODE is set, every command
     # compiled numpy, click, msgspec and rich again (0.13-0.3 s of each, in every figure below).
-    subprocess.run([PY, "-m", "compileall", "-q", "-j", "0", *package_folders()], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([PY, "-m", "spanfix.runtime.bytecode"], check=True, stdout=subprocess.DEVNULL)
     machine = {"python": platform.python_version(), "cpu": platform.processor() or platform.machine(),
                "cores": os.cpu_count(), "system": platform.platform(), "load_before": load()}
     results = {"machine": machine, "main": main_bench(args.out, args.size_mb, args.reps),

@@ -19,6 +19,11 @@ _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff\u2028\u2
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
+def plural(count: int, word: str) -> str:
+    """"1 request", "2 requests": a count and its noun (a regular plural)."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _escape_one(match: re.Match) -> str:
     char = match.group()
     named = _NAMED.get(char)

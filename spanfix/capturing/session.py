@@ -17,6 +17,7 @@ from ..options import Options
 from ..runtime.redact import remember
 from ..runtime.stopping import ends_at_once
 from ..sources import is_url, local_path
+from ..text import plural
 from .folder import CaptureFolder, Lines
 from .load import Load
 from .options import FIELDS, CaptureOptions
@@ -304,11 +305,11 @@ def _capture_one(server: Server, info: ServerInfo, attempt: _Attempt, where: str
     rate = None
     try:
         if runner is not None:
-            said.note(f"warming up: {load} request{'s' if load != 1 else ''} outside the profile")
+            said.note(f"warming up: {plural(load, 'request')} outside the profile")
             _in_thread(lambda: runner.warm_up(min(WARM_UP_TOKENS, runner.max_new_tokens)), runner, said, timeout,
                        load, "warming up", "the warm-up requests")
         if runner is not None and timed:
-            said.note(f"unprofiled round: {load} request{'s' if load != 1 else ''} at once, {max_new_tokens} new "
+            said.note(f"unprofiled round: {plural(load, 'request')} at once, {max_new_tokens} new "
                       "tokens each, timed by their answers")
             answers = _in_thread(runner.timed_round, runner, said, timeout, load, "timing unprofiled",
                                  "the unprofiled round's requests")
@@ -329,7 +330,7 @@ def _capture_one(server: Server, info: ServerInfo, attempt: _Attempt, where: str
         if runner is not None:
             runner.sink = responses = folder.lines(requests_name)  # each response written as it comes, none kept
             runner.start()
-            said.note(f"load: {load} request{'s' if load != 1 else ''} at once, {max_new_tokens} new tokens each, greedy")
+            said.note(f"load: {plural(load, 'request')} at once, {max_new_tokens} new tokens each, greedy")
         else:
             how = ("the profile starts at its next forward step and records " if request.start_step else
                    "the profile stops itself after ")

@@ -12,4 +12,3 @@ def expanded(inputs: tuple[str, ...]) -> tuple[list[str], list[tuple[str, str]]]
     the extra to install: no input of its kind could be read."""
     found = expand(inputs)
     return found.names, found.unmatched
-

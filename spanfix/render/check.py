@@ -11,7 +11,7 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 from ..checking.rules import BROKEN, HELD, SKIPPED, CheckReport, Outcome
-from ..text import shown, whole_reason
+from ..text import plural, shown, whole_reason
 from .escape import Markdown, code_span, log_commands_neutral, markdown_text
 from .stats import grouped_notes, grouped_warnings, markdown_table
 
@@ -22,10 +22,6 @@ INDENT = 2 + max(map(len, STATUS_WORDS.values())) + 2  # where a rule's name sta
 
 def label(outcome: Outcome) -> str:
     return shown(f"{outcome.rule} [{outcome.input}]" if outcome.input else outcome.rule)
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def verdict_line(report: CheckReport) -> str:
