@@ -23,7 +23,7 @@ from typing import BinaryIO
 from ..runtime import progress
 from ..runtime.notice import notice
 from . import is_url, local_path
-from .stdout import OutputError, standard_output, stdout_failure, write_all
+from .stdout import OutputError, standard_output, stdout_failure, write_all, write_many
 
 __all__ = ["OutputError", "output_folder", "write_output"]
 
@@ -318,9 +318,7 @@ def _reason(exc: BaseException) -> str:
 
 def _write_stream(stream: BinaryIO, chunks: Iterable[memoryview | bytes], *, gzip: bool) -> None:
     if not gzip:
-        for chunk in chunks:  # one write per chunk (views of the input between patches): progress as it goes
-            write_all(stream, chunk)
-            progress.advance(len(chunk))
+        write_many(stream, chunks, progress.advance)
         return
     pieces = list(chunks)
     total = sum(len(piece) for piece in pieces)

@@ -10,6 +10,7 @@ import contextlib
 import errno
 import os
 import sys
+from collections.abc import Callable, Iterable
 from typing import BinaryIO
 
 from ..errors import OutputError, ReaderGone  # the output could not be written; str() is one line
@@ -27,6 +28,59 @@ def write_all(stream: BinaryIO, data: bytes | bytearray | memoryview) -> None:
         if written <= 0:
             raise OSError(errno.EIO, "the output took no bytes")
         view = view[written:]
+
+
+def write_many(stream: BinaryIO, pieces: Iterable[bytes | bytearray | memoryview],
+               done: Callable[[int], None] | None = None) -> None:
+    """Write the pieces whole, in order, and call done(bytes) after each batch. A relabelled trace is
+    tens of thousands of views of its input between the renamed names (5 kB each): one write per view
+    through a buffered stream copied each into its 8 kB buffer and made a system call for every one or
+    two, a tenth of relabel's time. Batches of views go to the file in one writev each, uncopied; a
+    stream without a file (a BytesIO) gets each batch joined."""
+    try:
+        fd = stream.fileno() if _WRITEV else None
+    except (OSError, ValueError, AttributeError):  # io.UnsupportedOperation is an OSError and a ValueError
+        fd = None
+    if fd is not None:
+        stream.flush()  # what the stream holds goes ahead of these bytes
+    batch: list = []
+    size = 0
+    for piece in pieces:
+        batch.append(piece)
+        size += len(piece)
+        if len(batch) >= _BATCH_PIECES or size >= _BATCH_BYTES:
+            _write_batch(stream, fd, batch)
+            if done is not None:
+                done(size)
+            batch, size = [], 0
+    if batch:
+        _write_batch(stream, fd, batch)
+        if done is not None:
+            done(size)
+
+
+_WRITEV = hasattr(os, "writev")
+_BATCH_PIECES = 512  # within IOV_MAX (1024 on Linux, 512 on some systems' limits of their own)
+_BATCH_BYTES = 8 * 2**20  # progress moves at least every 8 MB
+
+
+def _write_batch(stream: BinaryIO, fd: int | None, batch: list) -> None:
+    if fd is None:
+        write_all(stream, b"".join(batch))
+        return
+    views = [view for view in (memoryview(piece).cast("B") for piece in batch) if view]
+    first = 0
+    while first < len(views):
+        written = os.writev(fd, views[first:] if first else views)
+        if written <= 0:
+            raise OSError(errno.EIO, "the output took no bytes")
+        # A short write (a pipe's reader slow, a disk filling): skip what went, write the rest again,
+        # which then raises what the system says, as write_all does.
+        while first < len(views) and written >= len(views[first]):
+            written -= len(views[first])
+            first += 1
+        if written:
+            views[first] = views[first][written:]
 
 
 def standard_output() -> BinaryIO:

@@ -129,6 +129,16 @@ class FailingFile:
         for chunk in chunks:
             self.write(chunk)
 
+    def writev(self, views):
+        """What os.writev does on this file's descriptor (a relabelled trace is written so)."""
+        data = b"".join(views)
+        self.real.flush()
+        if self.written + len(data) > self.room:
+            self.written += os.write(self.real.fileno(), data[:self.room - self.written])
+            raise self.error
+        self.written += os.write(self.real.fileno(), data)
+        return len(data)
+
     def __getattr__(self, name):
         return getattr(self.real, name)
 
@@ -151,7 +161,13 @@ def failing_writes(monkeypatch):
             file = FailingFile(real_fdopen(fd, mode, *args, **kwargs), 1000, error)
             opened.append(file)
             return file
+        real_writev = os.writev
+
+        def writev(fd, views):
+            file = next((file for file in opened if not file.real.closed and file.real.fileno() == fd), None)
+            return real_writev(fd, views) if file is None else file.writev(views)
         monkeypatch.setattr(output.os, "fdopen", fdopen)
+        monkeypatch.setattr(os, "writev", writev)
         return opened
     return install
 
