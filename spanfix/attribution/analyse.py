@@ -10,7 +10,7 @@ from typing import BinaryIO
 from ..read.reader import Buffer, ReadTrace, read_trace
 from ..read.selective import Reducer
 from ..read.server_args import read_server_args
-from ..runtime import progress
+from ..runtime import lifetime, progress
 from .attribute import Attribution, DraftRules, attribute
 from .index import TraceIndex, build_index, indexed_name
 from .patterns import PatternTooSlow
@@ -39,6 +39,7 @@ def read(source: str, options: RelabelOptions, reduce: Reducer | None = None, *,
     bytes are not located: only a relabel needs them (analysed_and_located). document: its bytes,
     read already (reader.read_trace). content: bytes or a binary file object to read the trace from
     (source then only names it). Every command reads a trace for attribution here, and only here."""
+    lifetime.release()  # the trace before, held for the exit: freed before this one is read
     return read_trace(source, select=indexed_name, reduce=reduce, document=document,
                       content=content, **({"max_bytes": options.max_bytes} if options.max_bytes else {}))
 

@@ -126,7 +126,13 @@ def main() -> None:
 def run() -> None:
     """The console script and `python -m spanfix`: main, then leave at once. When main returns, every
     output is written, closed and renamed; the interpreter's own exit would then free a large
-    trace's objects one by one (a tenth of a second on a 250 MB trace) for nobody. Tests call main."""
+    trace's objects one by one (a tenth of a second on a 250 MB trace) for nobody; and so does the
+    last trace's analysis, when its command returns (runtime/lifetime.py), and the collector, given
+    back at the command's close, need not walk every object it made once more. Tests call main."""
+    from ..runtime import lifetime
+
+    gc.disable()  # main then leaves it off (it gives back only a collector it found on)
+    lifetime.hold_until_exit()
     try:
         main()
         code = 0

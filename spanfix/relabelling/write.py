@@ -15,7 +15,7 @@ from ..errors import UsageError
 from ..read import parts
 from ..read.events import is_step_name
 from ..read.reader import STDIN, NameSlot, ReadTrace, TraceError, located_names
-from ..runtime import progress
+from ..runtime import lifetime, progress
 from ..sources import basename, is_folder, is_url, join, local_path, place_key, scheme_of, sibling
 from ..sources.output import output_folder, write_output
 from ..sources.overwrite import Reads, is_standard_input, reads
@@ -141,10 +141,12 @@ def relabel_file(source: str, output: str | None, options: RelabelOptions, *, dr
     trace = read(source, options)  # the step names' bytes are found beside the analysis (a dry run needs none)
     if dry_run:
         analysis = analyse(trace, options)
+        lifetime.hold(analysis)
         _, result = plan(analysis, options)
         result.warnings.extend(analysis.warnings)
         return result
     analysis, located = analysed_and_located(trace, options)
+    lifetime.hold((analysis, located))  # the console script's exit takes their objects, not this return
     return write_relabelled(analysis, located, options, output, in_place=in_place)
 
 
