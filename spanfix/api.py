@@ -94,7 +94,8 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
           baseline: Baselines = None, errors: str = "raise",
           device: bool | None = None, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
           accept_length: float | None = None, executor: Any = None, **option_fields: Any) -> StatsResult:
-    """Per-stage timing of one or several traces in one table, as `spanfix stats` prints it.
+    """Per-stage timing of one or several traces in one table, as `spanfix stats` prints it. A source
+    may be a run's folder: its traces, and its server's files as spec_metrics (see _traces_of).
 
     by: further grouping keys (file, rank, name, mode-name, bs, toks). kernels: the kernels of each
     stage and iteration part; kernel_categories: NAME=REGEX classes of your own. baseline: a trace,
@@ -116,7 +117,7 @@ def stats(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     checked_flag(device, "device", optional=True)
     options = options_from(options, option_fields)
     classes = kernel_classes(kernels, kernel_categories)
-    paths = checked_paths(sources)
+    paths, spec_metrics = _traces_of(sources, spec_metrics, accept_length)
     runs = Runs.prepared(options, baseline=baseline, spec_metrics=spec_metrics, accept_length=accept_length,
                          errors=errors)
     runs.measure(paths, classes, device=device, each=_each(each, executor))
@@ -139,6 +140,18 @@ def relabel(source: str | os.PathLike[str], output: str | os.PathLike[str] | Non
                                   dry_run=dry_run, in_place=in_place)
     except MemoryError:
         raise out_of_memory(os.fspath(source)) from None
+
+
+def _traces_of(sources: object, spec_metrics: object, accept_length: float | None) -> tuple[list[str], list[str]]:
+    """The sources, each run's folder among them read as its traces, as the commands read one
+    (sources.layout.run_folders: its traces, or its traces/ folder's; a store's folder is a URL ending
+    in "/"); and the spec_metrics files: the folder's server files when it is the only folder and no
+    accept length is given otherwise. A folder that holds no trace raises TraceError."""
+    from .sources.layout import run_folders
+
+    given = tuple(checked_paths(spec_metrics, "spec_metrics")) if spec_metrics else ()
+    paths, found = run_folders(tuple(checked_paths(sources)), given, accept_length is not None)
+    return list(paths), list(found)
 
 
 def _baseline_names(baseline: Any) -> str | tuple[str, ...] | None:
@@ -183,7 +196,8 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
           require_new_names: bool = False, allow_empty: bool = False, min_count: int = DEFAULT_MIN_COUNT,
           allow_skipped: bool = False, each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
           accept_length: float | None = None, executor: Any = None, **option_fields: Any) -> CheckReport:
-    """The CI gate of `spanfix check`: every rule held, broken or skipped (not judged, with why),
+    """The CI gate of `spanfix check` (a source may be a run's folder, as for stats()): every rule
+    held, broken or skipped (not judged, with why),
     with its figure. Budgets are strings in the check grammar ("VERIFY.p90<=12ms"); a bad one
     raises UsageError. max_regression: how much a mean may grow over the baseline, in percent;
     min_count: spans each side needs before a change is judged; allow_skipped: a skipped rule does
@@ -203,11 +217,11 @@ def check(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], op
     options = options_from(options, option_fields)
     parsed = tuple(parse_budget(budget) for budget in budgets)
     accept_figures((), accept_length)  # a bad stated accept length is a usage error now
+    paths, spec_metrics = _traces_of(sources, spec_metrics, accept_length)
     check_options = CheckOptions(parsed, _baseline_names(baseline), max_regression,
                                  allow_ambiguous, require_new_names, allow_empty, min_count, allow_skipped,
-                                 spec_metrics=tuple(checked_paths(spec_metrics, "spec_metrics")) if spec_metrics else (),
-                                 accept_length=accept_length)
-    return run_check(checked_paths(sources), options.relabel_options(), check_options,
+                                 spec_metrics=tuple(spec_metrics), accept_length=accept_length)
+    return run_check(paths, options.relabel_options(), check_options,
                      each=_each(each, executor) or one_by_one)
 
 
@@ -220,7 +234,8 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
                 *, baseline: Baselines = None, kernel_categories: Sequence[str] = (),
                 command: str = "", each: Each | None = None, spec_metrics: Sequence[str | os.PathLike[str]] = (),
                 accept_length: float | None = None, executor: Any = None, **option_fields: Any) -> Report:
-    """The HTML report of `spanfix report`: Report.html is one self-contained page (write it with
+    """The HTML report of `spanfix report` (a source may be a run's folder, as for stats()):
+    Report.html is one self-contained page (write it with
     Report.write(path)); Report.result the StatsResult it shows (equal to stats(device=True,
     kernels=True)); Report.errors one line per input it could not use (with none usable, html is
     empty). Raises UsageError for a bad kernel category. executor: as for stats()."""
@@ -229,10 +244,10 @@ def html_report(sources: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
     need(command, str, "a string", "command")
     kernel_classes(False, kernel_categories)  # the same checks as stats()
     options = options_from(options, option_fields)
-    return build_report(checked_paths(sources), options, baseline=_baseline_names(baseline),
+    paths, spec_metrics = _traces_of(sources, spec_metrics, accept_length)
+    return build_report(paths, options, baseline=_baseline_names(baseline),
                         kernel_categories=kernel_categories, command=command, each=_each(each, executor),
-                        spec_metrics=checked_paths(spec_metrics, "spec_metrics") if spec_metrics else [],
-                        accept_length=accept_length)
+                        spec_metrics=spec_metrics, accept_length=accept_length)
 
 
 def compare(runs: Iterable[str | os.PathLike[str]] | str | os.PathLike[str] | Mapping[str, Any],

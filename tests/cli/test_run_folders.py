@@ -119,3 +119,24 @@ def test_inspect_reads_a_runs_folder_as_its_traces(run):
     by_hand = CliRunner().invoke(main, ["inspect", str(run / "eagle-TP-0.trace.json.gz"), "--json"])
     assert by_folder.exit_code == 0, by_folder.output
     assert by_folder.stdout == by_hand.stdout
+
+
+def test_the_api_reads_a_runs_folder_as_the_commands_do(run, tmp_path):
+    """The library, not the CLI, knows what a run's folder is: stats, check and html_report take one."""
+    import spanfix
+    from spanfix.errors import TraceError
+
+    trace, info = run / "eagle-TP-0.trace.json.gz", run / "server_info.json"
+    by_folder = spanfix.stats(run).to_json()
+    assert by_folder == spanfix.stats(trace, spec_metrics=[info]).to_json()
+    assert by_folder != spanfix.stats(trace).to_json()
+    assert ("server_info", str(info)) in sources(by_folder)
+    assert spanfix.stats(run, accept_length=3.0).to_json() == spanfix.stats(trace, accept_length=3.0).to_json()
+    budget = ["speculation.accept_length>=2"]
+    checked = spanfix.check(run, budgets=budget)
+    assert checked.to_json() == spanfix.check(trace, budgets=budget, spec_metrics=[info]).to_json()
+    assert checked.passed and [o.status for o in checked.outcomes if o.rule == budget[0]] == ["held"]
+    assert spanfix.html_report(run).result.to_json() == spanfix.html_report(trace, spec_metrics=[info]).result.to_json()
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TraceError, match="empty"):
+        spanfix.stats(tmp_path / "empty")
