@@ -6,7 +6,7 @@ import click
 
 from .. import api
 from ..errors import OutputError, ReaderGone, SpanfixError, TraceError, UsageError, out_of_memory
-from ..relabelling.write import folder_for_outputs, relabel_jobs
+from ..relabelling.write import folder_for_outputs, relabel_inputs, relabel_jobs
 from ..render.relabel import relabel_heading, relabel_line, relabel_summary, relabel_total
 from ..sources.overwrite import STDOUT, is_standard_input, reads, refuse_overwrite
 from ..text import dumps
@@ -40,7 +40,7 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
             **attribution):
     """Rewrite step spans to SGLang's newer DRAFT / VERIFY naming.
 
-    Each INPUT (.json or .json.gz, or - for standard input) is read, every step span is
+    Each INPUT (.json or .json.gz, a run's folder of them, or - for standard input) is read, every step span is
     attributed to the draft or the target model, and a relabelled copy is written. Every byte
     outside the renamed names is kept. Spans without enough evidence are left as they are and
     reported as ambiguous (inspect says why, and what would decide them).
@@ -52,13 +52,14 @@ def relabel(inputs, output, in_place, dry_run, as_json, strict, verify_only, ann
     Examples:
       spanfix relabel run-TP-0.trace.json.gz      # -> *.trace.relabeled.json.gz
       spanfix relabel traces/*.json.gz -o out/    # several files into a folder
+      spanfix relabel runs/eagle                  # each trace of a run
       spanfix relabel --dry-run --strict t.json   # CI: fail on any ambiguity
 
     Exit codes: 0 ok, 1 a span stayed ambiguous (--strict), 2 bad input or usage.
     """
     if in_place and output:
         raise click.UsageError("--in-place and --output exclude each other")
-    inputs, refused = expanded(inputs)
+    inputs, refused = expanded(relabel_inputs(inputs))
     if in_place and any(map(is_standard_input, inputs)):
         raise click.UsageError("--in-place cannot replace standard input")
     if output == STDIN and len(inputs) > 1:

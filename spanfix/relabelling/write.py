@@ -40,6 +40,29 @@ def default_output(source: str) -> str:
     return str(path.with_name(name[:cut] + ".relabeled" + name[cut:]))
 
 
+def relabel_inputs(inputs: tuple[str, ...]) -> tuple[str, ...]:
+    """The inputs, each run's folder among them read as its traces, as stats reads one
+    (sources.layout.run_folders: its traces, or its traces/ folder's), but for the copies an earlier
+    relabel wrote beside them (*.relabeled.json[.gz]): relabelling a folder twice writes each copy
+    again, never a copy of a copy. A folder that holds no trace raises TraceError."""
+    from ..sources.layout import run_folders
+
+    found: list[str] = []
+    for given in inputs:
+        traces, _ = run_folders((given,), (), True)
+        if traces != (given,):  # a folder: its traces, not relabel's own outputs
+            traces = tuple(name for name in traces if not _is_relabelled_copy(name))
+            if not traces:
+                raise TraceError(f"{given}: holds no trace but relabelled copies (*.relabeled.json[.gz])")
+        found += traces
+    return tuple(found)
+
+
+def _is_relabelled_copy(name: str) -> bool:
+    base = basename(name)
+    return ".relabeled.json" in base or base.endswith(".relabeled")
+
+
 def folder_for_outputs(output: str | None, inputs: int, dry_run: bool) -> str | None:
     """The folder relabel's outputs go into, or None when output names a file (or nothing). A path
     ending in / is a folder, created when missing (with its parents); several inputs need one that

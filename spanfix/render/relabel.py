@@ -16,7 +16,7 @@ from ..attribution.ambiguity import AmbiguousSpan, by_reason
 from ..attribution.naming import no_step_spans
 from ..read.clock import offset_text
 from ..relabelling.plan import RelabelResult
-from ..text import shown, whole_reason
+from ..text import plural, shown, whole_reason
 from .escape import rich_text
 
 SHOWN_REASONS = 5  # kinds of ambiguity listed; each with its count and first span
@@ -92,7 +92,7 @@ def relabel_line(result: RelabelResult, width: int | None = None) -> Text:
     if result.ambiguous:
         counts.append(f", {len(result.ambiguous):,} ambiguous", "yellow")
     if result.conflicts or result.warnings:
-        counts.append(f", {len(result.conflicts) + len(result.warnings)} warnings (-v shows them)", "yellow")
+        counts.append(f", {plural(len(result.conflicts) + len(result.warnings), 'warning')} (-v shows them)", "yellow")
     line = Text.assemble(relabel_heading(result), ": ", counts)
     if width is not None and line.cell_len > width:
         line = Text.assemble(relabel_heading(result), ":\n    ", counts)

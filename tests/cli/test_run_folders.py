@@ -140,3 +140,36 @@ def test_the_api_reads_a_runs_folder_as_the_commands_do(run, tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(TraceError, match="empty"):
         spanfix.stats(tmp_path / "empty")
+
+
+def relabel(*args: str):
+    return CliRunner().invoke(main, ["relabel", *map(str, args)])
+
+
+def test_relabel_writes_each_of_a_runs_traces_beside_itself_and_never_a_copy_of_a_copy(run, tmp_path):
+    trace = run / "eagle-TP-0.trace.json.gz"
+    alone = tmp_path / "alone.relabeled.json.gz"
+    assert relabel(trace, "-o", alone).exit_code == 0
+    done = relabel(run)
+    assert done.exit_code == 0, done.output
+    copy = run / "eagle-TP-0.trace.relabeled.json.gz"
+    assert copy.read_bytes() == alone.read_bytes()  # as relabelling the trace itself
+    again = relabel(run)  # the copy is among the folder's files now: it is written again, not relabelled
+    assert again.exit_code == 0, again.output
+    assert sorted(p.name for p in run.iterdir()) == ["eagle-TP-0.trace.json.gz", "eagle-TP-0.trace.relabeled.json.gz",
+                                                     "server_info.json"]
+    plain = tmp_path / "plain"  # names that are not SGLang's: every JSON file is a trace, but relabel's copies
+    plain.mkdir()
+    shutil.copy(EAGLE, plain / "t.json.gz")
+    assert relabel(plain).exit_code == 0 and relabel(plain).exit_code == 0
+    assert sorted(p.name for p in plain.iterdir()) == ["t.json.gz", "t.relabeled.json.gz"]
+    out = tmp_path / "out"
+    assert relabel(run, "-o", f"{out}/", "--json").exit_code == 0
+    assert [p.name for p in out.iterdir()] == ["eagle-TP-0.trace.relabeled.json.gz"]
+
+
+def test_relabel_of_a_folder_of_nothing_but_copies_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "t.relabeled.json").write_text('{"traceEvents": []}')
+    done = relabel(tmp_path)
+    assert done.exit_code == 2
+    assert done.stderr == f"spanfix: error: {tmp_path}: holds no trace but relabelled copies (*.relabeled.json[.gz])\n"

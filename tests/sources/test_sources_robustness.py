@@ -25,7 +25,8 @@ def test_missing_file_and_directory(tmp_path):
     """Issue 7: bad input, odd input, faults and interruption."""
     assert_one_line_error(run("relabel", tmp_path / "nope.json"), tmp_path / "nope.json", "no such file")
     (tmp_path / "d.json").mkdir()
-    assert_one_line_error(run("relabel", tmp_path / "d.json"), tmp_path / "d.json", "is a directory, not a trace file")
+    # A folder is a run's: its traces (tests/cli/test_run_folders.py); an empty one is bad input.
+    assert_one_line_error(run("relabel", tmp_path / "d.json"), tmp_path / "d.json", "no trace in this folder")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["d.json"]
 
 
