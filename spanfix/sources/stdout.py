@@ -31,7 +31,7 @@ def write_all(stream: BinaryIO, data: bytes | bytearray | memoryview) -> None:
 
 
 def write_many(stream: BinaryIO, pieces: Iterable[bytes | bytearray | memoryview],
-               done: Callable[[int], None] | None = None) -> None:
+               done: Callable[[int], None] = lambda _: None) -> None:
     """Write the pieces whole, in order, and call done(bytes) after each batch. A relabelled trace is
     tens of thousands of views of its input between the renamed names (5 kB each): one write per view
     through a buffered stream copied each into its 8 kB buffer and made a system call for every one or
@@ -50,13 +50,11 @@ def write_many(stream: BinaryIO, pieces: Iterable[bytes | bytearray | memoryview
         size += len(piece)
         if len(batch) >= _BATCH_PIECES or size >= _BATCH_BYTES:
             _write_batch(stream, fd, batch)
-            if done is not None:
-                done(size)
+            done(size)
             batch, size = [], 0
     if batch:
         _write_batch(stream, fd, batch)
-        if done is not None:
-            done(size)
+        done(size)
 
 
 _WRITEV = hasattr(os, "writev")
